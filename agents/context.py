@@ -1,0 +1,46 @@
+"""The run context: what a runner gets from the gateway.
+
+Defined here, implemented by ``bot``: ``agents`` never imports the gateway.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agents.messages import Message
+from agents.models.base import Model
+
+
+class Tracer(Protocol):
+    """Receives the decisions of a run (model calls, tools, handoffs...)."""
+
+    def event(self, type: str, **fields: Any) -> None: ...
+
+
+class NullTracer:
+    def event(self, type: str, **fields: Any) -> None:
+        return None
+
+
+async def _no_emit(text: str) -> None:
+    return None
+
+
+@dataclass
+class RunContext:
+    """Everything a runner may use; built per run by the gateway."""
+
+    chat_key: str
+    model: Model
+    history: Sequence[Message] = ()
+    """Earlier turns the agent may see (chosen by the gateway per context mode)."""
+    emit: Callable[[str], Awaitable[None]] = _no_emit
+    """Send a progress line or notice to the chat."""
+    tracer: Tracer = field(default_factory=NullTracer)
+    clock: Callable[[], float] = time.time
+    correlation_id: str = ""
+    user_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,57 @@
+"""What a run returns: a final answer, or a request to pause for a human."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.context import RunContext
+from agents.messages import Message
+from agents.models.base import Usage
+
+InterruptKind = Literal["ask_user", "plan_approval", "tool_confirm"]
+
+
+class Choice(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    value: str
+
+
+class FinalAnswer(BaseModel):
+    """The run finished; ``messages`` are the turns it added to the history."""
+
+    text: str
+    messages: tuple[Message, ...] = ()
+    usage: Usage = Field(default_factory=Usage)
+    agent: str = ""
+
+
+class InterruptRequest(BaseModel):
+    """The run needs a human before it can go on.
+
+    ``state`` is the runner's own JSON, handed back on resume together with the
+    resolution; the gateway stores it as the checkpoint.
+    """
+
+    kind: InterruptKind
+    prompt: str
+    choices: tuple[Choice, ...] = ()
+    payload: dict[str, Any] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
+    messages: tuple[Message, ...] = ()
+    usage: Usage = Field(default_factory=Usage)
+    agent: str = ""
+
+
+RunResult = FinalAnswer | InterruptRequest
+
+
+class Runner(Protocol):
+    """Runs one agent turn: a final answer, or a request to pause."""
+
+    name: str
+
+    async def run(self, ctx: RunContext, message: Message) -> RunResult: ...

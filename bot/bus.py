@@ -1,0 +1,113 @@
+"""The inbound bus: per-chat ordering, cross-chat concurrency, backpressure.
+
+Events of one chat key are handled one at a time in arrival order; different
+chats run concurrently under ``max_concurrent`` handlers.  At most
+``max_pending`` events are queued or in flight; a producer past that waits
+(nothing is dropped).  A chat's queue exists only while it has work, so a
+million distinct chats leave nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from bot.events import InboundEvent
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[InboundEvent], Awaitable[None]]
+
+
+class Bus(Protocol):
+    """Carries inbound events from channel adapters to the supervisor."""
+
+    def subscribe(self, handler: Handler) -> None: ...
+
+    async def publish(self, event: InboundEvent) -> None: ...
+
+    async def join(self) -> None:
+        """Wait until every event published so far was handled."""
+
+    async def close(self, timeout: float | None = None) -> None: ...
+
+
+class BusClosed(RuntimeError):
+    """The bus no longer accepts events (the gateway is shutting down)."""
+
+
+class InMemoryBus:
+    """A single-process :class:`Bus`."""
+
+    def __init__(self, *, max_concurrent: int = 64, max_pending: int = 10_000) -> None:
+        self._handler: Handler | None = None
+        self._cap = asyncio.Semaphore(max_concurrent)
+        self._room = asyncio.Semaphore(max_pending)
+        self._queues: dict[str, deque[InboundEvent]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def subscribe(self, handler: Handler) -> None:
+        self._handler = handler
+
+    @property
+    def active_chats(self) -> int:
+        """Chats with queued or running work (for tests and metrics)."""
+        return len(self._queues)
+
+    async def publish(self, event: InboundEvent) -> None:
+        if self._closed:
+            raise BusClosed("the bus is closed")
+        if self._handler is None:
+            raise RuntimeError("no handler subscribed to the bus")
+        await self._room.acquire()
+        key = str(event.chat)
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = deque()
+        queue.append(event)
+        if key not in self._workers:
+            self._idle.clear()
+            self._workers[key] = asyncio.create_task(self._drain(key, queue), name=f"chat:{key}")
+
+    async def _drain(self, key: str, queue: deque[InboundEvent]) -> None:
+        assert self._handler is not None
+        try:
+            while queue:
+                event = queue[0]
+                try:
+                    async with self._cap:
+                        await self._handler(event)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    # The supervisor reports run errors to the user itself; this is a bug
+                    # in the handler, logged so one bad event cannot stop the chat's queue.
+                    log.exception("unhandled error for chat %s", key)
+                finally:
+                    queue.popleft()
+                    self._room.release()
+        finally:
+            del self._queues[key]
+            del self._workers[key]
+            if not self._workers:
+                self._idle.set()
+
+    async def join(self) -> None:
+        """Wait until every queued event was handled."""
+        await self._idle.wait()
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Stop accepting events and let in-flight work finish (cancelled after ``timeout``)."""
+        self._closed = True
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            for task in list(self._workers.values()):
+                task.cancel()
+            await asyncio.gather(*self._workers.values(), return_exceptions=True)

@@ -1,0 +1,159 @@
+"""The ``bot`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+
+from bot.settings import ConfigError, Settings, load_settings
+
+app = typer.Typer(
+    help="A supervisor chat-bot gateway. Without a command, runs every enabled channel.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+config_app = typer.Typer(help="Inspect the effective configuration.", add_completion=False)
+app.add_typer(config_app, name="config")
+
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Project config file (default: config/bot.yaml if present).")
+]
+
+
+def _settings(config: Path | None, **overrides: object) -> Settings:
+    try:
+        return load_settings(config, overrides=overrides or None)
+    except ConfigError as exc:
+        typer.echo(f"config error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _setup_logging(settings: Settings) -> None:
+    from bot.logs import setup_logging
+
+    setup_logging(settings.log.level, settings.secrets())
+
+
+async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
+    from bot.app import Gateway
+
+    try:
+        gateway = Gateway(settings)
+    except ConfigError as exc:
+        typer.echo(f"config error: {exc}", err=True)
+        return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    if gateway.model.name == "offline":
+        typer.echo("Using the offline model (no GEMINI_API_KEY set): answers are labelled [offline model].", err=True)
+    try:
+        await gateway.start()
+    except Exception as exc:
+        typer.echo(f"could not start: {exc}", err=True)
+        await gateway.stop(timeout=5)
+        return 1
+    waiters = [asyncio.create_task(stop.wait())]
+    if until_console_done:
+        from channels.console import ConsoleChannel
+
+        for channel in gateway.channels:
+            if isinstance(channel, ConsoleChannel):
+                waiters.append(asyncio.create_task(channel.finished.wait()))
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        await gateway.stop()
+    return 0
+
+
+@app.callback(invoke_without_command=True)
+def _default(ctx: typer.Context, config: ConfigOpt = None) -> None:
+    if ctx.invoked_subcommand is None:
+        run(config)
+
+
+@app.command()
+def run(config: ConfigOpt = None) -> None:
+    """Start every enabled channel and serve until SIGINT/SIGTERM (in-flight work is drained)."""
+    settings = _settings(config)
+    _setup_logging(settings)
+    raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=False)))
+
+
+@app.command()
+def chat(config: ConfigOpt = None) -> None:
+    """Chat in the terminal (console channel only). Reads one message per line when stdin is not a TTY."""
+    settings = _settings(
+        config,
+        channels={
+            "console": {"enabled": True},
+            "telegram": {"enabled": False},
+            "slack": {"enabled": False},
+            "discord": {"enabled": False},
+        },
+        http={"enabled": False},
+    )
+    if settings.origin("log.level") == "default":
+        # The terminal is the chat: keep start-up chatter out of it unless asked for.
+        settings.log.level = "WARNING"
+    _setup_logging(settings)
+    raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=True)))
+
+
+@app.command()
+def health(
+    config: ConfigOpt = None,
+    url: Annotated[str | None, typer.Option(help="Health URL (default: from the http section).")] = None,
+) -> None:
+    """Check a running gateway's health endpoint; exit 0 when healthy."""
+    if url is None:
+        settings = _settings(config)
+        host = settings.http.host if settings.http.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        url = f"http://{host}:{settings.http.port}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - operator-given URL
+            body = json.loads(response.read().decode())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        typer.echo(f"unhealthy: {url}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(json.dumps(body))
+    raise typer.Exit(0 if body.get("status") == "ok" else 1)
+
+
+@config_app.command("show")
+def config_show(config: ConfigOpt = None) -> None:
+    """Print the effective configuration with every secret redacted."""
+    settings = _settings(config)
+    typer.echo(yaml.safe_dump(settings.redacted(), sort_keys=False, allow_unicode=True))
+
+
+def main() -> None:
+    try:
+        from bot.agents_cli import agents_app
+    except ImportError:  # pragma: no cover - the agents CLI arrives with file-defined agents
+        pass
+    else:
+        app.add_typer(agents_app, name="agents")
+    app(prog_name="bot")
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)

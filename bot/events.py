@@ -1,0 +1,102 @@
+"""The bus contract: typed, frozen events.  Nothing platform-specific past the adapter."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ChatKey(_Event):
+    """Where a conversation happens; its string form keys sessions, locks and settings."""
+
+    channel: str
+    chat_id: str
+    thread_id: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.channel}:{self.chat_id}:{self.thread_id}" if self.thread_id else self.settings_key
+
+    @property
+    def settings_key(self) -> str:
+        """``channel:chat_id``: chat settings (strategy, grants) ignore the thread."""
+        return f"{self.channel}:{self.chat_id}"
+
+    @classmethod
+    def parse(cls, text: str) -> ChatKey:
+        channel, sep, rest = text.partition(":")
+        if not sep or not channel or not rest:
+            raise ValueError(f"not a chat key: {text!r} (expected channel:chat_id[:thread_id])")
+        chat_id, _, thread = rest.partition(":")
+        return cls(channel=channel, chat_id=chat_id, thread_id=thread or None)
+
+
+class Sender(_Event):
+    id: str
+    name: str = ""
+    is_admin: bool = False
+    """Resolved by the gateway from configuration, never trusted from the platform."""
+    is_bot: bool = False
+
+
+class Attachment(_Event):
+    kind: str
+    name: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    ref: str | None = None
+
+
+class InboundMessage(_Event):
+    id: str
+    """Platform message/update id, used for de-duplication."""
+    chat: ChatKey
+    sender: Sender
+    text: str
+    is_direct: bool = False
+    mentions_bot: bool = False
+    reply_to: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    received_at: datetime = Field(default_factory=_now)
+
+
+class Action(_Event):
+    """A button press."""
+
+    id: str
+    """The platform's action id (de-duplication)."""
+    chat: ChatKey
+    sender: Sender
+    payload: str
+    message_ref: str | None = None
+    """The platform message holding the buttons (to edit it)."""
+    platform: dict[str, Any] = Field(default_factory=dict)
+    """Ids the adapter needs to acknowledge or edit (e.g. an interaction token)."""
+    received_at: datetime = Field(default_factory=_now)
+
+
+class Button(_Event):
+    label: str
+    payload: str
+
+
+class OutboundMessage(_Event):
+    chat: ChatKey
+    text: str = ""
+    """A small markdown subset: **bold**, _italic_, `code`, ```blocks```, [links](url)."""
+    buttons: tuple[tuple[Button, ...], ...] = ()
+    reply_to: str | None = None
+    edit_of: str | None = None
+    kind: Literal["text", "notice", "typing"] = "text"
+
+
+InboundEvent = InboundMessage | Action

@@ -1,0 +1,397 @@
+"""Layered configuration.
+
+Layers, lowest first: built-in defaults (package data, so a non-editable
+install works) < ``~/.config/bot/bot.yaml`` < the project file
+(``config/bot.yaml`` or ``--config``) < the environment
+(``BOT_<SECTION>__<KEY>``, plus the shorthands ``GEMINI_API_KEY``,
+``GEMINI_BASE_URL`` and ``DATABASE_URL``).  Per-chat and per-message overrides
+live in the store and are applied by the gateway.
+
+Strings may use ``${VAR}`` or ``${VAR:-default}``; an unset variable without
+a default becomes an empty string, and an enabled section that then lacks a
+required secret is reported by name.  Every leaf remembers the layer it came
+from (``Settings.origin``) so ``/routing`` and ``bot config show`` can say why
+a value is what it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+USER_CONFIG = Path("~/.config/bot/bot.yaml")
+PROJECT_CONFIG = Path("config/bot.yaml")
+ENV_PREFIX = "BOT_"
+SECRET_KEYS = frozenset(
+    {"token", "api_key", "bot_token", "app_token", "signing_secret", "secret_token", "password", "headers", "env"}
+)
+ENV_SHORTHANDS = {
+    "GEMINI_API_KEY": ("model", "api_key"),
+    "GEMINI_BASE_URL": ("model", "base_url"),
+    "DATABASE_URL": ("store", "url"),
+}
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ConfigError(Exception):
+    """The operator's configuration is wrong; the message names file and field."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BotSection(_Section):
+    name: str = "bot"
+    greeting: str = ""
+
+
+class LogSection(_Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class ModelSection(_Section):
+    provider: Literal["auto", "gemini", "offline"] = "auto"
+    name: str = "gemini-2.5-flash"
+    api_key: str = ""
+    base_url: str | None = None
+    timeout_s: float = Field(60, gt=0)
+    max_retries: int = Field(3, ge=0, le=10)
+
+
+class StoreSection(_Section):
+    url: str | None = None
+    data_dir: Path = Path("data")
+    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
+    busy_timeout_ms: int = Field(5000, ge=0)
+    history_limit: int = Field(200, ge=1)
+    context_chars: int = Field(24000, ge=100)
+    processed_ids_limit: int = Field(100000, ge=100)
+
+    def database_url(self) -> str:
+        if self.url:
+            return self.url
+        return f"sqlite:///{self.data_dir.expanduser() / 'bot.db'}"
+
+
+class BusSection(_Section):
+    max_concurrent_chats: int = Field(64, ge=1)
+    max_pending: int = Field(10000, ge=1)
+
+
+class HttpSection(_Section):
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+
+
+class AgentsSection(_Section):
+    dirs: list[Path] = Field(default_factory=lambda: [Path("config/agents")])
+    user_dir: Path = Path("~/.config/bot/agents")
+
+
+class McpServer(_Section):
+    """One MCP server: stdio (``command``) or streamable HTTP (``url``)."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: Path | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(30, gt=0)
+    enabled: bool = True
+    risk: Literal["safe", "low", "medium", "high"] = "medium"
+    tools: dict[str, Literal["safe", "low", "medium", "high"]] = Field(default_factory=dict)
+    """Per-tool risk overrides."""
+    require_confirmation: list[str] = Field(default_factory=list)
+
+
+class McpSection(_Section):
+    servers: dict[str, McpServer] = Field(default_factory=dict)
+
+
+class ChannelSection(BaseModel):
+    """Keys every channel has (Conventions); platform keys are added per channel."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    api_base: str | None = None
+    allow_from: list[str] = Field(default_factory=list)
+    admins: list[str] = Field(default_factory=list)
+    mention_policy: Literal["mention", "all"] = "mention"
+    unknown_senders: Literal["reply", "ignore"] = "reply"
+    """What a sender outside ``allow_from`` gets: a refusal naming their id, or silence."""
+
+    def allows(self, user_id: str) -> bool:
+        return "*" in self.allow_from or user_id in self.allow_from
+
+    def is_admin(self, user_id: str) -> bool:
+        return "*" in self.admins or user_id in self.admins
+
+
+class ConsoleChannel(ChannelSection):
+    enabled: bool = True
+    allow_from: list[str] = Field(default_factory=lambda: ["*"])
+    admins: list[str] = Field(default_factory=lambda: ["*"])
+    mention_policy: Literal["mention", "all"] = "all"
+    user_id: str = "console-user"
+    user_name: str = "you"
+
+
+class TelegramWebhook(_Section):
+    url: str | None = None
+    path: str = "/telegram/webhook"
+    secret_token: str = ""
+
+
+class TelegramChannel(ChannelSection):
+    token: str = ""
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook: TelegramWebhook = Field(default_factory=TelegramWebhook)
+
+
+class SlackChannel(ChannelSection):
+    bot_token: str = ""
+    app_token: str = ""
+    signing_secret: str = ""
+    mode: Literal["socket", "http"] = "socket"
+    reply_in_thread: bool = True
+
+
+class DiscordChannel(ChannelSection):
+    token: str = ""
+    allowed_channels: list[str] = Field(default_factory=list)
+
+
+class ChannelsSection(_Section):
+    console: ConsoleChannel = Field(default_factory=ConsoleChannel)
+    telegram: TelegramChannel = Field(default_factory=TelegramChannel)
+    slack: SlackChannel = Field(default_factory=SlackChannel)
+    discord: DiscordChannel = Field(default_factory=DiscordChannel)
+
+    def enabled(self) -> list[str]:
+        return [name for name in type(self).model_fields if getattr(self, name).enabled]
+
+
+class Settings(_Section):
+    """The effective configuration after every layer was applied."""
+
+    bot: BotSection = Field(default_factory=BotSection)
+    log: LogSection = Field(default_factory=LogSection)
+    model: ModelSection = Field(default_factory=ModelSection)
+    store: StoreSection = Field(default_factory=StoreSection)
+    bus: BusSection = Field(default_factory=BusSection)
+    http: HttpSection = Field(default_factory=HttpSection)
+    agents: AgentsSection = Field(default_factory=AgentsSection)
+    mcp: McpSection = Field(default_factory=McpSection)
+    channels: ChannelsSection = Field(default_factory=ChannelsSection)
+
+    _origins: dict[str, str] = {}
+
+    def origin(self, dotted: str) -> str:
+        """The layer that set ``dotted`` (e.g. ``model.name``), or ``default``."""
+        probe = dotted
+        while probe:
+            if probe in self._origins:
+                return self._origins[probe]
+            probe = probe.rpartition(".")[0]
+        return "default"
+
+    def secrets(self) -> set[str]:
+        """Every configured secret value (for the log filter and redaction)."""
+        found: set[str] = set()
+        for path, value in _walk(self.model_dump(mode="json")):
+            if path and path[-1] in SECRET_KEYS or any(p in SECRET_KEYS for p in path[:-1]):
+                if isinstance(value, str) and len(value) >= 4:
+                    found.add(value)
+        url = self.store.url or ""
+        match = re.match(r"^[a-z+]+://[^:/@]+:([^@]+)@", url)
+        if match:
+            found.add(match.group(1))
+        return found
+
+    def redacted(self) -> dict[str, Any]:
+        """The configuration as plain data with every secret replaced."""
+        return _redact(self.model_dump(mode="json"))
+
+
+def _walk(data: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _walk(value, (*path, str(key)))
+    elif isinstance(data, list):
+        for value in data:
+            yield from _walk(value, path)
+    else:
+        yield path, data
+
+
+def _redact(data: Any, secret: bool = False) -> Any:
+    if isinstance(data, dict):
+        return {k: _redact(v, secret or k in SECRET_KEYS) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_redact(v, secret) for v in data]
+    if secret and isinstance(data, str) and data:
+        return "***"
+    if isinstance(data, str) and "://" in data:
+        return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", data)
+    return data
+
+
+def interpolate(value: Any, env: Mapping[str, str]) -> Any:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of ``value``."""
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+    if isinstance(value, dict):
+        return {k: interpolate(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, env) for v in value]
+    return value
+
+
+def _merge(base: dict[str, Any], top: Mapping[str, Any], layer: str, origins: dict[str, str], prefix: str = "") -> None:
+    for key, value in top.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value, layer, origins, dotted + ".")
+        else:
+            base[key] = value.copy() if isinstance(value, dict) else value
+            for existing in [o for o in origins if o.startswith(dotted + ".")]:
+                del origins[existing]
+            origins[dotted] = layer
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    return data
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """``BOT_A__B__C=v`` → ``{"a": {"b": {"c": v}}}``, one layer per variable."""
+    layers: dict[str, dict[str, Any]] = {}
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
+        if not all(parts):
+            continue
+        raw = env[name]
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        nested: dict[str, Any] = {}
+        cursor = nested
+        for part in parts[:-1]:
+            cursor = cursor.setdefault(part, {})
+        cursor[parts[-1]] = value
+        layers[f"env {name}"] = nested
+    for name, (section, key) in ENV_SHORTHANDS.items():
+        if env.get(name):
+            layers[f"env {name}"] = {section: {key: env[name]}}
+    return layers
+
+
+def builtin_defaults_path() -> Path:
+    return Path(str(resources.files("bot") / "defaults" / "bot.yaml"))
+
+
+def load_settings(
+    config: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    user_config: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Read every layer and validate the result.
+
+    ``config`` is the project file; without it ``config/bot.yaml`` is used when
+    it exists.  A ``--config`` that does not exist is an error.
+    """
+    env = os.environ if env is None else env
+    layers: list[tuple[str, Path | None, Mapping[str, Any]]] = []
+    defaults = builtin_defaults_path()
+    layers.append(("default", defaults, _read_yaml(defaults)))
+    user = (user_config or USER_CONFIG).expanduser()
+    if user.is_file():
+        layers.append((f"user file {user}", user, _read_yaml(user)))
+    if config is not None:
+        if not config.is_file():
+            raise ConfigError(f"{config}: config file not found")
+        layers.append((f"project file {config}", config, _read_yaml(config)))
+    elif PROJECT_CONFIG.is_file():
+        layers.append((f"project file {PROJECT_CONFIG}", PROJECT_CONFIG, _read_yaml(PROJECT_CONFIG)))
+    for name, data in _env_layer(env).items():
+        layers.append((name, None, data))
+    if overrides:
+        layers.append(("override", None, overrides))
+
+    merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for name, _path, data in layers:
+        _merge(merged, interpolate(data, env), name, origins)
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, origins)) from None
+    settings._origins = {k: v for k, v in origins.items() if v != "default"}
+    _check_required_secrets(settings)
+    return settings
+
+
+def _explain(exc: ValidationError, origins: dict[str, str]) -> str:
+    lines = []
+    for err in exc.errors():
+        dotted = ".".join(str(p) for p in err["loc"])
+        probe, where = dotted, "default"
+        while probe:
+            if probe in origins:
+                where = origins[probe]
+                break
+            probe = probe.rpartition(".")[0]
+        reason = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"{where}: {dotted}: {reason}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+_REQUIRED = {
+    "telegram": (("token", "TELEGRAM_BOT_TOKEN"),),
+    "slack": (("bot_token", "SLACK_BOT_TOKEN"),),
+    "discord": (("token", "DISCORD_BOT_TOKEN"),),
+}
+
+
+def _check_required_secrets(settings: Settings) -> None:
+    problems = []
+    for channel, keys in _REQUIRED.items():
+        section = getattr(settings.channels, channel)
+        if not section.enabled:
+            continue
+        for key, var in keys:
+            if not getattr(section, key):
+                problems.append(f"channels.{channel}.{key} is empty: set {var} in the environment")
+    slack = settings.channels.slack
+    if slack.enabled and slack.mode == "socket" and not slack.app_token:
+        problems.append("channels.slack.app_token is empty (socket mode): set SLACK_APP_TOKEN")
+    if slack.enabled and slack.mode == "http" and not slack.signing_secret:
+        problems.append("channels.slack.signing_secret is empty (http mode): set SLACK_SIGNING_SECRET")
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))

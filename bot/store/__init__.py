@@ -1,0 +1,6 @@
+"""Persistence: one small interface, SQLite or PostgreSQL behind it."""
+
+from bot.store.base import Store, StoreError
+from bot.store.sql import SqlStore, open_store
+
+__all__ = ["SqlStore", "Store", "StoreError", "open_store"]

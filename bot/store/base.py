@@ -1,0 +1,44 @@
+"""The store interface the gateway depends on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from agents.messages import Message
+
+
+class StoreError(RuntimeError):
+    """A write or read failed; nothing was acknowledged."""
+
+
+class Store(Protocol):
+    """Sessions, chat settings and processed event ids.
+
+    Every write returns only after it is durable (committed).
+    """
+
+    async def start(self) -> None:
+        """Open connections and apply migrations."""
+
+    async def close(self) -> None: ...
+
+    async def accept(self, event_key: str, chat_key: str, message: Message | None) -> bool:
+        """Record ``event_key`` as processed and ``message`` in the chat's history, atomically.
+
+        Returns False (and stores nothing) when the event was seen before.
+        """
+
+    async def append(self, chat_key: str, messages: Sequence[Message]) -> None:
+        """Append turns to a chat's history."""
+
+    async def history(self, chat_key: str, limit: int | None = None) -> list[Message]:
+        """The chat's most recent ``limit`` messages, oldest first."""
+
+    async def clear_history(self, chat_key: str) -> None: ...
+
+    async def chat_settings(self, settings_key: str) -> dict[str, Any]:
+        """Every per-chat setting of ``channel:chat_id``."""
+
+    async def set_chat_setting(self, settings_key: str, name: str, value: Any) -> None:
+        """Set (or with ``None`` delete) one per-chat setting."""

@@ -1,0 +1,1 @@
+"""Channel adapters: platform SDK objects → bus events, events → SDK calls."""

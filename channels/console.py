@@ -1,0 +1,134 @@
+"""The console channel: chat with the bot in a terminal or through a pipe.
+
+Interactive on a TTY (a ``you>`` prompt); otherwise one message per input line,
+each reply printed before the next line is read.  Buttons print as numbered
+choices (``[1] Approve  [2] Deny``); typing the number or the label presses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sys
+import threading
+import time
+from typing import TextIO
+
+from bot.bus import Bus
+from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage, Sender
+
+
+class ConsoleChannel:
+    """A single local chat (``console:local``) on stdin/stdout."""
+
+    name = "console"
+
+    def __init__(
+        self,
+        *,
+        user_id: str = "console-user",
+        user_name: str = "you",
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+        interactive: bool | None = None,
+    ) -> None:
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+        self.interactive = self.stdin.isatty() if interactive is None else interactive
+        self.chat = ChatKey(channel="console", chat_id="local")
+        self.sender = Sender(id=user_id, name=user_name)
+        self.finished = asyncio.Event()
+        """Set when the input ended and every line was answered."""
+        self._ids = itertools.count(1)
+        self._run_id = f"{time.time_ns():x}"
+        self._buttons: list[Button] = []
+        self._prompt_ref: str | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, bus: Bus) -> None:
+        self._task = asyncio.create_task(self._read_loop(bus), name="console-reader")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def _lines(self) -> asyncio.Queue[str | None]:
+        """Lines from stdin, read on a daemon thread so a blocked read never holds up exit."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+        def pump() -> None:
+            try:
+                for line in self.stdin:
+                    loop.call_soon_threadsafe(queue.put_nowait, line)
+            except (OSError, ValueError):
+                pass
+            finally:
+                try:
+                    loop.call_soon_threadsafe(queue.put_nowait, None)
+                except RuntimeError:
+                    pass  # the loop is already closed
+
+        threading.Thread(target=pump, name="console-stdin", daemon=True).start()
+        return queue
+
+    async def _read_loop(self, bus: Bus) -> None:
+        lines = self._lines()
+        try:
+            while True:
+                self._prompt()
+                line = await lines.get()
+                if line is None:
+                    break
+                text = line.strip()
+                if not text:
+                    continue
+                await bus.publish(self._event_for(text))
+                await bus.join()
+        finally:
+            self.finished.set()
+
+    def _event_for(self, text: str) -> InboundMessage | Action:
+        n = next(self._ids)
+        event_id = f"{self._run_id}-{n}"
+        button = self._choice(text)
+        if button is not None:
+            return Action(
+                id=event_id, chat=self.chat, sender=self.sender, payload=button.payload, message_ref=self._prompt_ref
+            )
+        return InboundMessage(
+            id=event_id, chat=self.chat, sender=self.sender, text=text, is_direct=True, mentions_bot=True
+        )
+
+    def _choice(self, text: str) -> Button | None:
+        if not self._buttons:
+            return None
+        if text.isdigit() and 1 <= int(text) <= len(self._buttons):
+            return self._buttons[int(text) - 1]
+        lowered = text.casefold()
+        return next((b for b in self._buttons if b.label.casefold() == lowered), None)
+
+    def _prompt(self) -> None:
+        if self.interactive:
+            self.stdout.write("you> ")
+            self.stdout.flush()
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        if message.kind == "typing":
+            return None
+        ref = f"console-{next(self._ids)}"
+        prefix = "bot (edited)> " if message.edit_of else "bot> "
+        out = [prefix + message.text if message.text else prefix.rstrip()]
+        flat = [b for row in message.buttons for b in row]
+        if flat:
+            out.append("  ".join(f"[{i}] {b.label}" for i, b in enumerate(flat, 1)))
+            self._buttons, self._prompt_ref = flat, ref
+        elif message.edit_of is not None and message.edit_of == self._prompt_ref:
+            self._buttons, self._prompt_ref = [], None
+        text = "\n".join(out)
+        if self.interactive:
+            text = "\r" + text
+        self.stdout.write(text + "\n")
+        self.stdout.flush()
+        return ref
