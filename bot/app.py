@@ -71,9 +71,7 @@ class Gateway:
             synchronous=settings.store.synchronous,
             busy_timeout_ms=settings.store.busy_timeout_ms,
         )
-        self.bus = InMemoryBus(
-            max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending
-        )
+        self.bus = InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
         self.outbox = Outbox()
         self.channels = list(channels) if channels is not None else build_channels(settings)
         self.supervisor = Supervisor(

@@ -37,7 +37,7 @@ def setup_logging(level: str, secrets: Iterable[str]) -> RedactingFilter:
     """Configure the root logger (stderr) and attach the redacting filter to every handler."""
     root = logging.getLogger()
     if not root.handlers:
-        handler = logging.StreamHandler()
+        handler: logging.Handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
     root.setLevel(level)

@@ -210,9 +210,9 @@ class Settings(_Section):
         """Every configured secret value (for the log filter and redaction)."""
         found: set[str] = set()
         for path, value in _walk(self.model_dump(mode="json")):
-            if path and path[-1] in SECRET_KEYS or any(p in SECRET_KEYS for p in path[:-1]):
-                if isinstance(value, str) and len(value) >= 4:
-                    found.add(value)
+            secret_path = any(p in SECRET_KEYS for p in path)
+            if secret_path and isinstance(value, str) and len(value) >= 4:
+                found.add(value)
         url = self.store.url or ""
         match = re.match(r"^[a-z+]+://[^:/@]+:([^@]+)@", url)
         if match:
@@ -339,8 +339,7 @@ def load_settings(
         layers.append((f"project file {config}", config, _read_yaml(config)))
     elif PROJECT_CONFIG.is_file():
         layers.append((f"project file {PROJECT_CONFIG}", PROJECT_CONFIG, _read_yaml(PROJECT_CONFIG)))
-    for name, data in _env_layer(env).items():
-        layers.append((name, None, data))
+    layers.extend((name, None, data) for name, data in _env_layer(env).items())
     if overrides:
         layers.append(("override", None, overrides))
 

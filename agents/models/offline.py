@@ -72,7 +72,9 @@ class OfflineModel(Model):
         usage = Usage(input_tokens=sum(m.size() for m in messages) // 4, output_tokens=16)
         if response_schema is not None:
             parsed = example_for(response_schema, text)
-            return ModelResponse(text=json.dumps(parsed, ensure_ascii=False), parsed=parsed, usage=usage, model=self.name)
+            return ModelResponse(
+                text=json.dumps(parsed, ensure_ascii=False), parsed=parsed, usage=usage, model=self.name
+            )
         last = messages[-1] if messages else None
         if last is not None and last.role == "tool":
             shown = "; ".join(f"{r.name} → {str(r.content)[:200]}" for r in last.tool_results)

@@ -63,9 +63,7 @@ class ScriptedModel(Model):
         system: str | None = None,
         response_schema: dict[str, Any] | None = None,
     ) -> ModelResponse:
-        req = ModelRequest(
-            messages=tuple(messages), tools=tuple(tools), system=system, response_schema=response_schema
-        )
+        req = ModelRequest(messages=tuple(messages), tools=tuple(tools), system=system, response_schema=response_schema)
         self.requests.append(req)
         if not self._steps:
             last = messages[-1].text if messages else None

@@ -1,0 +1,107 @@
+"""The console channel: lines in, replies out, numbered buttons, and `bot chat` in a pipe."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bot.events import Action, Button, ChatKey, InboundEvent, InboundMessage, OutboundMessage
+from channels.console import ConsoleChannel
+
+
+class RecordingBus:
+    def __init__(self) -> None:
+        self.events: list[InboundEvent] = []
+
+    def subscribe(self, handler: object) -> None:
+        return None
+
+    async def publish(self, event: InboundEvent) -> None:
+        self.events.append(event)
+
+    async def join(self) -> None:
+        return None
+
+    async def close(self, timeout: float | None = None) -> None:
+        return None
+
+
+CHAT = ChatKey(channel="console", chat_id="local")
+
+
+async def test_buttons_print_as_numbered_choices_and_number_or_label_presses() -> None:
+    out = io.StringIO()
+    console = ConsoleChannel(stdin=io.StringIO(""), stdout=out, interactive=False)
+    prompt = OutboundMessage(
+        chat=CHAT,
+        text="Run delete_cache?",
+        buttons=((Button(label="Approve", payload="v1:a:n:ok"), Button(label="Deny", payload="v1:a:n:no")),),
+    )
+    ref = await console.send(prompt)
+    assert out.getvalue() == "bot> Run delete_cache?\n[1] Approve  [2] Deny\n"
+    first = console._event_for("1")
+    assert isinstance(first, Action) and first.payload == "v1:a:n:ok" and first.message_ref == ref
+    second = console._event_for("deny")
+    assert isinstance(second, Action) and second.payload == "v1:a:n:no"
+    plain = console._event_for("3")
+    assert isinstance(plain, InboundMessage) and plain.text == "3"
+    # Once the prompt is edited (resolved), numbers are plain text again.
+    await console.send(OutboundMessage(chat=CHAT, text="Approved.", edit_of=ref))
+    assert isinstance(console._event_for("1"), InboundMessage)
+
+
+async def test_reads_lines_until_end_of_input() -> None:
+    bus = RecordingBus()
+    console = ConsoleChannel(stdin=io.StringIO("hello\n\n  second  \n"), stdout=io.StringIO(), interactive=False)
+    await console.start(bus)  # type: ignore[arg-type]
+    await asyncio.wait_for(console.finished.wait(), 5)
+    texts = [e.text for e in bus.events if isinstance(e, InboundMessage)]
+    assert texts == ["hello", "second"]
+    assert len({e.id for e in bus.events}) == 2
+    assert all(e.is_direct for e in bus.events if isinstance(e, InboundMessage))
+
+
+def _run_bot(
+    args: list[str], stdin: str, cwd: Path, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "BOT_", "GOOGLE_"))}
+    env["HOME"] = str(cwd)
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=60,
+    )
+
+
+def test_bot_chat_in_a_pipe(tmp_path: Path) -> None:
+    result = _run_bot(["chat"], "hello\n/whoami\n", tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("bot> [offline model]") and "hello" in lines[0]
+    assert lines[1].startswith("bot> You are console-user")
+    assert "offline model" in result.stderr
+    assert (tmp_path / "data" / "bot.db").is_file()
+
+
+def test_bot_chat_history_survives_a_restart(tmp_path: Path) -> None:
+    assert _run_bot(["chat"], "first\n", tmp_path).returncode == 0
+    result = _run_bot(["chat"], "/reset\n", tmp_path)
+    assert "cleared" in result.stdout
+
+
+def test_bot_chat_reports_a_bad_config(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "bot.yaml").write_text("bus: {max_pending: 0}\n")
+    result = _run_bot(["chat"], "hello\n", tmp_path)
+    assert result.returncode == 2
+    assert "config/bot.yaml: bus.max_pending" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,173 @@
+"""Shared fixtures: settings in a temp dir, a scripted model that must be used up,
+and a gateway harness with a recording channel (our code runs unmodified)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.models.scripted import ScriptedModel
+from bot.app import Gateway
+from bot.bus import Bus
+from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.settings import Settings, load_settings
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's ~/.config/bot or real API keys."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("GEMINI_API_KEY", "GEMINI_BASE_URL", "DATABASE_URL", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+    """Settings from the built-in defaults with the data dir in ``tmp_path`` plus overrides."""
+
+    def make(**overrides: Any) -> Settings:
+        base: dict[str, Any] = {"store": {"data_dir": str(tmp_path / "data")}, "agents": {"dirs": []}}
+        for key, value in overrides.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                base[key] = {**base[key], **value}
+            else:
+                base[key] = value
+        return load_settings(None, env={}, user_config=tmp_path / "no-user.yaml", overrides=base)
+
+    return make
+
+
+@pytest.fixture
+def scripted() -> Any:
+    """A scripted model; the test fails if a step is left over or missing."""
+    models: list[ScriptedModel] = []
+
+    def make(*steps: Any) -> ScriptedModel:
+        model = ScriptedModel(steps)
+        models.append(model)
+        return model
+
+    yield make
+    for model in models:
+        model.assert_complete()
+
+
+class RecordingChannel:
+    """A channel adapter at the network seam: it records what the gateway sends."""
+
+    def __init__(self, name: str = "console") -> None:
+        self.name = name
+        self.sent: list[OutboundMessage] = []
+        self.bus: Bus | None = None
+        self._refs = itertools.count(1)
+        self.received = asyncio.Condition()
+
+    async def start(self, bus: Bus) -> None:
+        self.bus = bus
+
+    async def stop(self) -> None:
+        return None
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        async with self.received:
+            self.sent.append(message)
+            self.received.notify_all()
+        return None if message.kind == "typing" else f"{self.name}-msg-{next(self._refs)}"
+
+    def texts(self, chat: ChatKey | None = None) -> list[str]:
+        return [m.text for m in self.sent if m.kind != "typing" and (chat is None or m.chat == chat)]
+
+    async def wait_for(self, count: int, timeout: float = 5.0) -> list[str]:
+        async def enough() -> None:
+            async with self.received:
+                await self.received.wait_for(lambda: len(self.texts()) >= count)
+
+        await asyncio.wait_for(enough(), timeout)
+        return self.texts()
+
+
+class Harness:
+    """A started gateway whose only channel is a :class:`RecordingChannel`."""
+
+    def __init__(self, gateway: Gateway, channel: RecordingChannel) -> None:
+        self.gateway = gateway
+        self.channel = channel
+        self._ids = itertools.count(1)
+
+    def chat(self, chat_id: str = "c1", thread_id: str | None = None) -> ChatKey:
+        return ChatKey(channel="console", chat_id=chat_id, thread_id=thread_id)
+
+    def message(self, text: str, *, chat: ChatKey | None = None, user: str = "u1", **kw: Any) -> InboundMessage:
+        kw.setdefault("is_direct", True)
+        return InboundMessage(
+            id=kw.pop("id", f"m{next(self._ids)}"),
+            chat=chat or self.chat(),
+            sender=Sender(id=user, name=user),
+            text=text,
+            **kw,
+        )
+
+    def press(self, payload: str, *, chat: ChatKey | None = None, user: str = "u1", **kw: Any) -> Action:
+        return Action(
+            id=kw.pop("id", f"a{next(self._ids)}"),
+            chat=chat or self.chat(),
+            sender=Sender(id=user),
+            payload=payload,
+            **kw,
+        )
+
+    async def send(self, event: InboundMessage | Action) -> list[str]:
+        """Publish one event and wait until it was handled; returns the texts sent for it."""
+        before = len(self.channel.texts())
+        await self.gateway.bus.publish(event)
+        await asyncio.wait_for(self.gateway.bus.join(), 10)
+        return self.channel.texts()[before:]
+
+    async def say(self, text: str, **kw: Any) -> list[str]:
+        return await self.send(self.message(text, **kw))
+
+
+@pytest.fixture
+async def make_harness(
+    make_settings: Callable[..., Settings],
+) -> AsyncIterator[Callable[..., Any]]:
+    """``await make_harness(model, **settings_overrides)`` → a started :class:`Harness`.
+
+    The recording channel stands in for the console adapter (channel ``console``);
+    ``allow``/``admins``/``mention_policy`` configure its section.
+    """
+    started: list[Harness] = []
+
+    async def make(
+        model: Any,
+        *,
+        allow: list[str] | None = None,
+        admins: list[str] | None = None,
+        mention_policy: str = "mention",
+        **overrides: Any,
+    ) -> Harness:
+        channels = overrides.pop("channels", {})
+        console = {
+            "enabled": True,
+            "allow_from": ["*"] if allow is None else allow,
+            "admins": ["admin"] if admins is None else admins,
+            "mention_policy": mention_policy,
+            **channels.pop("console", {}),
+        }
+        settings = make_settings(channels={"console": console, **channels}, **overrides)
+        channel = RecordingChannel("console")
+        gateway = Gateway(settings, model=model, channels=[channel])
+        await gateway.start()
+        harness = Harness(gateway, channel)
+        started.append(harness)
+        return harness
+
+    yield make
+    for harness in started:
+        await harness.gateway.stop(timeout=5)
