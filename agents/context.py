@@ -10,8 +10,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agents.messages import Message
+from agents.messages import Message, ToolCall
 from agents.models.base import Model
+from agents.tools.base import RISK_ORDER, Tool
+from agents.tools.ledger import MemoryLedger, ToolLedger
 
 
 class Tracer(Protocol):
@@ -29,6 +31,11 @@ async def _no_emit(text: str) -> None:
     return None
 
 
+def default_needs_confirmation(tool: Tool, call: ToolCall) -> bool:
+    """The tool's own flag or risk ``high`` (the gateway adds agent, MCP and grant rules)."""
+    return tool.confirm or RISK_ORDER[tool.risk] >= RISK_ORDER["high"]
+
+
 @dataclass
 class RunContext:
     """Everything a runner may use; built per run by the gateway."""
@@ -43,4 +50,9 @@ class RunContext:
     clock: Callable[[], float] = time.time
     correlation_id: str = ""
     user_id: str = ""
+    run_id: str = ""
+    tools: Sequence[Tool] = ()
+    """The tools this agent may use (already filtered by its allow/deny lists)."""
+    ledger: ToolLedger = field(default_factory=MemoryLedger)
+    needs_confirmation: Callable[[Tool, ToolCall], bool] = default_needs_confirmation
     extra: dict[str, Any] = field(default_factory=dict)

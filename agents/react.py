@@ -1,0 +1,203 @@
+"""The ReAct runner: model ⇄ tools until an answer or the iteration cap.
+
+Every tool call of a model turn gets exactly one result before the next model
+call.  Calls that need confirmation pause the run *before* they execute (a
+``tool_confirm`` interrupt carrying the run's state); calls that do not are
+run first, through the ledger, so resuming never runs anything twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from agents.context import RunContext
+from agents.messages import Message, ToolCall, ToolResult
+from agents.results import FinalAnswer, InterruptRequest, RunResult
+from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PROMPT = (
+    "You are a capable assistant that uses tools to act and to look things up. Call tools when they help; "
+    "when you have what you need, answer briefly in the user's language."
+)
+LIMIT_NOTE = (
+    "You have reached the limit of tool steps for this request. Do not call tools. Answer now with what you "
+    "found so far, and say plainly what is unfinished."
+)
+DENIED = "denied by the user"
+MAX_RESULT_CHARS = 20_000
+STATE_VERSION = 1
+
+
+def _clip(content: Any) -> Any:
+    if isinstance(content, str) and len(content) > MAX_RESULT_CHARS:
+        return content[:MAX_RESULT_CHARS] + f"\n… [truncated, {len(content)} characters in all]"
+    return content
+
+
+def describe_call(call: ToolCall, limit: int = 300) -> str:
+    """``name(arg=value, ...)`` for prompts and progress lines."""
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.args.items())
+    text = f"{call.name}({args})"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ReactRunner:
+    """Runs an agent that may call tools."""
+
+    def __init__(self, name: str = "react", system_prompt: str = DEFAULT_PROMPT, max_iterations: int = 10) -> None:
+        self.name = name
+        self.system_prompt = system_prompt
+        self.max_iterations = max_iterations
+
+    async def run(self, ctx: RunContext, message: Message) -> RunResult:
+        return await self._loop(ctx, [message], iteration=0)
+
+    async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: dict[str, Any]) -> RunResult:
+        """Continue after a ``tool_confirm``: run approved calls, deny the others, go on."""
+        messages = [Message.model_validate(m) for m in state["messages"]]
+        done = {r["call_id"]: ToolResult.model_validate(r) for r in state.get("results", [])}
+        approved = set(resolution.get("approved", ()))
+        calls = list(messages[-1].tool_calls)
+        tools = self._tools(ctx)
+        results: list[ToolResult] = []
+        for call in calls:
+            if call.id in done:
+                results.append(done[call.id])
+            elif call.id in approved:
+                results.append(await self._execute(ctx, call, tools))
+            else:
+                reason = resolution.get("reason") or DENIED
+                results.append(ToolResult(call_id=call.id, name=call.name, content=reason, is_error=True))
+        messages.append(Message.results(results))
+        return await self._loop(ctx, messages, iteration=int(state.get("iteration", 0)))
+
+    def _tools(self, ctx: RunContext) -> dict[str, Tool]:
+        return {t.name: t for t in ctx.tools}
+
+    async def _loop(self, ctx: RunContext, new: list[Message], iteration: int) -> RunResult:
+        tools = self._tools(ctx)
+        declarations = [t.declaration() for t in tools.values()]
+        while iteration < self.max_iterations:
+            iteration += 1
+            response = await self._request(ctx, new, declarations)
+            turn = response.to_message(agent=self.name)
+            new.append(turn)
+            if not turn.tool_calls:
+                return FinalAnswer(text=turn.text or "", messages=tuple(new[1:]), agent=self.name)
+            confirm = [c for c in turn.tool_calls if c.name in tools and ctx.needs_confirmation(tools[c.name], c)]
+            free = [c for c in turn.tool_calls if c not in confirm]
+            results = await self._run_free(ctx, free, tools)
+            if confirm:
+                return self._confirm_request(new, results, confirm, tools, iteration)
+            new.append(Message.results([results[c.id] for c in turn.tool_calls]))
+        response = await self._request(ctx, new, [], note=LIMIT_NOTE)
+        text = response.text or f"I stopped after {self.max_iterations} steps without a final answer."
+        new.append(Message.assistant(text, agent=self.name))
+        return FinalAnswer(text=text, messages=tuple(new[1:]), agent=self.name)
+
+    async def _request(
+        self, ctx: RunContext, new: list[Message], declarations: Sequence[Any], note: str | None = None
+    ) -> Any:
+        started = ctx.clock()
+        system = self.system_prompt if note is None else f"{self.system_prompt}\n\n{note}"
+        response = await ctx.model.request([*ctx.history, *new], tools=declarations, system=system)
+        ctx.tracer.event(
+            "llm_call",
+            agent=self.name,
+            model=response.model or ctx.model.name,
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            duration_ms=round((ctx.clock() - started) * 1000, 3),
+        )
+        return response
+
+    async def _run_free(self, ctx: RunContext, calls: list[ToolCall], tools: dict[str, Tool]) -> dict[str, ToolResult]:
+        """Run calls that need no confirmation: safe ones concurrently, the rest in order."""
+        results: dict[str, ToolResult] = {}
+        safe = [c for c in calls if c.name in tools and RISK_ORDER[tools[c.name].risk] == 0]
+        for call, result in zip(safe, await asyncio.gather(*(self._execute(ctx, c, tools) for c in safe)), strict=True):
+            results[call.id] = result
+        for call in calls:
+            if call.id not in results:
+                results[call.id] = await self._execute(ctx, call, tools)
+        return results
+
+    async def _execute(self, ctx: RunContext, call: ToolCall, tools: dict[str, Tool]) -> ToolResult:
+        entry = await ctx.ledger.get(ctx.run_id, call.id)
+        if entry is not None and entry.result is not None:
+            return entry.result
+        tool = tools.get(call.name)
+        if tool is None:
+            return ToolResult(call_id=call.id, name=call.name, content=f"unknown tool {call.name!r}", is_error=True)
+        if entry is not None and RISK_ORDER[tool.risk] > 0:
+            # Started but never finished: the process died during it. It may have taken effect.
+            result = ToolResult(
+                call_id=call.id,
+                name=call.name,
+                content="this call was interrupted (the bot restarted while it ran) and was not retried; "
+                "it may or may not have taken effect",
+                is_error=True,
+            )
+            await ctx.ledger.finished(ctx.run_id, result)
+            await ctx.emit(f"⚠️ {describe_call(call)} was interrupted by a restart and was not retried.")
+            return result
+        await ctx.ledger.started(ctx.run_id, call)
+        started = ctx.clock()
+        try:
+            content = await tool.invoke(
+                call.args, ToolContext(chat_key=ctx.chat_key, user_id=ctx.user_id, call_id=call.id)
+            )
+            result = ToolResult(call_id=call.id, name=call.name, content=_clip(content))
+        except ToolError as exc:
+            result = ToolResult(call_id=call.id, name=call.name, content=str(exc), is_error=True)
+        except Exception as exc:  # a tool's bug must reach the model as a result, not crash the run
+            log.exception("tool %s failed", call.name)
+            result = ToolResult(call_id=call.id, name=call.name, content=f"{type(exc).__name__}: {exc}", is_error=True)
+        await ctx.ledger.finished(ctx.run_id, result)
+        ctx.tracer.event(
+            "tool_call",
+            agent=self.name,
+            tool=call.name,
+            arguments=call.args,
+            result_size=len(str(result.content)),
+            duration_ms=round((ctx.clock() - started) * 1000, 3),
+            error=str(result.content) if result.is_error else None,
+        )
+        return result
+
+    def _confirm_request(
+        self,
+        new: list[Message],
+        results: dict[str, ToolResult],
+        confirm: list[ToolCall],
+        tools: dict[str, Tool],
+        iteration: int,
+    ) -> InterruptRequest:
+        lines = [f"• {describe_call(c)}" for c in confirm]
+        prompt = "🔐 Confirm before I run:\n" + "\n".join(lines)
+        return InterruptRequest(
+            kind="tool_confirm",
+            prompt=prompt,
+            payload={
+                "calls": [
+                    {"id": c.id, "name": c.name, "args": c.args, "risk": tools[c.name].risk, "label": describe_call(c)}
+                    for c in confirm
+                ]
+            },
+            state={
+                "version": STATE_VERSION,
+                "runner": "react",
+                "agent": self.name,
+                "iteration": iteration,
+                "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in new],
+                "results": [r.model_dump(mode="json") for r in results.values()],
+            },
+            messages=tuple(new[1:]),
+            agent=self.name,
+        )

@@ -1,0 +1,171 @@
+"""Tools: a name, a description, JSON-schema parameters, a risk level.
+
+A tool's parameters come from a typed signature (or a pydantic model) so the
+schema the model sees and the validation of its arguments cannot drift apart.
+Errors a tool raises become tool results for the model, not crashes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, get_type_hints
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, create_model
+
+from agents.models.base import ToolDeclaration
+
+Risk = Literal["safe", "low", "medium", "high"]
+RISK_ORDER: dict[str, int] = {"safe": 0, "low": 1, "medium": 2, "high": 3}
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should be told about (the message is its result)."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may know about the call: who asked, where."""
+
+    chat_key: str = ""
+    user_id: str = ""
+    call_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+ToolFunc = Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One callable tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    func: ToolFunc
+    risk: Risk = "low"
+    confirm: bool = False
+    """The tool's own flag: always ask the user before running it."""
+    toolset: str = "builtin"
+    wants_context: bool = False
+
+    def declaration(self, name: str | None = None) -> ToolDeclaration:
+        return ToolDeclaration(name=name or self.name, description=self.description, parameters=self.parameters)
+
+    def validate(self, args: dict[str, Any]) -> None:
+        """Raise :class:`ToolError` naming the problem when ``args`` do not fit the schema."""
+        try:
+            jsonschema.validate(args, self.parameters)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
+            raise ToolError(f"invalid arguments for {self.name}: {where}: {exc.message}") from None
+
+    async def invoke(self, args: dict[str, Any], ctx: ToolContext | None = None) -> Any:
+        self.validate(args)
+        if self.wants_context:
+            return await self.func(ctx or ToolContext(), **args)
+        return await self.func(**args)
+
+
+def _schema_from_signature(func: Callable[..., Any], skip_first: bool) -> dict[str, Any]:
+    hints = get_type_hints(func)
+    params = list(inspect.signature(func).parameters.values())
+    if skip_first:
+        params = params[1:]
+    fields: dict[str, Any] = {}
+    for p in params:
+        annotation = hints.get(p.name, Any)
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (annotation, default)
+    model = create_model(f"{func.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
+    return _clean_schema(model.model_json_schema())
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema
+
+
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    risk: Risk = "low",
+    confirm: bool = False,
+    args_model: type[BaseModel] | None = None,
+) -> Callable[[ToolFunc], Tool]:
+    """Make a :class:`Tool` from an async function; its docstring is the description.
+
+    A first parameter annotated ``ToolContext`` receives the call's context.
+    """
+
+    def wrap(func: ToolFunc) -> Tool:
+        params = list(inspect.signature(func).parameters.values())
+        wants_ctx = bool(params) and get_type_hints(func).get(params[0].name) is ToolContext
+        if args_model is not None:
+            schema = _clean_schema(args_model.model_json_schema())
+        else:
+            schema = _schema_from_signature(func, skip_first=wants_ctx)
+        return Tool(
+            name=name or func.__name__,
+            description=description or inspect.getdoc(func) or "",
+            parameters=schema,
+            func=func,
+            risk=risk,
+            confirm=confirm,
+            wants_context=wants_ctx,
+        )
+
+    return wrap
+
+
+class Toolset(Protocol):
+    """A group of tools (built-in, gateway-owned, an MCP server)."""
+
+    name: str
+
+    async def list_tools(self) -> Sequence[Tool]: ...
+
+
+class StaticToolset:
+    """A fixed list of tools."""
+
+    def __init__(self, name: str, tools: Iterable[Tool]) -> None:
+        self.name = name
+        self.tools = [t if t.toolset == name else _retag(t, name) for t in tools]
+
+    async def list_tools(self) -> Sequence[Tool]:
+        return self.tools
+
+
+def _retag(t: Tool, toolset: str) -> Tool:
+    from dataclasses import replace
+
+    return replace(t, toolset=toolset)
+
+
+def matches(name: str, patterns: Iterable[str]) -> bool:
+    """Whether ``name`` matches any name or glob pattern (``mcp.github.*``)."""
+    return any(p == name or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def select_tools(tools: Iterable[Tool], allow: Sequence[str] | None, deny: Sequence[str] = ()) -> list[Tool]:
+    """The tools an agent may see: deny wins; without an allow list, every tool of risk ≤ medium."""
+    chosen = []
+    for t in tools:
+        if matches(t.name, deny):
+            continue
+        if allow is None or len(allow) == 0:
+            if RISK_ORDER[t.risk] > RISK_ORDER["medium"]:
+                continue
+        elif not matches(t.name, allow):
+            continue
+        chosen.append(t)
+    return chosen
