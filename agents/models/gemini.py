@@ -1,0 +1,349 @@
+"""The Gemini model client, over google-genai's async client.
+
+Configuration is explicit: the API key, base URL and API version are passed in,
+never read from ``GOOGLE_*``/``GEMINI_*`` variables (the SDK would otherwise pick
+up ``GOOGLE_API_KEY``, ``GOOGLE_GEMINI_BASE_URL``, ``GOOGLE_GENAI_USE_VERTEXAI``,
+``GOOGLE_GENAI_API_VERSION`` and its record/replay mode from the environment).
+
+Retries live here and only here: the SDK's own retry (and its implicit retry of
+connection errors, which sleeps 1-10 s) is disabled with ``HttpRetryOptions(attempts=1)``.
+429 and 5xx answers and connection failures are retried up to ``max_retries`` times
+with exponential backoff and jitter, honouring ``Retry-After`` or Google's
+``RetryInfo.retryDelay``.  A timeout is not retried: the caller already waited
+``timeout_s`` and gets a :class:`ModelTimeout` at once.
+
+Thought signatures (opaque bytes Gemini needs back on the next request) are kept
+base64-encoded in ``provider_meta["gemini"]["thought_signature"]`` of the
+:class:`ToolCall` (function-call parts) or the message (text parts), so a history
+that went through JSON is accepted again.
+
+Structured output (``response_schema``) asks for JSON with the sanitised schema;
+it cannot be combined with tools.  An answer that is not valid JSON raises
+:class:`ModelError` (the runners rely on ``parsed`` being set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+import random
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import aiohttp
+from google import genai
+from google.genai import errors, types
+from google.genai.client import DebugConfig
+from pydantic import ValidationError
+
+from agents.messages import Message, ToolCall, ToolResult
+from agents.models.base import Model, ModelError, ModelResponse, ModelTimeout, ToolDeclaration, Usage
+from agents.models.gemini_schema import SchemaError, ToolNames, sanitize_schema
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
+META_KEY = "gemini"
+_GRACE_S = 5.0  # our own bound on a call, on top of the SDK's timeout, in case a transport ignores it
+_BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "LANGUAGE"}
+
+
+class GeminiModel(Model):
+    """A :class:`Model` backed by the Gemini API (``client.aio.models.generate_content``).
+
+    ``timeout_s`` bounds one HTTP attempt; ``max_retries`` counts retries after the
+    first attempt; the n-th retry waits about ``backoff_base_s * 2**n`` seconds
+    (at most ``backoff_max_s``), or longer when the server asks for it.  A
+    server-requested wait above ``max_retry_after_s`` ends the retries at once.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        *,
+        base_url: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        max_retry_after_s: float = 30.0,
+        api_version: str = "v1beta",
+    ) -> None:
+        if not api_key or not api_key.strip():
+            raise ValueError("Gemini needs an API key")
+        self.name = model
+        self.model = model
+        self.base_url = base_url or DEFAULT_BASE_URL
+        self._key = api_key.strip()
+        self._timeout_s = timeout_s
+        self._max_retries = max(0, max_retries)
+        self._backoff_base_s = backoff_base_s
+        self._backoff_max_s = backoff_max_s
+        self._max_retry_after_s = max_retry_after_s
+        http_options = types.HttpOptions(
+            base_url=self.base_url,
+            api_version=api_version,
+            timeout=max(1, round(timeout_s * 1000)),  # the SDK counts milliseconds
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        # Kept for the model's lifetime: a client that is garbage collected closes its sessions.
+        self._client = genai.Client(
+            vertexai=False,
+            api_key=self._key,
+            http_options=http_options,
+            debug_config=DebugConfig(client_mode=None, replays_directory=None, replay_id=None),
+        )
+
+    def __repr__(self) -> str:
+        return f"GeminiModel(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def aclose(self) -> None:
+        await self._client.aio.aclose()
+        self._client.close()
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+        response_schema: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        if tools and response_schema is not None:
+            raise ModelError("Gemini cannot combine tools with a structured (JSON) answer in one call")
+        try:
+            names = ToolNames(t.name for t in tools)
+            config = types.GenerateContentConfig(
+                system_instruction=system or None,
+                tools=[types.Tool(function_declarations=[_declaration(t, names) for t in tools])] if tools else None,
+                automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+            )
+            if response_schema is not None:
+                config.response_mime_type = "application/json"
+                config.response_schema = types.Schema.model_validate(sanitize_schema(response_schema))
+            contents = to_contents(messages, names)
+        except (SchemaError, ValidationError) as exc:
+            raise ModelError(f"Gemini cannot accept this request: {self._redact(str(exc))[:300]}") from exc
+        if not contents:
+            raise ModelError("Nothing to send to Gemini: the conversation is empty")
+        log.debug("gemini request: model=%s contents=%d tools=%d", self.model, len(contents), len(tools))
+        response = await self._generate(contents, config)
+        return self._parse(response, names, structured=response_schema is not None)
+
+    # -- transport -------------------------------------------------------
+
+    async def _generate(self, contents: list[types.Content], config: types.GenerateContentConfig) -> Any:
+        attempt = 0
+        while True:
+            try:
+                async with asyncio.timeout(self._timeout_s + _GRACE_S):
+                    return await self._client.aio.models.generate_content(
+                        model=self.model, contents=contents, config=config
+                    )
+            except errors.APIError as exc:
+                code = exc.code or 0
+                retryable = code == 429 or 500 <= code < 600
+                wait = _server_delay(exc) if retryable else None
+                # "from None": the SDK's error text repeats the server's body verbatim (a proxy
+                # could echo the key); the redacted essentials are in our message and the debug log.
+                if not retryable or attempt >= self._max_retries:
+                    log.debug("gemini error body: %s", self._redact(json.dumps(exc.details, default=str))[:2000])
+                    raise ModelError(self._api_message(exc, attempt + 1)) from None
+                if wait is not None and wait > self._max_retry_after_s:
+                    raise ModelError(
+                        f"Gemini is rate-limiting requests ({code}); it asks to retry in {wait:.0f} s"
+                    ) from None
+                reason = f"{code} {exc.status or ''}".strip()
+            except TimeoutError as exc:
+                raise ModelTimeout(f"Gemini did not answer within {self._timeout_s:g} s") from exc
+            except (aiohttp.ClientError, ConnectionError) as exc:
+                if attempt >= self._max_retries:
+                    raise ModelError(f"Could not reach Gemini ({type(exc).__name__})") from exc
+                wait, reason = None, type(exc).__name__
+            delay = self._backoff(attempt, wait)
+            attempt += 1
+            log.warning("Gemini call failed (%s); retry %d/%d in %.2f s", reason, attempt, self._max_retries, delay)
+            await asyncio.sleep(delay)
+
+    def _backoff(self, attempt: int, server_delay: float | None) -> float:
+        base = min(self._backoff_max_s, self._backoff_base_s * 2**attempt)
+        # Jitter keeps many chats that hit the same rate limit from retrying in lockstep.
+        delay = random.uniform(base / 2, base)
+        return max(delay, server_delay or 0.0)
+
+    def _api_message(self, exc: errors.APIError, attempts: int) -> str:
+        code, status = exc.code, exc.status or ""
+        detail = self._redact(str(exc.message or ""))[:300]
+        tried = f" after {attempts} attempts" if attempts > 1 else ""
+        if code == 429:
+            return f"Gemini is rate-limiting requests (429 {status}){tried}; try again later"
+        if code >= 500:
+            return f"Gemini is unavailable ({code} {status}){tried}; try again later"
+        if code in (401, 403):
+            return f"Gemini refused access ({code} {status}): check the API key and its permissions"
+        if code == 404:
+            return f"Gemini does not know model {self.model!r} ({code})"
+        return f"Gemini rejected the request ({code} {status}): {detail}"
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***")
+
+    # -- response --------------------------------------------------------
+
+    def _parse(self, response: Any, names: ToolNames, *, structured: bool) -> ModelResponse:
+        candidate = response.candidates[0] if response.candidates else None
+        parts = (candidate.content.parts or []) if candidate is not None and candidate.content is not None else []
+        finish = getattr(getattr(candidate, "finish_reason", None), "value", None) or "unknown"
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        text_signature: bytes | None = None
+        for part in parts:
+            if part.function_call is not None:
+                fc = part.function_call
+                calls.append(
+                    ToolCall(
+                        # Older models send no ids; ours must be unique to pair the results.
+                        id=fc.id or f"gemini-{uuid.uuid4().hex[:12]}",
+                        name=names.from_gemini(fc.name or ""),
+                        args=dict(fc.args or {}),
+                        provider_meta=_meta(part.thought_signature),
+                    )
+                )
+                continue
+            if part.thought_signature:
+                text_signature = part.thought_signature
+            if part.text and not part.thought:  # thought summaries are not part of the answer
+                texts.append(part.text)
+        if not texts and not calls:
+            feedback = getattr(response, "prompt_feedback", None)
+            blocked = getattr(getattr(feedback, "block_reason", None), "value", None)
+            if blocked:
+                raise ModelError(f"Gemini refused to answer (blocked: {blocked})")
+            if finish in _BLOCKED:
+                raise ModelError(f"Gemini stopped without an answer (finish reason: {finish})")
+            raise ModelError(f"Gemini returned an empty answer (finish reason: {finish})")
+        text = "".join(texts) or None
+        parsed: Any = None
+        if structured:
+            try:
+                parsed = json.loads(text or "")
+            except ValueError as exc:
+                hint = " (cut off at the output limit)" if finish == "MAX_TOKENS" else ""
+                raise ModelError(f"Gemini returned invalid JSON for the requested schema{hint}") from exc
+        meta = response.usage_metadata
+        usage = Usage(
+            input_tokens=(meta.prompt_token_count or 0) if meta else 0,
+            # Thinking tokens are billed as output, so they count as output here.
+            output_tokens=((meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)) if meta else 0,
+        )
+        if finish not in ("STOP", "unknown"):
+            log.info("gemini answer finished with %s", finish)
+        return ModelResponse(
+            text=text,
+            tool_calls=tuple(calls),
+            usage=usage,
+            model=response.model_version or self.model,
+            parsed=parsed,
+            provider_meta=_meta(text_signature),
+        )
+
+
+# -- history conversion ---------------------------------------------------
+
+
+def to_contents(messages: Sequence[Message], names: ToolNames) -> list[types.Content]:
+    """Our history as Gemini ``contents``; adjacent turns of one role are merged."""
+    contents: list[types.Content] = []
+    call_order: dict[str, int] = {}
+    for message in messages:
+        parts: list[types.Part] = []
+        if message.role == "user":
+            role = "user"
+            if message.text:
+                parts.append(types.Part(text=message.text))
+        elif message.role == "assistant":
+            role = "model"
+            if message.text:
+                parts.append(types.Part(text=message.text, thought_signature=_signature(message.provider_meta)))
+            for call in message.tool_calls:
+                fc = types.FunctionCall(id=call.id, name=names.to_gemini(call.name), args=dict(call.args))
+                parts.append(types.Part(function_call=fc, thought_signature=_signature(call.provider_meta)))
+            if message.tool_calls:
+                call_order = {c.id: i for i, c in enumerate(message.tool_calls)}
+        else:
+            role = "user"
+            # Gemini pairs responses with calls by position as well as id: keep the calls' order.
+            ordered = sorted(message.tool_results, key=lambda r: call_order.get(r.call_id, len(call_order)))
+            for result in ordered:
+                fr = types.FunctionResponse(
+                    id=result.call_id, name=names.to_gemini(result.name), response=_response(result)
+                )
+                parts.append(types.Part(function_response=fr))
+        if not parts:
+            continue
+        if contents and contents[-1].role == role and contents[-1].parts is not None:
+            contents[-1].parts.extend(parts)
+        else:
+            contents.append(types.Content(role=role, parts=parts))
+    return contents
+
+
+def _declaration(tool: ToolDeclaration, names: ToolNames) -> types.FunctionDeclaration:
+    try:
+        params = sanitize_schema(tool.parameters)
+    except SchemaError as exc:
+        raise SchemaError(f"tool {tool.name!r}: {exc}") from exc
+    # A function without parameters must omit them: Gemini rejects an OBJECT with no properties here.
+    schema = types.Schema.model_validate(params) if params.get("properties") else None
+    return types.FunctionDeclaration(name=names.to_gemini(tool.name), description=tool.description, parameters=schema)
+
+
+def _response(result: ToolResult) -> dict[str, Any]:
+    # The SDK serialises with pydantic; anything JSON cannot say becomes its string form.
+    content = json.loads(json.dumps(result.content, default=str))
+    if result.is_error:
+        return {"error": content}
+    return content if isinstance(content, dict) else {"result": content}
+
+
+def _meta(signature: bytes | None) -> dict[str, Any] | None:
+    if not signature:
+        return None
+    return {META_KEY: {"thought_signature": base64.b64encode(signature).decode("ascii")}}
+
+
+def _signature(meta: dict[str, Any] | None) -> bytes | None:
+    ours = meta.get(META_KEY) if isinstance(meta, dict) else None
+    encoded = ours.get("thought_signature") if isinstance(ours, dict) else None
+    if not isinstance(encoded, str):
+        return None
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        log.warning("ignoring a malformed Gemini thought signature in the history")
+        return None
+
+
+def _server_delay(exc: errors.APIError) -> float | None:
+    """Seconds the server asked us to wait: ``Retry-After`` or ``RetryInfo.retryDelay``."""
+    headers = getattr(exc.response, "headers", None)
+    value = headers.get("Retry-After") if headers is not None else None
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass  # an HTTP date: fall back to our own backoff
+    error = exc.details.get("error", exc.details) if isinstance(exc.details, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)s", str(delay or ""))
+        if match:
+            return float(match.group(1))
+    return None
