@@ -74,6 +74,12 @@ class StoreSection(_Section):
     history_limit: int = Field(200, ge=1)
     context_chars: int = Field(24000, ge=100)
     processed_ids_limit: int = Field(100000, ge=100)
+    cache_chats: int = Field(1000, ge=1)
+    """Chats whose recent history and settings stay in memory (least recently used go first)."""
+    max_batch: int = Field(256, ge=1)
+    """Most writes committed in one transaction (group commit)."""
+    retention_interval_s: float = Field(5.0, gt=0)
+    """How often the writer prunes history and processed ids beyond their limits."""
 
     def database_url(self) -> str:
         if self.url:
@@ -95,6 +101,27 @@ class HttpSection(_Section):
 class AgentsSection(_Section):
     dirs: list[Path] = Field(default_factory=lambda: [Path("config/agents")])
     user_dir: Path = Path("~/.config/bot/agents")
+
+
+class RuleRouting(_Section):
+    confidence_threshold: float = Field(80, ge=0, le=100)
+
+
+class LlmRouting(_Section):
+    model: str = ""
+    """Model name for the router ('' = the main model)."""
+    timeout_ms: int = Field(5000, ge=1)
+
+
+class RoutingSection(_Section):
+    enabled: bool = True
+    strategy: Literal["rule", "llm", "hybrid"] = "hybrid"
+    rule: RuleRouting = Field(default_factory=RuleRouting)
+    llm: LlmRouting = Field(default_factory=LlmRouting)
+    fallback: Literal["none", "prompt_user", "default_agent"] = "default_agent"
+    default_agent: str = "chat"
+    notify: bool = False
+    """Send a "🎯 routed to X (rule, 90 %)" line before the answer."""
 
 
 class McpServer(_Section):
@@ -192,6 +219,7 @@ class Settings(_Section):
     bus: BusSection = Field(default_factory=BusSection)
     http: HttpSection = Field(default_factory=HttpSection)
     agents: AgentsSection = Field(default_factory=AgentsSection)
+    routing: RoutingSection = Field(default_factory=RoutingSection)
     mcp: McpSection = Field(default_factory=McpSection)
     channels: ChannelsSection = Field(default_factory=ChannelsSection)
 

@@ -16,6 +16,7 @@ from bot.app import Gateway
 from bot.bus import Bus
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.settings import Settings, load_settings
+from tests.fakes.gemini_server import FakeGemini
 
 
 @pytest.fixture(autouse=True)
@@ -171,3 +172,15 @@ async def make_harness(
     yield make
     for harness in started:
         await harness.gateway.stop(timeout=5)
+
+
+@pytest.fixture
+async def gemini_server() -> AsyncIterator[FakeGemini]:
+    """A started fake Gemini server; unused or missing scripted responses fail the test."""
+    server = FakeGemini()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+    server.assert_complete()

@@ -9,6 +9,7 @@ it, so routing, plans and confirmations can be tried end to end.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,12 @@ def example_for(schema: dict[str, Any], text: str) -> Any:
     return text
 
 
+def _overlap(text: str, about: str) -> int:
+    """Words of ``about`` found in ``text``: the offline model's stand-in for understanding."""
+    words = {w for w in re.findall(r"\w+", about.lower()) if len(w) > 3}
+    return sum(1 for w in words if w in text)
+
+
 class OfflineModel(Model):
     """A labelled stand-in used when no model key is configured."""
 
@@ -80,6 +87,11 @@ class OfflineModel(Model):
             shown = "; ".join(f"{r.name} → {str(r.content)[:200]}" for r in last.tool_results)
             return ModelResponse(text=f"{LABEL} Tool results: {shown}", usage=usage, model=self.name)
         lowered = text.lower()
+        transfers = [t for t in tools if t.name.startswith("transfer_to_")]
+        if transfers and len(transfers) == len(tools):
+            choice = max(transfers, key=lambda t: _overlap(lowered, f"{t.name} {t.description}"))
+            call = ToolCall(id=f"offline-route-{len(messages)}", name=choice.name, args={"reason": "offline guess"})
+            return ModelResponse(tool_calls=(call,), usage=usage, model=self.name)
         for tool in tools:
             if tool.name.lower() in lowered and not tool.name.startswith("transfer_to_"):
                 args = example_for(tool.parameters, "") if tool.parameters.get("required") else {}

@@ -1,0 +1,190 @@
+"""Routing: which agent answers a message.
+
+``@name text`` targets a known agent; ``@auto --strategy=rule|llm|hybrid text``
+routes with a one-off strategy; any other ``@word`` is plain text.  Otherwise the
+chat's strategy applies: ``rule`` takes the best rule score above 0, ``llm``
+asks the model, ``hybrid`` takes the rule result when its confidence reaches
+the threshold and asks the model otherwise (a failed model call then falls back
+to the rule's best guess, if any).  Without a decision the configured fallback
+applies: ``none`` (no answer), ``prompt_user`` (list the agents) or
+``default_agent``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agents.models.base import Model
+from bot.routing.llm import LlmRouter, transfer_tool_name
+from bot.routing.rule import RouteTarget, RuleResult, RuleRouter, targets_from
+from bot.settings import RoutingSection
+
+__all__ = [
+    "RouteDecision",
+    "RouteTarget",
+    "Router",
+    "parse_target",
+    "targets_from",
+    "transfer_tool_name",
+]
+
+Strategy = Literal["rule", "llm", "hybrid"]
+STRATEGIES: tuple[str, ...] = ("rule", "llm", "hybrid")
+_TARGET = re.compile(r"^@([A-Za-z][A-Za-z0-9_-]*)(?:\s+|$)(.*)$", re.DOTALL)
+_STRATEGY_FLAG = re.compile(r"^--strategy=(\S+)\s*(.*)$", re.DOTALL)
+
+
+@dataclass
+class RouteDecision:
+    """Who answers, and why (shown by ``/route`` and recorded in traces)."""
+
+    agent: str | None
+    method: Literal["explicit", "rule", "llm", "fallback", "disabled"]
+    strategy: str
+    confidence: float = 0.0
+    matched_keywords: list[str] = field(default_factory=list)
+    matched_patterns: list[str] = field(default_factory=list)
+    latency_us: float = 0.0
+    text: str = ""
+    """The message without the ``@name`` / ``@auto`` prefix."""
+    note: str = ""
+    """Why a fallback happened, or an LLM error."""
+    fallback: str | None = None
+
+    def summary(self) -> str:
+        where = self.agent or "nobody"
+        return f"{where} ({self.method}, {self.confidence:.0f} %)"
+
+
+@dataclass
+class Targeting:
+    agent: str | None
+    strategy: str | None
+    text: str
+    error: str | None = None
+
+
+def parse_target(text: str, known: set[str]) -> Targeting:
+    """Split ``@name``/``@auto --strategy=…`` off the start of ``text``."""
+    match = _TARGET.match(text.strip())
+    if not match:
+        return Targeting(None, None, text)
+    name, rest = match.group(1).lower(), match.group(2).strip()
+    if name == "auto":
+        flag = _STRATEGY_FLAG.match(rest)
+        if flag is None:
+            return Targeting(None, None, rest)
+        strategy, rest = flag.group(1).lower(), flag.group(2).strip()
+        if strategy not in STRATEGIES:
+            return Targeting(None, None, rest, error=f"unknown strategy {strategy!r}; use rule, llm or hybrid")
+        return Targeting(None, strategy, rest)
+    if name in known:
+        return Targeting(name, None, rest)
+    return Targeting(None, None, text)
+
+
+class Router:
+    """Routes messages among a set of agents; rebuilt when agent files are reloaded."""
+
+    def __init__(self, targets: list[RouteTarget], llm_model: Model) -> None:
+        self.llm_model = llm_model
+        self.targets: list[RouteTarget] = []
+        self.rules = RuleRouter([])
+        self.set_targets(targets)
+
+    def set_targets(self, targets: list[RouteTarget]) -> None:
+        self.targets = list(targets)
+        self.rules = RuleRouter(self.targets)
+
+    @property
+    def names(self) -> set[str]:
+        return {t.name for t in self.targets}
+
+    async def decide(self, text: str, config: RoutingSection, strategy: str) -> RouteDecision:
+        """Decide for ``text`` (already stripped of any ``@`` prefix)."""
+        started = time.perf_counter()
+        if not config.enabled:
+            return self._fallback(text, strategy, "routing is disabled", started, method="disabled")
+        rule = self.rules.route(text)
+        if strategy == "rule" or (strategy == "hybrid" and self._confident(rule, config)):
+            if rule.best is not None:
+                return self._from_rule(text, strategy, rule, started)
+            if strategy == "rule":
+                return self._fallback(text, strategy, "no rule matched", started, rule=rule)
+        llm = LlmRouter(self.llm_model, self.targets, timeout_s=config.llm.timeout_ms / 1000)
+        decision = await llm.route(text)
+        if decision.agent is not None:
+            return RouteDecision(
+                agent=decision.agent,
+                method="llm",
+                strategy=strategy,
+                confidence=100.0,
+                latency_us=(time.perf_counter() - started) * 1e6,
+                text=text,
+            )
+        if strategy == "hybrid" and rule.best is not None:
+            result = self._from_rule(text, strategy, rule, started)
+            result.note = decision.error or ""
+            return result
+        return self._fallback(text, strategy, decision.error or "the model chose no agent", started, rule=rule)
+
+    @staticmethod
+    def _confident(rule: RuleResult, config: RoutingSection) -> bool:
+        return rule.best is not None and rule.best.confidence >= config.rule.confidence_threshold
+
+    @staticmethod
+    def _from_rule(text: str, strategy: str, rule: RuleResult, started: float) -> RouteDecision:
+        assert rule.best is not None
+        return RouteDecision(
+            agent=rule.best.agent,
+            method="rule",
+            strategy=strategy,
+            confidence=rule.best.confidence,
+            matched_keywords=list(rule.best.keywords),
+            matched_patterns=list(rule.best.patterns),
+            latency_us=(time.perf_counter() - started) * 1e6,
+            text=text,
+        )
+
+    def _fallback(
+        self,
+        text: str,
+        strategy: str,
+        note: str,
+        started: float,
+        *,
+        rule: RuleResult | None = None,
+        method: Literal["fallback", "disabled"] = "fallback",
+    ) -> RouteDecision:
+        best = rule.best if rule is not None else None
+        return RouteDecision(
+            agent=None,
+            method=method,
+            strategy=strategy,
+            confidence=best.confidence if best else 0.0,
+            matched_keywords=list(best.keywords) if best else [],
+            matched_patterns=list(best.patterns) if best else [],
+            latency_us=(time.perf_counter() - started) * 1e6,
+            text=text,
+            note=note,
+        )
+
+    def apply_fallback(self, decision: RouteDecision, config: RoutingSection) -> RouteDecision:
+        """Fill in the agent per ``routing.fallback`` when nothing was chosen."""
+        if decision.agent is not None:
+            return decision
+        mode = "default_agent" if decision.method == "disabled" else config.fallback
+        decision.fallback = mode
+        if mode == "default_agent":
+            decision.agent = config.default_agent if config.default_agent in self.names else None
+        return decision
+
+    def agent_list(self) -> str:
+        lines = ["I could not tell which agent should answer. Address one directly with @name, e.g.:"]
+        for t in self.targets:
+            about = f": {t.description}" if t.description else ""
+            lines.append(f"@{t.name}{about}")
+        return "\n".join(lines)

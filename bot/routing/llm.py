@@ -1,0 +1,73 @@
+"""The LLM router: the model picks an agent by calling one ``transfer_to_<name>`` tool."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agents.messages import Message
+from agents.models.base import Model, ModelError, ToolDeclaration
+from bot.routing.rule import RouteTarget
+
+log = logging.getLogger(__name__)
+
+PREFIX = "transfer_to_"
+SYSTEM = (
+    "You are the router of a chat bot. Read the user's message and hand it to the one agent best suited to "
+    "answer it, by calling exactly one transfer_to_<agent> function. Do not answer the message yourself."
+)
+
+
+def transfer_tool_name(agent: str) -> str:
+    return PREFIX + agent.replace("-", "_")
+
+
+@dataclass
+class LlmDecision:
+    agent: str | None
+    error: str | None
+    latency_us: float
+
+
+class LlmRouter:
+    """Asks a model to choose among the routable agents."""
+
+    def __init__(self, model: Model, targets: Sequence[RouteTarget], timeout_s: float = 5.0) -> None:
+        self.model = model
+        self.timeout_s = timeout_s
+        self.tools = [
+            ToolDeclaration(
+                name=transfer_tool_name(t.name),
+                description=f"{t.title or t.name}: {t.description}".strip(": "),
+                parameters={
+                    "type": "object",
+                    "properties": {"reason": {"type": "string", "description": "Why this agent fits, briefly."}},
+                },
+            )
+            for t in targets
+        ]
+        self._by_tool = {transfer_tool_name(t.name): t.name for t in targets}
+
+    async def route(self, text: str) -> LlmDecision:
+        started = time.perf_counter()
+
+        def done(agent: str | None, error: str | None) -> LlmDecision:
+            return LlmDecision(agent, error, (time.perf_counter() - started) * 1e6)
+
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                response = await self.model.request([Message.user(text)], tools=self.tools, system=SYSTEM)
+        except TimeoutError:
+            return done(None, f"the router model did not answer within {self.timeout_s:g} s")
+        except ModelError as exc:
+            return done(None, f"the router model failed: {exc}")
+        names = [c.name for c in response.tool_calls]
+        if len(names) != 1:
+            return done(None, f"the router model made {len(names)} transfer calls instead of one")
+        agent = self._by_tool.get(names[0])
+        if agent is None:
+            return done(None, f"the router model called an unknown function {names[0]!r}")
+        return done(agent, None)

@@ -1,0 +1,186 @@
+"""The rule router: keywords and patterns, scored and weighted by priority.
+
+Score per agent = (10 per matched keyword + 20 per matched pattern) ×
+priority / 100; confidence = min(100, score).  Latin keywords match whole
+words (case-insensitive); CJK keywords match as substrings.  The hot path is
+built for thousands of triggers: text is tokenised once and single-word
+keywords are looked up in a dict; all patterns run in one compiled regex.
+"""
+
+from __future__ import annotations
+
+import re
+import re._constants as _sre
+import re._parser as _parser
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+KEYWORD_SCORE = 10
+PATTERN_SCORE = 20
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CJK = re.compile(r"[\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_PLAIN = re.compile(r"^[\x20-\x7e]+$")
+
+
+@dataclass(frozen=True)
+class RouteTarget:
+    """An agent as the routers see it."""
+
+    name: str
+    title: str = ""
+    description: str = ""
+    keywords: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
+    priority: int = 50
+
+
+@dataclass
+class RuleMatch:
+    agent: str
+    score: float
+    confidence: float
+    keywords: list[str] = field(default_factory=list)
+    patterns: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RuleResult:
+    best: RuleMatch | None
+    """The highest score above 0, or None."""
+    latency_us: float
+
+
+def is_cjk(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
+def _literal_runs(parsed: Any) -> list[str]:
+    """Literal strings every match of a parsed (sub)pattern must contain, in order."""
+    runs: list[str] = []
+    current: list[str] = []
+
+    def cut() -> None:
+        if current:
+            runs.append("".join(current))
+            current.clear()
+
+    for op, arg in parsed:
+        if op is _sre.LITERAL:
+            current.append(chr(arg))
+        elif op is _sre.SUBPATTERN:
+            cut()
+            runs.extend(_literal_runs(arg[-1]))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] >= 1:
+            cut()
+            runs.extend(_literal_runs(arg[2]))
+        elif op is _sre.AT:
+            continue  # anchors (\b, ^) take no characters
+        else:
+            cut()
+    cut()
+    return runs
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest literal a match must contain (lower-cased), to skip the regex when it is absent."""
+    try:
+        parsed = _parser.parse(pattern, re.IGNORECASE)
+    except re.error:
+        return None
+    candidates = [r.lower() for r in _literal_runs(parsed) if _PLAIN.match(r.lower()) or is_cjk(r)]
+    candidates = [c for c in candidates if len(c.strip()) >= 2 or is_cjk(c)]
+    return max(candidates, key=len) if candidates else None
+
+
+class RuleRouter:
+    """Scores every target's triggers against a message."""
+
+    def __init__(self, targets: Iterable[RouteTarget]) -> None:
+        self.targets = list(targets)
+        # Agents are referred to by index on the hot path; weights fold in priority/100.
+        self._weight = [t.priority / 100 for t in self.targets]
+        self._words: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        self._phrases: list[tuple[re.Pattern[str], int, str]] = []
+        self._substrings: list[tuple[str, int, str]] = []
+        # Patterns grouped by a literal every match must contain: a group is skipped when its literal
+        # is absent, so most of thousands of patterns cost one substring test per distinct literal.
+        self._by_literal: dict[str, list[tuple[re.Pattern[str], int, str]]] = defaultdict(list)
+        self._unfiltered: list[tuple[re.Pattern[str], int, str]] = []
+        for i, t in enumerate(self.targets):
+            for kw in t.keywords:
+                folded = kw.casefold().strip()
+                if not folded:
+                    continue
+                if is_cjk(folded):
+                    self._substrings.append((folded, i, kw))
+                elif _WORD.fullmatch(folded):
+                    self._words[folded].append((i, kw))
+                else:
+                    phrase = re.compile(r"(?<!\w)" + re.escape(folded) + r"(?!\w)")
+                    self._phrases.append((phrase, i, kw))
+            for pat in t.patterns:
+                compiled = re.compile(pat, re.IGNORECASE)
+                literal = required_literal(pat)
+                (self._unfiltered if literal is None else self._by_literal[literal]).append((compiled, i, pat))
+
+    def route(self, text: str) -> RuleResult:
+        started = time.perf_counter()
+        folded = text.casefold()
+        keyword_hits: list[tuple[int, str]] = []
+        words = self._words
+        for token in set(_WORD.findall(folded)):
+            entries = words.get(token)
+            if entries:
+                keyword_hits.extend(entries)
+        for phrase, i, kw in self._phrases:
+            if phrase.search(folded):
+                keyword_hits.append((i, kw))
+        for sub, i, kw in self._substrings:
+            if sub in folded:
+                keyword_hits.append((i, kw))
+        lowered = text.lower()
+        pattern_hits = [(i, pat) for compiled, i, pat in self._unfiltered if compiled.search(text)]
+        for literal, group in self._by_literal.items():
+            if literal in lowered:
+                pattern_hits.extend((i, pat) for compiled, i, pat in group if compiled.search(text))
+        raw: dict[int, int] = defaultdict(int)
+        for i, _ in keyword_hits:
+            raw[i] += KEYWORD_SCORE
+        for i, _ in pattern_hits:
+            raw[i] += PATTERN_SCORE
+        best: RuleMatch | None = None
+        if raw:
+            weight = self._weight
+            # Ties: higher priority, then the order the agents were loaded in.
+            top = min(raw, key=lambda i: (-raw[i] * weight[i], -weight[i], i))
+            score = raw[top] * weight[top]
+            if score > 0:
+                best = RuleMatch(
+                    agent=self.targets[top].name,
+                    score=score,
+                    confidence=min(100.0, score),
+                    keywords=sorted({kw for i, kw in keyword_hits if i == top}),
+                    patterns=[pat for i, pat in pattern_hits if i == top],
+                )
+        return RuleResult(best, (time.perf_counter() - started) * 1e6)
+
+
+def targets_from(specs: Sequence[object]) -> list[RouteTarget]:
+    """Route targets from agent specs (anything with ``name``, ``title``, ``description``, ``triggers``)."""
+    out = []
+    for spec in specs:
+        triggers = getattr(spec, "triggers", None)
+        out.append(
+            RouteTarget(
+                name=spec.name,  # type: ignore[attr-defined]
+                title=getattr(spec, "title", "") or "",
+                description=getattr(spec, "description", "") or "",
+                keywords=tuple(getattr(triggers, "keywords", ()) or ()),
+                patterns=tuple(getattr(triggers, "patterns", ()) or ()),
+                priority=int(getattr(triggers, "priority", 50)),
+            )
+        )
+    return out
