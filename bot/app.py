@@ -14,7 +14,7 @@ from bot.bus import InMemoryBus
 from bot.http import HttpServer
 from bot.outbox import Outbox
 from bot.settings import ConfigError, Settings
-from bot.store import Store, open_store
+from bot.store import Store, store_from_settings
 from bot.supervisor import Agent, Supervisor
 from channels.base import Channel
 
@@ -66,11 +66,7 @@ class Gateway:
     ) -> None:
         self.settings = settings
         self.model = model if model is not None else build_model(settings)
-        self.store: Store = store or open_store(
-            settings.store.database_url(),
-            synchronous=settings.store.synchronous,
-            busy_timeout_ms=settings.store.busy_timeout_ms,
-        )
+        self.store: Store = store or store_from_settings(settings.store)
         self.bus = InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
         self.outbox = Outbox()
         self.channels = list(channels) if channels is not None else build_channels(settings)

@@ -9,13 +9,19 @@ from agents.messages import Message
 
 
 class StoreError(RuntimeError):
-    """A write or read failed; nothing was acknowledged."""
+    """A write or read failed; nothing was acknowledged.
+
+    A write that raises it was not committed (its whole batch was rolled back).
+    """
 
 
 class Store(Protocol):
     """Sessions, chat settings and processed event ids.
 
-    Every write returns only after it is durable (committed).
+    Every write returns only after it is durable (committed); writes of many
+    chats may share one transaction.  Reads of history and settings are served
+    from write-through caches after the first load, so the per-message path does
+    not touch the database.
     """
 
     async def start(self) -> None:
@@ -33,7 +39,10 @@ class Store(Protocol):
         """Append turns to a chat's history."""
 
     async def history(self, chat_key: str, limit: int | None = None) -> list[Message]:
-        """The chat's most recent ``limit`` messages, oldest first."""
+        """The chat's most recent ``limit`` messages, oldest first.
+
+        At most ``store.history_limit`` (the rows kept per chat); ``None`` means that many.
+        """
 
     async def clear_history(self, chat_key: str) -> None: ...
 

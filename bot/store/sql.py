@@ -1,151 +1,315 @@
-"""The SQL store: SQLAlchemy Core over SQLite (aiosqlite) or PostgreSQL (asyncpg)."""
+"""The SQL store: group-committed writes, write-through caches, SQLite or PostgreSQL.
+
+Every write goes to the single writer (:mod:`bot.store.writer`) and returns
+after its batch committed.  Reads on the per-message path are served from
+memory: a chat's newest ``history_limit`` messages and its settings are loaded
+once (through the separate read path) and then kept equal to the database by
+applying each committed write to them (:mod:`bot.store.cache`).
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
+import tempfile
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import delete, event, insert, select
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from agents.messages import Message
 from bot.store.base import StoreError
-from bot.store.migrate import migrate
-from bot.store.tables import ChatSetting, ProcessedEvent, SessionMessage
+from bot.store.cache import CachedMap, ChatState
+from bot.store.migrate import async_url, migrate_url
+from bot.store.ops import (
+    DELETE_HISTORY,
+    DELETE_SETTING,
+    INSERT_EVENT,
+    INSERT_MESSAGE,
+    SELECT_HISTORY,
+    SELECT_SETTINGS,
+    UPSERT_SETTING,
+    OnCommit,
+    Step,
+    WriteResult,
+    utcnow,
+)
+from bot.store.retention import Retention, RetentionRule
+from bot.store.writer import GroupCommit
+
+if TYPE_CHECKING:
+    from bot.settings import StoreSection
+
+__all__ = ["SqlStore", "async_url", "open_store", "store_from_settings"]
 
 log = logging.getLogger(__name__)
 
-_messages = SessionMessage.__table__  # type: ignore[attr-defined]
-_settings = ChatSetting.__table__  # type: ignore[attr-defined]
-_processed = ProcessedEvent.__table__  # type: ignore[attr-defined]
 
+class Reader(Protocol):
+    """The read path of a backend (its own connections, never the writer's)."""
 
-def async_url(url: str) -> str:
-    """Map ``sqlite:///`` and ``postgresql://`` URLs to their async drivers."""
-    for plain, driver in (
-        ("sqlite://", "sqlite+aiosqlite://"),
-        ("postgresql://", "postgresql+asyncpg://"),
-        ("postgres://", "postgresql+asyncpg://"),
-    ):
-        if url.startswith(plain):
-            return driver + url[len(plain) :]
-    return url
+    reads: int
 
+    async def open(self) -> None: ...
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+    async def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
 
-
-def _row(chat_key: str, message: Message, at: datetime) -> dict[str, Any]:
-    return {
-        "chat_key": chat_key,
-        "role": message.role,
-        "agent": message.agent,
-        "data": message.model_dump_json(exclude_defaults=True),
-        "created_at": at,
-    }
+    async def close(self) -> None: ...
 
 
 class SqlStore:
-    """A :class:`~bot.store.base.Store` on an SQLAlchemy async engine."""
+    """A :class:`~bot.store.base.Store` on SQLite (``sqlite:///path``) or PostgreSQL (``postgresql://``).
 
-    def __init__(self, url: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 5000) -> None:
-        self.url = async_url(url)
-        self.synchronous = synchronous
+    Beyond the protocol: :meth:`write` / :meth:`read` for the tables of later
+    steps, :meth:`chat_state` (the cached per-chat state, with room for the
+    pending interrupt), :meth:`flush`, :meth:`prune`, :meth:`add_retention`
+    and :meth:`stats`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 5000,
+        history_limit: int = 200,
+        processed_ids_limit: int = 100_000,
+        cache_chats: int = 1000,
+        max_batch: int = 256,
+        retention_interval_s: float = 5.0,
+    ) -> None:
+        self.url = url
+        self.synchronous = synchronous.upper()
         self.busy_timeout_ms = busy_timeout_ms
-        self._engine: AsyncEngine | None = None
+        self.history_limit = history_limit
+        self.processed_ids_limit = processed_ids_limit
+        self.cache_chats = cache_chats
+        self.max_batch = max_batch
+        self.retention_interval_s = retention_interval_s
+        self.dialect = "postgresql" if url.split(":", 1)[0].startswith("postgres") else "sqlite"
+        self._rules: list[RetentionRule] = []
+        self._writer: GroupCommit | None = None
+        self._reader: Reader | None = None
+        self._tempdir: str | None = None
+        self._new_caches()
 
-    @property
-    def engine(self) -> AsyncEngine:
-        if self._engine is None:
-            raise StoreError("the store is not started")
-        return self._engine
+    def _new_caches(self) -> None:
+        self._history: CachedMap[ChatState] = CachedMap(self.cache_chats, self._load_history)
+        self._settings: CachedMap[dict[str, Any]] = CachedMap(self.cache_chats, self._load_settings)
+
+    # -- life cycle ---------------------------------------------------------------
 
     async def start(self) -> None:
-        if self.url.startswith("sqlite+aiosqlite:///"):
-            path = self.url.removeprefix("sqlite+aiosqlite:///")
-            if path and path != ":memory:":
-                Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(self.url)
-        if engine.dialect.name == "sqlite":
+        if self._writer is not None:
+            return
+        retention = Retention(
+            history_limit=self.history_limit,
+            processed_ids_limit=self.processed_ids_limit,
+            interval_s=self.retention_interval_s,
+        )
+        retention.rules = self._rules  # shared, so rules added later count too
+        writer: GroupCommit
+        reader: Reader
+        if self.dialect == "postgresql":
+            from bot.store.postgres import PgReader, PgWriter, dsn_of
 
-            @event.listens_for(engine.sync_engine, "connect")
-            def _pragmas(dbapi_conn: Any, _record: Any) -> None:
-                cur = dbapi_conn.cursor()
-                cur.execute("PRAGMA journal_mode=WAL")
-                cur.execute(f"PRAGMA synchronous={self.synchronous}")
-                cur.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
-                cur.close()
+            url = self.url
+            writer = PgWriter(
+                dsn_of(url), busy_timeout_ms=self.busy_timeout_ms, retention=retention, max_batch=self.max_batch
+            )
+            reader = PgReader(dsn_of(url))
+        else:
+            from bot.store.sqlite import SqliteReader, SqliteWriter
 
-        self._engine = engine
+            path = self._sqlite_path()
+            url = f"sqlite:///{path}"
+            writer = SqliteWriter(
+                path,
+                synchronous=self.synchronous,
+                busy_timeout_ms=self.busy_timeout_ms,
+                retention=retention,
+                max_batch=self.max_batch,
+            )
+            reader = SqliteReader(path, busy_timeout_ms=self.busy_timeout_ms)
         try:
-            await migrate(engine)
+            await migrate_url(url)
         except (SQLAlchemyError, OSError) as exc:
             raise StoreError(f"cannot open the database: {exc}") from exc
+        await writer.open()
+        try:
+            await reader.open()
+        except BaseException:
+            await writer.close()
+            raise
+        self._writer, self._reader = writer, reader
+        self._new_caches()
+        log.info("store: %s (synchronous=%s)", self.dialect, self.synchronous if self.dialect == "sqlite" else "-")
+
+    def _sqlite_path(self) -> str:
+        path = self.url.split(":///", 1)[1] if ":///" in self.url else ""
+        if path in ("", ":memory:"):
+            # Two connections cannot share a private in-memory database: use a
+            # throw-away file instead (same semantics for the process's lifetime).
+            self._tempdir = tempfile.mkdtemp(prefix="bot-store-")
+            return str(Path(self._tempdir) / "bot.db")
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        return str(Path(path).expanduser())
 
     async def close(self) -> None:
-        if self._engine is not None:
-            await self._engine.dispose()
-            self._engine = None
+        writer, reader = self._writer, self._reader
+        self._writer = self._reader = None
+        if writer is not None:
+            await writer.close()
+        if reader is not None:
+            await reader.close()
+        self._new_caches()
+        if self._tempdir is not None:
+            shutil.rmtree(self._tempdir, ignore_errors=True)
+            self._tempdir = None
+
+    # -- generic access, for the tables of later steps ------------------------------
+
+    async def write(
+        self,
+        steps: Sequence[Step],
+        *,
+        on_commit: OnCommit | None = None,
+        grows: str | None = None,
+        events: int = 0,
+    ) -> WriteResult:
+        """Run ``steps`` in the next group commit; returns after the commit."""
+        if self._writer is None:
+            raise StoreError("the store is not started")
+        return await self._writer.submit(steps, on_commit=on_commit, grows=grows, events=events)
+
+    async def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """A query on the read path (not for the per-message path: use the caches)."""
+        if self._reader is None:
+            raise StoreError("the store is not started")
+        return await self._reader.fetch(sql, params)
+
+    async def flush(self) -> None:
+        """Wait until every write submitted before this call is committed."""
+        await self.write(())
+
+    async def prune(self) -> None:
+        """Run a retention pass now (normally the writer runs one every interval)."""
+        if self._writer is None:
+            raise StoreError("the store is not started")
+        await self._writer.submit((), prune=True)
+
+    def add_retention(self, rule: RetentionRule) -> None:
+        """Add statements to every retention pass (e.g. drop old trace events)."""
+        self._rules.append(rule)
+
+    def stats(self) -> dict[str, int]:
+        out = self._writer.stats.as_dict() if self._writer is not None else {}
+        out["reads"] = self._reader.reads if self._reader is not None else 0
+        out["cached_chats"] = len(self._history.lru)
+        return out
+
+    # -- the Store protocol ---------------------------------------------------------
 
     async def accept(self, event_key: str, chat_key: str, message: Message | None) -> bool:
-        now = _now()
-        try:
-            async with self.engine.begin() as conn:
-                await conn.execute(insert(_processed).values(event_key=event_key, seen_at=now))
-                if message is not None:
-                    await conn.execute(insert(_messages).values(**_row(chat_key, message, now)))
-        except IntegrityError:
-            return False
-        except SQLAlchemyError as exc:
-            raise StoreError(f"could not store the message: {exc.__class__.__name__}") from exc
-        return True
+        now = utcnow()
+        steps = [Step(INSERT_EVENT, (event_key, now), guard=True)]
+        if message is not None:
+            steps.append(Step(INSERT_MESSAGE, _row(chat_key, message, now), returning=True))
+
+        def committed(result: WriteResult) -> None:
+            if result.ok and message is not None:
+                self._history.committed(chat_key, lambda state: state.add(result.rows[0][0], message))
+
+        result = await self.write(steps, on_commit=committed, grows=chat_key if message else None, events=1)
+        return result.ok
 
     async def append(self, chat_key: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
-        now = _now()
-        try:
-            async with self.engine.begin() as conn:
-                await conn.execute(insert(_messages), [_row(chat_key, m, now) for m in messages])
-        except SQLAlchemyError as exc:
-            raise StoreError(f"could not store the reply: {exc.__class__.__name__}") from exc
+        now = utcnow()
+        steps = [Step(INSERT_MESSAGE, _row(chat_key, m, now), returning=True) for m in messages]
+
+        def committed(result: WriteResult) -> None:
+            def apply(state: ChatState) -> None:
+                for (row_id, *_), message in zip(result.rows, messages, strict=True):
+                    state.add(row_id, message)
+
+            self._history.committed(chat_key, apply)
+
+        await self.write(steps, on_commit=committed, grows=chat_key)
 
     async def history(self, chat_key: str, limit: int | None = None) -> list[Message]:
-        query = select(_messages.c.data).where(_messages.c.chat_key == chat_key).order_by(_messages.c.id.desc())
-        if limit is not None:
-            query = query.limit(limit)
-        async with self.engine.connect() as conn:
-            rows = (await conn.execute(query)).scalars().all()
-        return [Message.model_validate_json(data) for data in reversed(rows)]
+        """The newest ``limit`` messages, oldest first; never more than ``history_limit``."""
+        n = self.history_limit if limit is None else min(limit, self.history_limit)
+        if n <= 0:
+            return []
+        return (await self.chat_state(chat_key)).newest(n)
+
+    async def chat_state(self, chat_key: str) -> ChatState:
+        """The cached state of a chat (loaded on first use)."""
+        if self._reader is None:
+            raise StoreError("the store is not started")
+        return await self._history.get(chat_key)
 
     async def clear_history(self, chat_key: str) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(delete(_messages).where(_messages.c.chat_key == chat_key))
+        await self.write(
+            [Step(DELETE_HISTORY, (chat_key,))],
+            on_commit=lambda _r: self._history.committed(chat_key, ChatState.clear),
+        )
 
     async def chat_settings(self, settings_key: str) -> dict[str, Any]:
-        query = select(_settings.c.name, _settings.c.value).where(_settings.c.settings_key == settings_key)
-        async with self.engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
-        return {name: json.loads(value) for name, value in rows}
+        if self._reader is None:
+            raise StoreError("the store is not started")
+        return dict(await self._settings.get(settings_key))
 
     async def set_chat_setting(self, settings_key: str, name: str, value: Any) -> None:
-        where = (_settings.c.settings_key == settings_key) & (_settings.c.name == name)
-        async with self.engine.begin() as conn:
-            await conn.execute(delete(_settings).where(where))
-            if value is not None:
-                await conn.execute(
-                    insert(_settings).values(
-                        settings_key=settings_key, name=name, value=json.dumps(value), updated_at=_now()
-                    )
-                )
+        if value is None:
+            step = Step(DELETE_SETTING, (settings_key, name))
+        else:
+            step = Step(UPSERT_SETTING, (settings_key, name, json.dumps(value), utcnow()))
+        # Cache what a reload would give (JSON round trip: tuples become lists...).
+        cached = None if value is None else json.loads(step.params[2])
+
+        def apply(settings: dict[str, Any]) -> None:
+            if cached is None:
+                settings.pop(name, None)
+            else:
+                settings[name] = cached
+
+        await self.write([step], on_commit=lambda _r: self._settings.committed(settings_key, apply))
+
+    # -- the read path ----------------------------------------------------------------
+
+    async def _load_history(self, chat_key: str) -> ChatState:
+        rows = await self.read(SELECT_HISTORY, (chat_key, self.history_limit))
+        messages = [(row_id, Message.model_validate_json(data)) for row_id, data in reversed(rows)]
+        return ChatState.loaded(messages, self.history_limit)
+
+    async def _load_settings(self, settings_key: str) -> dict[str, Any]:
+        rows = await self.read(SELECT_SETTINGS, (settings_key,))
+        return {name: json.loads(value) for name, value in rows}
 
 
-def open_store(url: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 5000) -> SqlStore:
+def _row(chat_key: str, message: Message, at: Any) -> tuple[Any, ...]:
+    return (chat_key, message.role, message.agent, message.model_dump_json(exclude_defaults=True), at)
+
+
+def open_store(url: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 5000, **options: Any) -> SqlStore:
     """The store for a database URL (``sqlite:///path`` or ``postgresql://...``)."""
-    return SqlStore(url, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+    return SqlStore(url, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, **options)
+
+
+def store_from_settings(section: StoreSection) -> SqlStore:
+    """The store configured by the ``store:`` section (every key, retention and caches included)."""
+    return SqlStore(
+        section.database_url(),
+        synchronous=section.synchronous,
+        busy_timeout_ms=section.busy_timeout_ms,
+        history_limit=section.history_limit,
+        processed_ids_limit=section.processed_ids_limit,
+        cache_chats=section.cache_chats,
+        max_batch=section.max_batch,
+        retention_interval_s=section.retention_interval_s,
+    )

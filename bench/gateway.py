@@ -1,0 +1,202 @@
+"""End-to-end gateway benchmark: bus → supervisor → Chat → store → channel.
+
+Drives the real :class:`bot.app.Gateway` (the SQLite store on a temporary
+FILE, every message and reply committed before the reply is sent) with a
+zero-latency model and a recording channel, then prints ONE JSON line:
+
+- ``throughput_msgs_per_s``: closed loop, each of ``--chats`` chats sends its
+  next message as soon as its reply arrived;
+- ``p50_ms`` / ``p99_ms``: open loop, ``--rate`` messages/s spread over the chats,
+  latency from the scheduled send time to the reply (no coordinated omission);
+- ``peak_rss_mb``, ``synchronous`` and the parameters.
+
+    python bench/gateway.py [--chats 200] [--seconds 10] [--synchronous FULL]
+
+Targets: >= 1,000 msg/s and p99 < 25 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
+
+from agents.messages import Message
+from agents.models.base import Model, ModelResponse, ToolDeclaration
+from bot.app import Gateway
+from bot.bus import Bus
+from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.settings import load_settings
+
+
+class InstantModel(Model):
+    """Answers every request at once with the same text."""
+
+    name = "instant"
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+        response_schema: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        return ModelResponse(text="ok", model=self.name)
+
+
+class ReplyChannel:
+    """A console-named channel that wakes whoever waits for the reply to a message id."""
+
+    name = "console"
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, asyncio.Future[float]] = {}
+        self._refs = itertools.count(1)
+        self.errors = 0
+
+    async def start(self, bus: Bus) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    def expect(self, message_id: str) -> asyncio.Future[float]:
+        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._waiting[message_id] = future
+        return future
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        if message.kind == "typing":
+            return None
+        if message.kind == "notice":
+            self.errors += 1  # the gateway reports a failure (e.g. the store did not commit)
+        future = self._waiting.pop(message.reply_to or "", None)
+        if future is not None and not future.done():
+            future.set_result(time.perf_counter())
+        return f"ref-{next(self._refs)}"
+
+
+def _message(chat: int, seq: str) -> InboundMessage:
+    return InboundMessage(
+        id=seq,
+        chat=ChatKey(channel="console", chat_id=f"chat{chat}"),
+        sender=Sender(id=f"user{chat}", name=f"user{chat}"),
+        text=f"message {seq} from chat {chat}",
+        is_direct=True,
+    )
+
+
+async def _roundtrip(gateway: Gateway, channel: ReplyChannel, message: InboundMessage) -> float:
+    replied = channel.expect(message.id)
+    await gateway.bus.publish(message)
+    return await asyncio.wait_for(replied, 30)
+
+
+async def closed_loop(gateway: Gateway, channel: ReplyChannel, chats: int, seconds: float) -> tuple[int, float]:
+    deadline = time.perf_counter() + seconds
+
+    async def one_chat(chat: int) -> int:
+        sent = 0
+        while time.perf_counter() < deadline:
+            await _roundtrip(gateway, channel, _message(chat, f"closed-{chat}-{sent}"))
+            sent += 1
+        return sent
+
+    started = time.perf_counter()
+    total = sum(await asyncio.gather(*(one_chat(c) for c in range(chats))))
+    return total, time.perf_counter() - started
+
+
+async def open_loop(gateway: Gateway, channel: ReplyChannel, chats: int, rate: float, seconds: float) -> list[float]:
+    count = int(rate * seconds)
+    latencies: list[float] = []
+    tasks: list[asyncio.Task[None]] = []
+
+    async def one(k: int, due: float) -> None:
+        replied = await _roundtrip(gateway, channel, _message(k % chats, f"open-{k}"))
+        latencies.append((replied - due) * 1000)
+
+    start = time.perf_counter() + 0.05
+    for k in range(count):
+        due = start + k / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(k, due)))
+    await asyncio.gather(*tasks)
+    return sorted(latencies)
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bot-bench-") as tmp:
+        empty = Path(tmp) / "bench.yaml"
+        empty.write_text("{}\n")
+        settings = load_settings(
+            empty,
+            env={},
+            user_config=Path(tmp) / "no-user.yaml",
+            overrides={
+                "store": {"data_dir": str(Path(tmp) / "data"), "synchronous": args.synchronous},
+                "agents": {"dirs": []},
+                "http": {"enabled": False},
+                "log": {"level": "WARNING"},
+            },
+        )
+        channel = ReplyChannel()
+        gateway = Gateway(settings, model=InstantModel(), channels=[channel])
+        await gateway.start()
+        try:
+            # Warm up: every chat's history is loaded once (the only reads of the run).
+            await asyncio.gather(*(_roundtrip(gateway, channel, _message(c, f"warm-{c}")) for c in range(args.chats)))
+            total, elapsed = await closed_loop(gateway, channel, args.chats, args.seconds)
+            latencies = await open_loop(gateway, channel, args.chats, args.rate, args.open_seconds)
+            stats = gateway.store.stats() if hasattr(gateway.store, "stats") else {}
+        finally:
+            await gateway.stop()
+    return {
+        "throughput_msgs_per_s": round(total / elapsed, 1),
+        "p50_ms": round(_quantile(latencies, 0.50), 2),
+        "p99_ms": round(_quantile(latencies, 0.99), 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "synchronous": settings.store.synchronous,
+        "chats": args.chats,
+        "closed_loop_s": args.seconds,
+        "closed_loop_msgs": total,
+        "open_loop_rate": args.rate,
+        "open_loop_msgs": len(latencies),
+        "max_concurrent_chats": settings.bus.max_concurrent_chats,
+        "errors": channel.errors,
+        "store": {k: stats[k] for k in ("writes", "commits", "largest_batch", "reads") if k in stats},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chats", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=10.0, help="closed-loop duration")
+    parser.add_argument("--rate", type=float, default=200.0, help="open-loop messages per second")
+    parser.add_argument("--open-seconds", type=float, default=5.0, help="open-loop duration")
+    parser.add_argument("--synchronous", default="FULL", choices=["OFF", "NORMAL", "FULL", "EXTRA"])
+    args = parser.parse_args(argv)
+    print(json.dumps(asyncio.run(run(args))))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The words and payloads of interrupts: button payloads, yes/no replies, prompt buttons.
+
+Button payload: ``v1:<interrupt id>:<nonce>:<choice>`` (about 25 bytes; fits
+Telegram's 64-byte ``callback_data``, Discord's 100-char ``custom_id`` and a
+Slack button ``value``).  The nonce makes payloads unguessable and ties a
+press to one prompt; the id finds the row.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from bot.events import Button
+
+PAYLOAD_VERSION = "v1"
+_PAYLOAD = re.compile(r"^v1:([A-Za-z0-9]{6,24}):([A-Za-z0-9]{4,16}):([A-Za-z0-9_.-]{1,24})$")
+_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
+
+YES = frozenset(
+    "yes y yep yeah sure ok okay approve approved confirm confirmed go proceed allow do it "
+    "同意 确认 批准 好 好的 可以 行 是 是的 执行 允许".split()
+)
+NO = frozenset(
+    "no n nope deny denied reject rejected cancel stop abort don't dont "
+    "拒绝 取消 不 不要 不行 否 别 停止 不同意".split()
+)
+
+
+def new_id(length: int = 10) -> str:
+    return "".join(secrets.choice(_ALPHABET) for _ in range(length))
+
+
+def new_nonce() -> str:
+    return new_id(6)
+
+
+@dataclass(frozen=True)
+class Press:
+    interrupt_id: str
+    nonce: str
+    choice: str
+
+
+def encode_payload(interrupt_id: str, nonce: str, choice: str) -> str:
+    return f"{PAYLOAD_VERSION}:{interrupt_id}:{nonce}:{choice}"
+
+
+def parse_payload(payload: str) -> Press | None:
+    """The parts of a well-formed payload, or None (forged or foreign)."""
+    match = _PAYLOAD.match(payload.strip())
+    if match is None:
+        return None
+    return Press(match.group(1), match.group(2), match.group(3))
+
+
+def yes_no(text: str) -> bool | None:
+    """True for a clear yes, False for a clear no (English and Chinese), else None."""
+    cleaned = re.sub(r"[\s!.。！,，~]+$", "", text.strip().casefold())
+    cleaned = re.sub(r"^(please|请)\s*", "", cleaned)
+    if cleaned in YES:
+        return True
+    if cleaned in NO:
+        return False
+    return None
+
+
+def tool_confirm_choices(calls: list[dict[str, Any]], grantable: list[str]) -> list[tuple[str, str]]:
+    """(label, choice) pairs for a tool confirmation: all, none, each alone, always allow."""
+    choices = [("✅ Approve", "a"), ("❌ Deny", "d")]
+    if len(calls) > 1:
+        choices = [("✅ Approve all", "a"), ("❌ Deny all", "d")]
+        choices += [(f"Only {i}: {c['name']}", f"o{i}") for i, c in enumerate(calls, 1)]
+    if grantable:
+        names = ", ".join(grantable)
+        choices.append((f"Always allow {names} here", "g"))
+    return choices
+
+
+def buttons_for(interrupt_id: str, nonce: str, choices: list[tuple[str, str]]) -> tuple[tuple[Button, ...], ...]:
+    """Rows of at most three buttons."""
+    flat = [Button(label=label, payload=encode_payload(interrupt_id, nonce, value)) for label, value in choices]
+    return tuple(tuple(flat[i : i + 3]) for i in range(0, len(flat), 3))

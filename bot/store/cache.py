@@ -1,0 +1,160 @@
+"""Write-through caches, so the per-message path never reads the database.
+
+A cache entry is loaded once (on the store's read path) and then kept equal to
+the database by applying every committed write to it, in commit order, on the
+event loop.  Entries are bounded by count (least recently used goes first).
+
+The one race: a load reads the database while a write for the same key
+commits.  A commit that lands while the key is loading marks the load stale
+and it is repeated, so a load never misses a commit; a commit whose callback
+runs after the load was installed is applied on top, so every change must be
+idempotent (history rows carry their ids and are added once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from agents.messages import Message
+
+log = logging.getLogger(__name__)
+
+V = TypeVar("V")
+
+UNKNOWN: Any = object()
+"""A cache slot not loaded yet (for example the pending interrupt)."""
+
+_MAX_RELOADS = 5
+
+
+@dataclass(slots=True)
+class ChatState:
+    """What the gateway keeps in memory per chat key.
+
+    ``messages`` are the newest rows of the chat's history, oldest first, bounded
+    by the store's history limit; ``ids`` are their row ids (kept apart so a
+    read is one C-level copy).  ``pending`` is room for the chat's pending
+    interrupt, ``extra`` for other per-chat state of later steps.
+    """
+
+    messages: deque[Message]
+    ids: deque[int]
+    last_id: int = 0
+    pending: Any = UNKNOWN
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def loaded(cls, rows: list[tuple[int, Message]], limit: int) -> ChatState:
+        return cls(
+            deque((m for _, m in rows), maxlen=limit),
+            deque((i for i, _ in rows), maxlen=limit),
+            rows[-1][0] if rows else 0,
+        )
+
+    def add(self, row_id: int, message: Message) -> None:
+        # Ids grow in commit order (one writer), so an id at or below the last one
+        # is a row the load already saw.
+        if row_id > self.last_id:
+            self.messages.append(message)
+            self.ids.append(row_id)
+            self.last_id = row_id
+
+    def clear(self) -> None:
+        self.messages.clear()
+        self.ids.clear()
+        # SQLite may reuse the ids of deleted rows, so the next id may be smaller.
+        self.last_id = 0
+
+    def newest(self, n: int) -> list[Message]:
+        if n >= len(self.messages):
+            return list(self.messages)
+        return list(itertools.islice(self.messages, len(self.messages) - n, None))
+
+
+class Lru(Generic[V]):
+    """A dict bounded by count that forgets the least recently used key."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self._data: OrderedDict[str, V] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._data
+
+    def get(self, key: str) -> V | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def peek(self, key: str) -> V | None:
+        return self._data.get(key)
+
+    def put(self, key: str, value: V) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.capacity:
+            self._data.popitem(last=False)
+
+    def pop(self, key: str) -> None:
+        self._data.pop(key, None)
+
+
+class CachedMap(Generic[V]):
+    """An :class:`Lru` filled by ``load`` on a miss and updated by :meth:`committed`."""
+
+    def __init__(self, capacity: int, load: Callable[[str], Awaitable[V]]) -> None:
+        self.lru: Lru[V] = Lru(capacity)
+        self._load = load
+        self._loads: dict[str, asyncio.Future[V]] = {}
+        self._stale: set[str] = set()
+        self.misses = 0
+
+    async def get(self, key: str) -> V:
+        value = self.lru.get(key)
+        if value is not None:
+            return value
+        pending = self._loads.get(key)
+        if pending is None:
+            # One load per key, shared by every caller; a caller's cancellation
+            # must not cancel the others' load.
+            pending = self._loads[key] = asyncio.ensure_future(self._fresh(key))
+            pending.add_done_callback(lambda done: self._loaded(key, done))
+        return await asyncio.shield(pending)
+
+    def _loaded(self, key: str, done: asyncio.Future[V]) -> None:
+        if self._loads.get(key) is done:
+            del self._loads[key]
+
+    async def _fresh(self, key: str) -> V:
+        self.misses += 1
+        for _ in range(_MAX_RELOADS):
+            self._stale.discard(key)
+            value = await self._load(key)
+            if key not in self._stale:
+                self.lru.put(key, value)
+                return value
+        # The key changes faster than it loads: answer without caching it.
+        self._stale.discard(key)
+        log.debug("cache: %s kept changing while loading; not cached", key)
+        return value
+
+    def committed(self, key: str, apply: Callable[[V], None]) -> None:
+        """A write of ``key`` committed: update the cached value (or void a running load)."""
+        value = self.lru.peek(key)
+        if value is not None:
+            apply(value)
+        elif key in self._loads:
+            self._stale.add(key)
+
+    def forget(self, key: str) -> None:
+        self.lru.pop(key)

@@ -1,0 +1,118 @@
+"""What the writer executes: portable SQL steps, grouped into writes.
+
+A :class:`Step` is one statement with ``?`` placeholders that runs unchanged
+on SQLite and (with ``?`` numbered to ``$n``) on PostgreSQL; table names come
+from the SQLModel schema.  A :class:`Write` is the steps of one logical change
+(accept a message, append a reply, set a setting); the writer commits many
+writes in one transaction and hands each its :class:`WriteResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+from bot.store.tables import ChatSetting, ProcessedEvent, SessionMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One SQL statement of a write.
+
+    ``guard``: when the statement changes no row, the write stops there and its
+    result is ``ok=False`` (an event seen before; later, an interrupt that is no
+    longer pending).  Put guards first, so a stopped write changed nothing.
+    ``returning``: the statement ends with ``RETURNING``; its rows are handed back.
+    """
+
+    sql: str
+    params: tuple[Any, ...] = ()
+    guard: bool = False
+    returning: bool = False
+
+
+@dataclass(slots=True)
+class WriteResult:
+    """The outcome of one committed write."""
+
+    ok: bool = True
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    """Rows changed (or returned) by each executed step."""
+
+
+OnCommit = Callable[[WriteResult], None]
+
+
+@dataclass(slots=True, eq=False)
+class Write:
+    """A queued write: its steps, its waiter and what happens after the commit.
+
+    ``on_commit`` runs on the event loop after the commit and before the waiter
+    wakes (the write-through caches use it).  ``grows`` names the chat whose
+    history gained rows and ``events`` counts processed ids added, for retention.
+    ``prune`` asks the writer for a retention pass; the waiter wakes after it.
+    """
+
+    steps: Sequence[Step]
+    future: asyncio.Future[WriteResult]
+    on_commit: OnCommit | None = None
+    grows: str | None = None
+    events: int = 0
+    prune: bool = False
+
+
+def run_guarded(steps: Sequence[Step], execute: Callable[[Step], tuple[int, list[tuple[Any, ...]]]]) -> WriteResult:
+    """Run ``steps`` through ``execute`` (rowcount, rows), stopping at a failed guard."""
+    result = WriteResult()
+    for step in steps:
+        count, rows = execute(step)
+        result.counts.append(count)
+        if rows:
+            result.rows.extend(rows)
+        if step.guard and count == 0:
+            result.ok = False
+            break
+    return result
+
+
+def utcnow() -> datetime:
+    """Naive UTC, the representation of the schema's ``DateTime`` columns."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+@lru_cache(maxsize=512)
+def numbered(sql: str) -> str:
+    """``?`` placeholders as PostgreSQL's ``$1, $2, ...`` (our SQL has no ``?`` literals)."""
+    counter = iter(range(1, 10_000))
+    return re.sub(r"\?", lambda _m: f"${next(counter)}", sql)
+
+
+_M = SessionMessage.__tablename__
+_S = ChatSetting.__tablename__
+_E = ProcessedEvent.__tablename__
+
+INSERT_EVENT = f"INSERT INTO {_E} (event_key, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING"
+INSERT_MESSAGE = f"INSERT INTO {_M} (chat_key, role, agent, data, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"
+DELETE_HISTORY = f"DELETE FROM {_M} WHERE chat_key = ?"
+UPSERT_SETTING = (
+    f"INSERT INTO {_S} (settings_key, name, value, updated_at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (settings_key, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
+)
+DELETE_SETTING = f"DELETE FROM {_S} WHERE settings_key = ? AND name = ?"
+
+SELECT_HISTORY = f"SELECT id, data FROM {_M} WHERE chat_key = ? ORDER BY id DESC LIMIT ?"
+SELECT_SETTINGS = f"SELECT name, value FROM {_S} WHERE settings_key = ?"
+COUNT_EVENTS = f"SELECT count(*) FROM {_E}"
+
+# Keep a chat's newest N rows: everything at or below the (N+1)-th newest id goes.
+PRUNE_HISTORY = (
+    f"DELETE FROM {_M} WHERE chat_key = ? AND id <= "
+    f"(SELECT id FROM {_M} WHERE chat_key = ? ORDER BY id DESC LIMIT 1 OFFSET ?)"
+)
+PRUNE_EVENTS = f"DELETE FROM {_E} WHERE event_key IN (SELECT event_key FROM {_E} ORDER BY seen_at, event_key LIMIT ?)"

@@ -1,0 +1,120 @@
+"""Group commit: one writer turns the writes of many chats into few transactions.
+
+Callers :meth:`GroupCommit.submit` a write and await its future.  The writer
+takes everything queued (up to ``max_batch``), runs it in ONE transaction and
+commits; only then are the futures resolved, so an acknowledged write is
+durable.  A failed statement or commit rolls the whole batch back and fails
+every waiter of that batch with :class:`StoreError`.  While a batch commits,
+new writes queue up and form the next batch: the busier the gateway, the more
+writes share one fsync.
+
+The backends (SQLite on a thread, PostgreSQL on an asyncio task) supply the
+queue and the transaction; this module holds what they share.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from bot.store.base import StoreError
+from bot.store.ops import OnCommit, Step, Write, WriteResult
+from bot.store.retention import Retention
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WriterStats:
+    """Counters for tests, the benchmark and (later) metrics."""
+
+    writes: int = 0
+    commits: int = 0
+    failed_batches: int = 0
+    largest_batch: int = 0
+    retention_passes: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class GroupCommit(abc.ABC):
+    """The queue-facing half of a writer; subclasses run the batches."""
+
+    def __init__(self, retention: Retention, max_batch: int = 256) -> None:
+        self.retention = retention
+        self.max_batch = max(1, max_batch)
+        self.stats = WriterStats()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = True
+
+    def submit(
+        self,
+        steps: Sequence[Step],
+        *,
+        on_commit: OnCommit | None = None,
+        grows: str | None = None,
+        events: int = 0,
+        prune: bool = False,
+    ) -> asyncio.Future[WriteResult]:
+        """Queue a write; the future resolves after its batch committed."""
+        if self._closed or self._loop is None:
+            raise StoreError("the store is not open")
+        future: asyncio.Future[WriteResult] = self._loop.create_future()
+        self._enqueue(Write(steps, future, on_commit, grows, events, prune))
+        return future
+
+    @abc.abstractmethod
+    def _enqueue(self, write: Write) -> None: ...
+
+    @abc.abstractmethod
+    async def open(self) -> None: ...
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Commit everything queued so far, then stop."""
+
+    # -- shared by the backends -------------------------------------------------
+
+    def _split(self, batch: list[Write]) -> tuple[list[Write], list[Write]]:
+        writes = [w for w in batch if not w.prune]
+        return writes, [w for w in batch if w.prune]
+
+    def _booked(self, writes: list[Write], results: list[WriteResult] | None) -> None:
+        """Book a batch's outcome on the writer side (before the loop hears of it)."""
+        self.stats.writes += len(writes)
+        self.stats.largest_batch = max(self.stats.largest_batch, len(writes))
+        if results is None:
+            self.stats.failed_batches += 1
+            return
+        for write, result in zip(writes, results, strict=True):
+            self.retention.note(write, result)
+
+    def _resolve(self, writes: list[Write], results: list[WriteResult] | None, error: BaseException | None) -> None:
+        """On the event loop: update the caches, then wake the waiters."""
+        if results is not None:
+            for write, result in zip(writes, results, strict=True):
+                if write.on_commit is not None:
+                    try:
+                        write.on_commit(result)
+                    except Exception:
+                        log.exception("store: a post-commit callback failed")
+        for i, write in enumerate(writes):
+            if write.future.done():  # the waiter was cancelled; the write still counts
+                continue
+            if results is not None:
+                write.future.set_result(results[i])
+            else:
+                write.future.set_exception(_store_error(error))
+
+
+def _store_error(error: BaseException | None) -> StoreError:
+    if isinstance(error, StoreError):
+        return error
+    detail = f"{error.__class__.__name__}: {error}" if error is not None else "unknown error"
+    failure = StoreError(f"the database did not commit the write ({detail})")
+    failure.__cause__ = error
+    return failure

@@ -1,0 +1,55 @@
+"""Payloads, yes/no words and prompt buttons of interrupts."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.interrupt_text import (
+    buttons_for,
+    encode_payload,
+    new_id,
+    new_nonce,
+    parse_payload,
+    tool_confirm_choices,
+    yes_no,
+)
+
+
+def test_payload_round_trip_and_size() -> None:
+    payload = encode_payload(new_id(), new_nonce(), "o2")
+    assert len(payload.encode()) <= 30
+    press = parse_payload(payload)
+    assert press is not None and press.choice == "o2"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ["", "v2:abcdefgh:abcd:a", "v1:abc:abcd:a", "v1:abcdefgh:ab:a", "v1:abcdefgh:abcd:", "hello", "v1:a:b:c:d"],
+)
+def test_malformed_payloads_are_rejected(payload: str) -> None:
+    assert parse_payload(payload) is None
+
+
+@pytest.mark.parametrize("text", ["yes", "Yes!", "OK", "approve", "go", "同意", "确认", "批准", "好的", "请确认"])
+def test_yes(text: str) -> None:
+    assert yes_no(text) is True
+
+
+@pytest.mark.parametrize("text", ["no", "No.", "deny", "cancel", "拒绝", "取消", "不要", "不行"])
+def test_no(text: str) -> None:
+    assert yes_no(text) is False
+
+
+@pytest.mark.parametrize("text", ["maybe", "yes but change the path", "what does it do?", "好像不太对"])
+def test_unclear(text: str) -> None:
+    assert yes_no(text) is None
+
+
+def test_choices_and_rows() -> None:
+    one = tool_confirm_choices([{"name": "write_file"}], ["write_file"])
+    assert [c for _, c in one] == ["a", "d", "g"]
+    two = tool_confirm_choices([{"name": "write_file"}, {"name": "run_command"}], [])
+    assert [c for _, c in two] == ["a", "d", "o1", "o2"]
+    rows = buttons_for("abcdefghij", "nonce1", two)
+    assert [len(r) for r in rows] == [3, 1]
+    assert rows[0][0].payload == "v1:abcdefghij:nonce1:a"

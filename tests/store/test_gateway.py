@@ -1,0 +1,90 @@
+"""The store inside the real gateway: a failed commit means no reply, and the user is told."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.models.base import ModelRequest
+
+pytestmark = pytest.mark.timeout(60)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _db_path(harness) -> str:
+    return harness.gateway.settings.store.database_url().split(":///", 1)[1]
+
+
+async def test_locked_database_at_accept_sends_no_reply(make_harness, scripted) -> None:
+    model = scripted("answered after the lock")
+    h = await make_harness(model, store={"busy_timeout_ms": 50})
+    await h.say("/help")  # the database file exists and the writer is warm
+    locker = sqlite3.connect(_db_path(h), isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        replies = await h.say("hello?")
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert len(replies) == 1 and "could not save your message" in replies[0]
+    assert model.requests == []  # nothing acted on an unsaved message
+    assert await h.gateway.store.history(str(h.chat())) == []
+    assert await h.say("hello?") == ["answered after the lock"]
+
+
+async def test_failed_commit_of_the_answer_sends_no_answer(make_harness, scripted) -> None:
+    path: list[str] = []
+    locker: list[sqlite3.Connection] = []
+
+    def lock_then_answer(_request: ModelRequest) -> str:
+        conn = sqlite3.connect(path[0], isolation_level=None)
+        conn.execute("BEGIN EXCLUSIVE")
+        locker.append(conn)
+        return "this answer was never saved"
+
+    h = await make_harness(scripted(lock_then_answer, "second try"), store={"busy_timeout_ms": 50})
+    path.append(_db_path(h))
+    try:
+        replies = await h.say("question")
+    finally:
+        for conn in locker:
+            conn.execute("ROLLBACK")
+            conn.close()
+    assert len(replies) == 1 and "could not save my answer" in replies[0]
+    assert all("never saved" not in m.text for m in h.channel.sent)
+    assert [m.text for m in await h.gateway.store.history(str(h.chat()))] == ["question"]
+    assert await h.say("again") == ["second try"]
+
+
+def test_benchmark_runs_and_prints_one_json_line() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "bench/gateway.py",
+            "--chats",
+            "20",
+            "--seconds",
+            "0.5",
+            "--rate",
+            "100",
+            "--open-seconds",
+            "0.5",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1
+    result = json.loads(lines[0])
+    assert result["synchronous"] == "FULL" and result["errors"] == 0
+    assert result["throughput_msgs_per_s"] > 0 and result["open_loop_msgs"] == 50
+    assert result["store"]["commits"] < result["store"]["writes"]

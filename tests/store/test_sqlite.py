@@ -1,0 +1,127 @@
+"""SQLite specifics: pragmas, durability across SIGKILL, a full disk."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.messages import Message
+from bot.store import StoreError
+from bot.store.ops import Step
+from bot.store.sql import SqlStore
+
+pytestmark = pytest.mark.timeout(60)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _pragma(store: SqlStore, name: str) -> object:
+    # Pragmas are per connection: ask the writer's own connection.
+    return (await store.write([Step(f"PRAGMA {name}", returning=True)])).rows[0][0]
+
+
+async def test_wal_and_synchronous_full_by_default(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}")
+    await store.start()
+    try:
+        assert await _pragma(store, "journal_mode") == "wal"
+        assert await _pragma(store, "synchronous") == 2  # FULL
+        assert await _pragma(store, "busy_timeout") == 5000
+    finally:
+        await store.close()
+
+
+async def test_synchronous_is_configurable(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}", synchronous="normal", busy_timeout_ms=250)
+    await store.start()
+    try:
+        assert await _pragma(store, "synchronous") == 1
+        assert await _pragma(store, "busy_timeout") == 250
+    finally:
+        await store.close()
+
+
+async def test_memory_url_uses_a_private_file_removed_on_close() -> None:
+    store = SqlStore("sqlite:///:memory:")
+    await store.start()
+    assert await store.accept("e", "c", Message.user("hi"))
+    assert [m.text for m in await store.history("c")] == ["hi"]
+    tempdir = store._tempdir
+    assert tempdir is not None and Path(tempdir).exists()
+    await store.close()
+    assert not Path(tempdir).exists()
+
+
+async def test_full_disk_fails_the_batch_and_leaves_caches_alone(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    store = SqlStore(url)
+    await store.start()
+    try:
+        await store.append("c", [Message.user("kept")])
+        await store.history("c")
+        # The database may not grow past its current size: the next pages "fill the disk".
+        await store.write([Step("PRAGMA max_page_count = 1", returning=True)])
+        outcomes = await asyncio.gather(
+            *(store.append("c", [Message.user("x" * 4000)]) for _ in range(20)), return_exceptions=True
+        )
+        failures = [o for o in outcomes if isinstance(o, StoreError)]
+        assert failures and "full" in str(failures[0])
+        kept = await store.history("c")
+    finally:
+        await store.close()
+    cold = SqlStore(url)
+    await cold.start()
+    try:
+        assert await cold.history("c") == kept
+        assert len(kept) == 1 + len(outcomes) - len(failures)
+    finally:
+        await cold.close()
+
+
+def test_sigkill_right_after_commits_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    db = tmp_path / "crash.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("_crash_writer.py")), str(db)],
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
+    assert child.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 30
+    try:
+        # Kill while 20 chats write continuously, right after some batch committed.
+        while sum(1 for line in lines if line.startswith("event")) < 400 and time.monotonic() < deadline:
+            line = child.stdout.readline().decode()
+            if not line:
+                break
+            lines.append(line)
+        child.send_signal(signal.SIGKILL)
+        rest = child.stdout.read().decode()
+    finally:
+        child.kill()
+        child.wait(10)
+    lines += [line for line in rest.splitlines(keepends=True) if line.endswith("\n")]
+    events = [line.split()[1] for line in lines if line.startswith("event ")]
+    replies = [tuple(line.split()[1:3]) for line in lines if line.startswith("reply ")]
+    assert len(events) >= 400, "the child did not write enough before the deadline"
+
+    conn = sqlite3.connect(db)
+    stored_events = {row[0] for row in conn.execute("SELECT event_key FROM processed_events")}
+    stored = {
+        (chat, json.loads(data)["text"]) for chat, data in conn.execute("SELECT chat_key, data FROM session_messages")
+    }
+    conn.close()
+    assert set(events) <= stored_events
+    assert {(f"chat:{key.split('-')[1]}", key) for key in events} <= stored
+    assert set(replies) <= stored
