@@ -16,7 +16,7 @@ from typing import Any
 
 from agents.context import RunContext
 from agents.messages import Message, ToolCall, ToolResult
-from agents.results import FinalAnswer, InterruptRequest, RunResult
+from agents.results import Choice, FinalAnswer, InterruptRequest, RunResult
 from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,32 @@ LIMIT_NOTE = (
     "found so far, and say plainly what is unfinished."
 )
 DENIED = "denied by the user"
+ASK_USER = "ask_user"
+
+
+async def _ask_user(question: str, choices: list[str] | None = None) -> str:
+    """Ask the user a question and wait for the answer (optional choices become buttons)."""
+    raise RuntimeError("ask_user is a control tool: the runner turns it into a question for the user")
+
+
+ASK_USER_TOOL = Tool(
+    name=ASK_USER,
+    description=(
+        "Ask the user a question and wait for the answer; use it when you need information only the user has. "
+        "Optional choices are shown as buttons."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "question": {"type": "string"},
+            "choices": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["question"],
+    },
+    func=_ask_user,
+    risk="safe",
+    toolset="control",
+)
 MAX_RESULT_CHARS = 20_000
 STATE_VERSION = 1
 
@@ -59,7 +85,7 @@ class ReactRunner:
         return await self._loop(ctx, [message], iteration=0)
 
     async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: dict[str, Any]) -> RunResult:
-        """Continue after a ``tool_confirm``: run approved calls, deny the others, go on."""
+        """Continue after a ``tool_confirm`` (run approved calls, deny the others) or an ``ask_user`` answer."""
         messages = [Message.model_validate(m) for m in state["messages"]]
         done = {r["call_id"]: ToolResult.model_validate(r) for r in state.get("results", [])}
         approved = set(resolution.get("approved", ()))
@@ -69,6 +95,8 @@ class ReactRunner:
         for call in calls:
             if call.id in done:
                 results.append(done[call.id])
+            elif call.name == ASK_USER and "answer" in resolution:
+                results.append(ToolResult(call_id=call.id, name=call.name, content=str(resolution["answer"])))
             elif call.id in approved:
                 results.append(await self._execute(ctx, call, tools))
             else:
@@ -90,10 +118,26 @@ class ReactRunner:
             new.append(turn)
             if not turn.tool_calls:
                 return FinalAnswer(text=turn.text or "", messages=tuple(new[1:]), agent=self.name)
-            confirm = [c for c in turn.tool_calls if c.name in tools and ctx.needs_confirmation(tools[c.name], c)]
-            free = [c for c in turn.tool_calls if c not in confirm]
+            asks = [c for c in turn.tool_calls if c.name == ASK_USER and c.name in tools]
+            confirm = [
+                c
+                for c in turn.tool_calls
+                if c.name in tools and c not in asks and ctx.needs_confirmation(tools[c.name], c)
+            ]
+            free = [c for c in turn.tool_calls if c not in confirm and c not in asks]
             results = await self._run_free(ctx, free, tools)
-            if confirm:
+            if asks and (confirm or len(asks) > 1):
+                # One question at a time, and not mixed with confirmations: the model asks again later.
+                for c in [*asks, *confirm]:
+                    results[c.id] = ToolResult(
+                        call_id=c.id,
+                        name=c.name,
+                        content="not run: ask_user must be the only pending call",
+                        is_error=True,
+                    )
+            elif asks:
+                return self._ask_request(new, results, asks[0], iteration)
+            elif confirm:
                 return self._confirm_request(new, results, confirm, tools, iteration)
             new.append(Message.results([results[c.id] for c in turn.tool_calls]))
         response = await self._request(ctx, new, [], note=LIMIT_NOTE)
@@ -171,6 +215,32 @@ class ReactRunner:
         )
         return result
 
+    def _state(self, new: list[Message], results: dict[str, ToolResult], iteration: int, phase: str) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "runner": "react",
+            "phase": phase,
+            "agent": self.name,
+            "iteration": iteration,
+            "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in new],
+            "results": [r.model_dump(mode="json") for r in results.values()],
+        }
+
+    def _ask_request(
+        self, new: list[Message], results: dict[str, ToolResult], ask: ToolCall, iteration: int
+    ) -> InterruptRequest:
+        question = str(ask.args.get("question") or "?")
+        options = [str(c) for c in ask.args.get("choices") or []][:10]
+        return InterruptRequest(
+            kind="ask_user",
+            prompt=f"❓ {question}",
+            choices=tuple(Choice(label=o[:60], value=f"c{i}") for i, o in enumerate(options)),
+            payload={"question": question, "choices": options, "call_id": ask.id},
+            state=self._state(new, results, iteration, "ask_user"),
+            messages=tuple(new[1:]),
+            agent=self.name,
+        )
+
     def _confirm_request(
         self,
         new: list[Message],
@@ -190,14 +260,7 @@ class ReactRunner:
                     for c in confirm
                 ]
             },
-            state={
-                "version": STATE_VERSION,
-                "runner": "react",
-                "agent": self.name,
-                "iteration": iteration,
-                "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in new],
-                "results": [r.model_dump(mode="json") for r in results.values()],
-            },
+            state=self._state(new, results, iteration, "tool_confirm"),
             messages=tuple(new[1:]),
             agent=self.name,
         )

@@ -202,3 +202,32 @@ def test_allow_deny_selection() -> None:
     assert names(select_tools(tools, None)) == ["broken", "buggy", "get_time", "write_note"]
     assert names(select_tools(tools, ["get_*", "delete_cache"])) == ["delete_cache", "get_time"]
     assert names(select_tools(tools, ["*"], deny=["delete_*", "buggy"])) == ["broken", "get_time", "write_note"]
+
+
+async def test_ask_user_pauses_and_the_answer_is_the_result() -> None:
+    from agents.react import ASK_USER_TOOL
+
+    model = ScriptedModel(
+        [call("ask_user", {"question": "Which city?", "choices": ["Paris", "Rome"]}, id="q"), "Rome it is."]
+    )
+    runner = ReactRunner()
+    paused = await runner.run(ctx_for(model, [ASK_USER_TOOL]), Message.user("plan a trip"))
+    assert isinstance(paused, InterruptRequest) and paused.kind == "ask_user"
+    assert paused.prompt == "❓ Which city?" and [c.label for c in paused.choices] == ["Paris", "Rome"]
+    done = await runner.resume(ctx_for(model, [ASK_USER_TOOL]), paused.state, {"answer": "Rome", "choice": "c1"})
+    assert isinstance(done, FinalAnswer) and done.text == "Rome it is."
+    assert model.requests[1].messages[-1].tool_results[0].content == "Rome"
+    assert_paired(done.messages)
+    model.assert_complete()
+
+
+async def test_ask_user_mixed_with_a_confirmation_is_refused() -> None:
+    from agents.react import ASK_USER_TOOL
+
+    counter = Counter()
+    tools = [*make_tools(counter), ASK_USER_TOOL]
+    model = ScriptedModel([calls(("ask_user", {"question": "sure?"}, "q"), ("delete_cache", {"path": "/"}, "d")), "ok"])
+    result = await ReactRunner().run(ctx_for(model, tools), Message.user("x"))
+    assert isinstance(result, FinalAnswer) and counter.calls == []
+    assert all(r.is_error for r in model.requests[1].messages[-1].tool_results)
+    model.assert_complete()

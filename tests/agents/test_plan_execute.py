@@ -1,0 +1,140 @@
+"""Plan-Execute-Replan at the runner level: plan, approval, steps, replan, respond; edit; reject; cap; repair."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agents.context import RunContext
+from agents.messages import Message
+from agents.models.base import ModelResponse
+from agents.models.scripted import ScriptedModel, call
+from agents.plan_execute import PLAN_SCHEMA, REPLAN_SCHEMA, PlanExecuteRunner
+from agents.results import FinalAnswer, InterruptRequest
+from agents.tools.base import tool
+from agents.tools.ledger import MemoryLedger
+
+
+def plan(*steps: str) -> ModelResponse:
+    data = {"steps": list(steps)}
+    return ModelResponse(text=json.dumps(data), parsed=data)
+
+
+def replan(*steps: str) -> ModelResponse:
+    data = {"action": "plan", "steps": list(steps)}
+    return ModelResponse(text=json.dumps(data), parsed=data)
+
+
+def respond(answer: str) -> ModelResponse:
+    data = {"action": "respond", "answer": answer}
+    return ModelResponse(text=json.dumps(data), parsed=data)
+
+
+def ctx(model: ScriptedModel, tools: list[Any] | None = None, emitted: list[str] | None = None) -> RunContext:
+    async def emit(text: str) -> None:
+        if emitted is not None:
+            emitted.append(text)
+
+    return RunContext(chat_key="t:1", model=model, tools=tools or [], ledger=MemoryLedger(), run_id="r", emit=emit)
+
+
+async def test_plan_approve_steps_replan_respond() -> None:
+    progress: list[str] = []
+    model = ScriptedModel(
+        [
+            plan("Find a venue", "Book it"),
+            "Venue: Hall A",
+            replan("Book Hall A"),
+            "Booked",
+            respond("Offsite booked at Hall A."),
+        ]
+    )
+    runner = PlanExecuteRunner()
+    paused = await runner.run(ctx(model, emitted=progress), Message.user("Plan my team offsite"))
+    assert isinstance(paused, InterruptRequest) and paused.kind == "plan_approval"
+    assert "1. Find a venue\n2. Book it" in paused.prompt
+    assert [c.value for c in paused.choices] == ["approve", "edit", "reject"]
+    assert model.requests[0].response_schema == PLAN_SCHEMA and model.requests[0].tools == ()
+    state = json.loads(json.dumps(paused.state))
+    done = await runner.resume(ctx(model, emitted=progress), state, {"choice": "approve"})
+    assert isinstance(done, FinalAnswer) and done.text == "Offsite booked at Hall A."
+    assert progress == ["✅ Step 1/2: Find a venue", "✅ Step 2/2: Book Hall A"]
+    assert model.requests[2].response_schema == REPLAN_SCHEMA
+    assert "Do this step now: Find a venue" in (model.requests[1].messages[-1].text or "")
+    model.assert_complete()
+
+
+async def test_edit_feedback_replans_and_reject_ends() -> None:
+    model = ScriptedModel([plan("A"), plan("A", "B")])
+    runner = PlanExecuteRunner()
+    first = await runner.run(ctx(model), Message.user("do things"))
+    assert isinstance(first, InterruptRequest)
+    second = await runner.resume(ctx(model), first.state, {"choice": "edit", "feedback": "add B"})
+    assert isinstance(second, InterruptRequest) and "v2" in second.prompt and "2. B" in second.prompt
+    assert "add B" in (model.requests[1].messages[-1].text or "")
+    end = await runner.resume(ctx(model), second.state, {"choice": "reject"})
+    assert isinstance(end, FinalAnswer) and "rejected" in end.text
+    model.assert_complete()
+
+
+async def test_edit_button_without_text_asks_for_feedback() -> None:
+    model = ScriptedModel([plan("A"), plan("B")])
+    runner = PlanExecuteRunner()
+    first = await runner.run(ctx(model), Message.user("x"))
+    ask = await runner.resume(ctx(model), first.state, {"choice": "edit"})  # type: ignore[union-attr]
+    assert isinstance(ask, InterruptRequest) and ask.kind == "ask_user"
+    again = await runner.resume(ctx(model), ask.state, {"answer": "do B instead"})
+    assert isinstance(again, InterruptRequest) and "1. B" in again.prompt
+    model.assert_complete()
+
+
+async def test_invalid_plan_repaired_once_then_clear_failure() -> None:
+    bad = ModelResponse(text='{"steps": []}', parsed={"steps": []})
+    model = ScriptedModel([bad, plan("ok step")])
+    runner = PlanExecuteRunner(approval="never")
+    model.add("did it", respond("all done"))
+    result = await runner.run(ctx(model), Message.user("x"))
+    assert isinstance(result, FinalAnswer) and result.text == "all done"
+    assert "previous reply was invalid" in (model.requests[1].system or "")
+    model2 = ScriptedModel([ModelResponse(text="not json"), bad])
+    failed = await PlanExecuteRunner().run(ctx(model2), Message.user("x"))
+    assert isinstance(failed, FinalAnswer) and "could not make a plan" in failed.text
+    model.assert_complete()
+    model2.assert_complete()
+
+
+async def test_step_cap_gives_a_partial_answer() -> None:
+    model = ScriptedModel([plan("s1", "s2", "s3"), "r1", replan("s2", "s3"), "r2", replan("s3")])
+    result = await PlanExecuteRunner(approval="never", max_steps=2).run(ctx(model), Message.user("x"))
+    assert isinstance(result, FinalAnswer)
+    assert "limit of 2 steps" in result.text and "s1: r1" in result.text and "s3" in result.text
+    model.assert_complete()
+
+
+async def test_approval_if_steps_over() -> None:
+    model = ScriptedModel([plan("one"), "r", respond("fine")])
+    result = await PlanExecuteRunner(approval=2).run(ctx(model), Message.user("x"))
+    assert isinstance(result, FinalAnswer) and result.text == "fine"
+    model.assert_complete()
+
+
+async def test_tool_confirm_inside_a_step_resumes_inside_it() -> None:
+    ran: list[str] = []
+
+    @tool(risk="high")
+    async def deploy(env: str) -> str:
+        """Deploy."""
+        ran.append(env)
+        return f"deployed {env}"
+
+    model = ScriptedModel(
+        [plan("Deploy to staging"), call("deploy", {"env": "staging"}, id="d"), "staging is up", respond("Deployed.")]
+    )
+    runner = PlanExecuteRunner(approval="never")
+    paused = await runner.run(ctx(model, [deploy]), Message.user("deploy"))
+    assert isinstance(paused, InterruptRequest) and paused.kind == "tool_confirm"
+    assert paused.state["phase"] == "execute" and paused.state["inner"]["phase"] == "tool_confirm"
+    assert ran == []
+    done = await runner.resume(ctx(model, [deploy]), json.loads(json.dumps(paused.state)), {"approved": ["d"]})
+    assert isinstance(done, FinalAnswer) and done.text == "Deployed." and ran == ["staging"]
+    model.assert_complete()
