@@ -110,7 +110,8 @@ class PlanExecuteRunner:
             return await self._plan(ctx, state, feedback=str(resolution.get("answer") or ""))
         if phase == "execute":
             inner = await self.executor.resume(ctx, state["inner"], resolution)
-            return await self._after_step(ctx, state, inner)
+            outcome = await self._after_step(ctx, state, inner)
+            return outcome if outcome is not None else await self._execute(ctx, state)
         raise ValueError(f"cannot resume a plan in phase {phase!r}")
 
     # -- planning -------------------------------------------------------------------------

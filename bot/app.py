@@ -7,15 +7,22 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from agents.chat import ChatRunner
 from agents.models.base import Model
 from agents.models.offline import OfflineModel
+from agents.tools.base import Tool
 from bot.bus import InMemoryBus
+from bot.catalog import AgentCatalog
+from bot.events import OutboundMessage
 from bot.http import HttpServer
+from bot.interrupts import InterruptService
 from bot.outbox import Outbox
+from bot.recovery import RecoveryReport, recover
+from bot.routing import Router
+from bot.runs import RunManager
 from bot.settings import ConfigError, Settings
-from bot.store import Store, store_from_settings
-from bot.supervisor import Agent, Supervisor
+from bot.store import SqlStore, store_from_settings
+from bot.store.runs import RunStore
+from bot.supervisor import Supervisor
 from channels.base import Channel
 
 log = logging.getLogger(__name__)
@@ -39,6 +46,13 @@ def build_model(settings: Settings) -> Model:
     )
 
 
+def builtin_tools(settings: Settings) -> list[Tool]:
+    """The built-in toolset, configured by the ``tools`` section."""
+    from agents.tools import builtin_toolset
+
+    return list(builtin_toolset(settings.tools).tools)
+
+
 def build_channels(settings: Settings) -> list[Channel]:
     """An adapter for every enabled channel section."""
     channels: list[Channel] = []
@@ -54,7 +68,7 @@ def build_channels(settings: Settings) -> list[Channel]:
 
 
 class Gateway:
-    """Everything wired together: store, bus, supervisor, channels, HTTP server."""
+    """Everything wired together: store, bus, agents, router, runs, interrupts, channels, HTTP."""
 
     def __init__(
         self,
@@ -62,44 +76,78 @@ class Gateway:
         *,
         model: Model | None = None,
         channels: Sequence[Channel] | None = None,
-        store: Store | None = None,
+        store: SqlStore | None = None,
+        tools: Sequence[Tool] | None = None,
     ) -> None:
         self.settings = settings
         self.model = model if model is not None else build_model(settings)
-        self.store: Store = store or store_from_settings(settings.store)
+        self.store = store or store_from_settings(settings.store)
+        self.runs = RunStore(self.store)
         self.bus = InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
         self.outbox = Outbox()
         self.channels = list(channels) if channels is not None else build_channels(settings)
+        self.tools: list[Tool] = list(tools) if tools is not None else builtin_tools(settings)
+        self.catalog = AgentCatalog.load(settings)
+        self.router = Router(self.catalog.targets(), self.model)
+        self.manager = RunManager(
+            settings=settings,
+            store=self.store,
+            runs=self.runs,
+            catalog=self.catalog,
+            model=self.model,
+            send=self._send,
+            tools=lambda: self.tools,
+        )
+        self.interrupts = InterruptService(self.runs, self.manager)
+        self.manager.on_pause = self.interrupts.schedule
         self.supervisor = Supervisor(
             settings=settings,
             store=self.store,
             outbox=self.outbox,
             model=self.model,
-            agents={"chat": Agent("chat", ChatRunner(), title="Chat", description="General conversation")},
+            catalog=self.catalog,
+            manager=self.manager,
+            interrupts=self.interrupts,
+            runs=self.runs,
+            router=self.router,
         )
         self.http: HttpServer | None = None
+        self.recovery: RecoveryReport | None = None
         self._started = False
+
+    async def _send(self, message: OutboundMessage) -> str | None:
+        return await self.supervisor.send(message)
 
     def health(self) -> dict[str, Any]:
         return {
             "status": "ok" if self._started else "starting",
             "channels": [c.name for c in self.channels],
             "model": self.model.name,
+            "agents": len(self.catalog.agents),
             "active_chats": self.bus.active_chats,
         }
 
     async def start(self) -> None:
         await self.store.start()
-        self.bus.subscribe(self.supervisor.handle)
+        self.bus.subscribe(
+            self.supervisor.handle, urgent=self.supervisor.is_urgent, on_urgent=self.supervisor.handle_urgent
+        )
         for channel in self.channels:
             self.outbox.register(channel)
+        self.interrupts.scheduler.start()
+        self.recovery = await recover(self.runs, self.manager, self.interrupts)
         if self.settings.http.enabled:
             self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
             await self.http.start()
         for channel in self.channels:
             await channel.start(self.bus)
         self._started = True
-        log.info("gateway started: channels=%s model=%s", [c.name for c in self.channels], self.model.name)
+        log.info(
+            "gateway started: channels=%s model=%s agents=%s",
+            [c.name for c in self.channels],
+            self.model.name,
+            list(self.catalog.agents),
+        )
 
     async def stop(self, timeout: float = 30.0) -> None:
         """Stop receiving, let in-flight work finish (up to ``timeout``), then close everything."""
@@ -107,6 +155,8 @@ class Gateway:
         for channel in self.channels:
             await channel.stop()
         await self.bus.close(timeout)
+        if self.interrupts.scheduler.running:
+            self.interrupts.scheduler.shutdown(wait=False)
         if self.http is not None:
             await self.http.stop()
         await self.model.aclose()

@@ -1,13 +1,22 @@
-"""The commands every user has: /start, /help, /whoami, /reset."""
+"""The commands every user has: /start, /help, /whoami, /reset, /cancel, /pending, /permissions."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from bot.commands import CommandCall
+from bot.store.ops import utcnow
 
 if TYPE_CHECKING:
     from bot.supervisor import Supervisor
+
+
+def _age(seconds: float) -> str:
+    if seconds < 90:
+        return f"{int(seconds)} s"
+    if seconds < 5400:
+        return f"{int(seconds // 60)} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def register_builtin_commands(sup: Supervisor) -> None:
@@ -15,7 +24,7 @@ def register_builtin_commands(sup: Supervisor) -> None:
 
     async def start(call: CommandCall) -> str:
         greeting = sup.settings.bot.greeting or "Hi!"
-        return f"{greeting}\nJust write to me. Send /help for commands."
+        return f"{greeting}\nJust write to me, or address an agent with @name (see /agents). Send /help for commands."
 
     async def help_(call: CommandCall) -> str:
         return sup.commands.help_text(call.event.sender.is_admin)
@@ -27,10 +36,57 @@ def register_builtin_commands(sup: Supervisor) -> None:
         return f"You are {ev.sender.id}{name}, {role}, in chat {ev.chat}."
 
     async def reset(call: CommandCall) -> str:
+        cancelled = await sup.interrupts.cancel(call.event.chat, call.event.sender)
         await sup.store.clear_history(str(call.event.chat))
-        return "Session cleared: I forgot this chat's history."
+        extra = " The pending request was cancelled." if cancelled else ""
+        return f"Session cleared: I forgot this chat's history.{extra}"
+
+    async def cancel(call: CommandCall) -> str:
+        row = await sup.runs.pending(str(call.event.chat))
+        if row is None:
+            return "Nothing to cancel."
+        if row.requester != call.event.sender.id and not call.event.sender.is_admin:
+            return "Only the person who was asked (or an admin) can cancel this request."
+        await sup.interrupts.cancel(call.event.chat, call.event.sender)
+        return "Cancelled."
+
+    async def pending(call: CommandCall) -> str:
+        lines = []
+        row = await sup.runs.pending(str(call.event.chat))
+        if row is not None:
+            age = _age((utcnow() - row.created_at).total_seconds())
+            first = row.prompt.splitlines()[0] if row.prompt else row.kind
+            lines.append(f"• {row.kind} ({age} ago, asked {row.requester}): {first}")
+        extra = getattr(sup, "pending_extra", None)
+        if extra is not None:
+            lines.extend(await extra(call.event.chat))
+        return "Pending:\n" + "\n".join(lines) if lines else "Nothing is pending in this chat."
+
+    async def permissions(call: CommandCall) -> str:
+        chat = call.event.chat
+        grants = await sup.manager.grants(chat)
+        args = call.argv
+        if args and args[0] == "revoke":
+            if len(args) != 2:
+                return "Usage: /permissions revoke TOOL|all"
+            target = args[1]
+            remaining = [] if target == "all" else [g for g in grants if g != target]
+            if remaining == grants:
+                return f"{target} was not allowed here."
+            await sup.audit(call.event.sender.id, chat.settings_key, "grants", grants, remaining or None)
+            return f"Revoked {target}; tools will ask for confirmation again."
+        if args:
+            return "Usage: /permissions | /permissions revoke TOOL|all"
+        if not grants:
+            return "No tool is always allowed in this chat; risky tools ask for confirmation."
+        return (
+            "Always allowed in this chat (no confirmation): " + ", ".join(grants) + "\nRevoke: /permissions revoke TOOL"
+        )
 
     sup.commands.add("start", start, "introduction")
     sup.commands.add("help", help_, "this list")
     sup.commands.add("whoami", whoami, "your id, role and chat")
-    sup.commands.add("reset", reset, "forget this chat's history")
+    sup.commands.add("reset", reset, "forget this chat's history (and cancel what is pending)")
+    sup.commands.add("cancel", cancel, "cancel the pending request or the running one")
+    sup.commands.add("pending", pending, "what is waiting for an answer here")
+    sup.commands.add("permissions", permissions, "tools always allowed here; revoke them", usage="[revoke TOOL]")

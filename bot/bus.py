@@ -22,10 +22,19 @@ log = logging.getLogger(__name__)
 Handler = Callable[[InboundEvent], Awaitable[None]]
 
 
-class Bus(Protocol):
-    """Carries inbound events from channel adapters to the supervisor."""
+Urgent = Callable[[InboundEvent], bool]
 
-    def subscribe(self, handler: Handler) -> None: ...
+
+class Bus(Protocol):
+    """Carries inbound events from channel adapters to the supervisor.
+
+    ``urgent`` events (``/cancel`` while a run is busy) skip the chat's queue and
+    go to ``on_urgent`` at once.
+    """
+
+    def subscribe(
+        self, handler: Handler, *, urgent: Urgent | None = None, on_urgent: Handler | None = None
+    ) -> None: ...
 
     async def publish(self, event: InboundEvent) -> None: ...
 
@@ -44,6 +53,9 @@ class InMemoryBus:
 
     def __init__(self, *, max_concurrent: int = 64, max_pending: int = 10_000) -> None:
         self._handler: Handler | None = None
+        self._urgent: Urgent | None = None
+        self._on_urgent: Handler | None = None
+        self._side: set[asyncio.Task[None]] = set()
         self._cap = asyncio.Semaphore(max_concurrent)
         self._room = asyncio.Semaphore(max_pending)
         self._queues: dict[str, deque[InboundEvent]] = {}
@@ -52,8 +64,10 @@ class InMemoryBus:
         self._idle = asyncio.Event()
         self._idle.set()
 
-    def subscribe(self, handler: Handler) -> None:
+    def subscribe(self, handler: Handler, *, urgent: Urgent | None = None, on_urgent: Handler | None = None) -> None:
         self._handler = handler
+        self._urgent = urgent
+        self._on_urgent = on_urgent
 
     @property
     def active_chats(self) -> int:
@@ -65,6 +79,11 @@ class InMemoryBus:
             raise BusClosed("the bus is closed")
         if self._handler is None:
             raise RuntimeError("no handler subscribed to the bus")
+        if self._urgent is not None and self._on_urgent is not None and self._urgent(event):
+            task: asyncio.Task[None] = asyncio.ensure_future(self._on_urgent(event))
+            self._side.add(task)
+            task.add_done_callback(self._side.discard)
+            return
         await self._room.acquire()
         key = str(event.chat)
         queue = self._queues.get(key)

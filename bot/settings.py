@@ -26,6 +26,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents.tools.config import ToolsConfig
+
 USER_CONFIG = Path("~/.config/bot/bot.yaml")
 PROJECT_CONFIG = Path("config/bot.yaml")
 ENV_PREFIX = "BOT_"
@@ -124,6 +126,17 @@ class RoutingSection(_Section):
     """Send a "🎯 routed to X (rule, 90 %)" line before the answer."""
 
 
+class InterruptsSection(_Section):
+    """How long a pause waits for a human before it expires (seconds, per kind)."""
+
+    tool_confirm_timeout_s: float = Field(3600, gt=0)
+    plan_approval_timeout_s: float = Field(86400, gt=0)
+    ask_user_timeout_s: float = Field(86400, gt=0)
+
+    def timeout_for(self, kind: str) -> float:
+        return float(getattr(self, f"{kind}_timeout_s", self.tool_confirm_timeout_s))
+
+
 class McpServer(_Section):
     """One MCP server: stdio (``command``) or streamable HTTP (``url``)."""
 
@@ -220,6 +233,8 @@ class Settings(_Section):
     http: HttpSection = Field(default_factory=HttpSection)
     agents: AgentsSection = Field(default_factory=AgentsSection)
     routing: RoutingSection = Field(default_factory=RoutingSection)
+    interrupts: InterruptsSection = Field(default_factory=InterruptsSection)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
     mcp: McpSection = Field(default_factory=McpSection)
     channels: ChannelsSection = Field(default_factory=ChannelsSection)
 

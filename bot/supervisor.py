@@ -1,57 +1,69 @@
 """The Supervisor: decides what happens to each inbound event.
 
-For each event, holding the chat's place in the bus (one event per chat at a
-time): resolve the sender (access and admin rights come from configuration,
-never from the platform), drop duplicates, run commands, else run the agent
-and send its answer.  Every accepted message is stored before anything is
-answered; every answer is stored before it is sent.
+For each event, in the chat's place on the bus (one event per chat at a time):
+1. resolve the sender (access and admin rights come from configuration, never
+   from the platform) and drop duplicates;
+2. commands (they never reach an agent and never resolve an interrupt);
+3. a pending interrupt: the button or text resolves it and the run resumes;
+4. otherwise route (``@name``, ``@auto --strategy=…``, the chat's strategy,
+   the fallback) and start a run.
+Every accepted message is stored before anything is answered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import time
 from dataclasses import dataclass, field
+from typing import Any
 
-from agents.context import RunContext
-from agents.messages import Message, fit_context
-from agents.models.base import Model, ModelError
-from agents.results import FinalAnswer, InterruptRequest, Runner
+from agents.messages import Message
+from agents.models.base import Model
+from bot.catalog import AgentCatalog, AgentDef
 from bot.commands import CommandCall, CommandRegistry, parse_command
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender
+from bot.interrupt_text import new_id
+from bot.interrupts import InterruptService
 from bot.outbox import Outbox
-from bot.settings import ChannelSection, Settings
-from bot.store.base import Store, StoreError
+from bot.routing import RouteDecision, Router, parse_target
+from bot.runs import RunManager
+from bot.settings import ChannelSection, RoutingSection, Settings
+from bot.store.base import StoreError
+from bot.store.runs import RunRow, RunStore
+from bot.store.sql import SqlStore
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class Agent:
-    """A runnable agent as the supervisor knows it."""
-
-    name: str
-    runner: Runner
-    title: str = ""
-    description: str = ""
+GLOBAL = "*"
 
 
 @dataclass
 class Supervisor:
     settings: Settings
-    store: Store
+    store: SqlStore
     outbox: Outbox
     model: Model
-    agents: dict[str, Agent] = field(default_factory=dict)
+    catalog: AgentCatalog
+    manager: RunManager
+    interrupts: InterruptService
+    runs: RunStore
+    router: Router
     commands: CommandRegistry = field(default_factory=CommandRegistry)
-    default_agent: str = "chat"
+    _busy: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    _routing_cache: tuple[Any, RoutingSection, dict[str, str]] | None = None
 
     def __post_init__(self) -> None:
+        from bot.admin_commands import register_admin_commands
         from bot.builtin_commands import register_builtin_commands
 
         register_builtin_commands(self)
+        register_admin_commands(self)
 
-    # -- access -----------------------------------------------------------------
+    @property
+    def agents(self) -> dict[str, AgentDef]:
+        return self.catalog.agents
+
+    # -- access -------------------------------------------------------------------------
 
     def channel_config(self, chat: ChatKey) -> ChannelSection | None:
         return getattr(self.settings.channels, chat.channel, None)
@@ -64,32 +76,171 @@ class Supervisor:
         resolved = sender.model_copy(update={"is_admin": config.is_admin(sender.id)})
         return resolved, config.allows(sender.id) or resolved.is_admin
 
-    # -- entry point ------------------------------------------------------------
+    # -- entry points -----------------------------------------------------------------------
+
+    def is_urgent(self, event: InboundEvent) -> bool:
+        """``/cancel`` is handled at once, outside the chat's queue, so it can stop a busy run."""
+        if not isinstance(event, InboundMessage):
+            return False
+        parsed = parse_command(event.text, self._bot_names())
+        return parsed is not None and parsed[0] == "cancel" and str(event.chat) in self._busy
 
     async def handle(self, event: InboundEvent) -> None:
         sender, allowed = self.resolve_sender(event.chat, event.sender)
         event = event.model_copy(update={"sender": sender})
         event_key = f"{event.chat.channel}:{event.id}"
         if isinstance(event, Action):
-            await self._on_action(event, event_key, allowed)
+            if allowed and await self._accept(event, event_key, None):
+                await self.interrupts.on_action(event)
             return
         if sender.is_bot:
             return
         if not allowed:
             await self._refuse(event, event_key)
             return
-        if not event.is_direct and not event.mentions_bot and self._mention_required(event.chat):
+        chat_key = str(event.chat)
+        pending = await self.runs.pending(chat_key)
+        addressed = event.is_direct or event.mentions_bot or not self._mention_required(event.chat)
+        if not addressed and not (pending is not None and pending.requester == sender.id):
             return
-        parsed = parse_command(event.text, frozenset({self.settings.bot.name.lower()}))
+        parsed = parse_command(event.text, self._bot_names())
         if parsed is not None:
             if await self._accept(event, event_key, None):
                 reply = await self.commands.dispatch(CommandCall(parsed[0], parsed[1], event))
                 await self.send(OutboundMessage(chat=event.chat, text=reply, reply_to=event.id))
             return
-        user_message = Message.user(event.text)
-        if not await self._accept(event, event_key, user_message):
+        if pending is not None:
+            if not await self._accept(event, event_key, None):
+                return
+            if pending.requester != sender.id and not sender.is_admin:
+                await self.notice(
+                    event.chat, "A request in this chat is waiting for an answer; please wait or /cancel."
+                )
+                return
+            outcome = await self.interrupts.on_text(pending, event)
+            if outcome.handled:
+                return
+            try:
+                await self.store.append(chat_key, [Message.user(event.text)])
+            except StoreError as exc:
+                log.error("chat %s: could not store a message: %s", chat_key, exc)
+                await self.notice(event.chat, "⚠️ I could not save your message, so I did not act on it.")
+                return
+        elif not await self._accept(event, event_key, Message.user(event.text)):
             return
-        await self.run_agent(event, user_message)
+        await self._run_tracked(event, self._route_and_run(event))
+
+    async def handle_urgent(self, event: InboundEvent) -> None:
+        """``/cancel`` while a run is busy: stop it now."""
+        assert isinstance(event, InboundMessage)
+        sender, allowed = self.resolve_sender(event.chat, event.sender)
+        if not allowed or not await self._accept(event, f"{event.chat.channel}:{event.id}", None):
+            return
+        task = self._busy.get(str(event.chat))
+        if task is not None:
+            task.cancel()
+            await self.notice(event.chat, "🚫 Stopped the running request.")
+        else:
+            cancelled = await self.interrupts.cancel(event.chat, sender)
+            await self.notice(event.chat, "Cancelled." if cancelled else "Nothing to cancel.")
+
+    async def _run_tracked(self, event: InboundMessage, work: Any) -> None:
+        key = str(event.chat)
+        task = asyncio.ensure_future(work)
+        self._busy[key] = task
+        try:
+            await asyncio.wait([task])
+        finally:
+            self._busy.pop(key, None)
+        if task.cancelled():
+            await self._abandon_running(key)
+        elif task.exception() is not None:
+            log.error("chat %s: run crashed", key, exc_info=task.exception())
+            await self.notice(event.chat, "⚠️ Something went wrong while answering; the error was logged.")
+
+    async def _abandon_running(self, chat_key: str) -> None:
+        for run in await self.runs.runs_with_status("running"):
+            if run.chat_key == chat_key:
+                await self.manager.finish(run, "cancelled", [], None)
+
+    # -- routing ------------------------------------------------------------------------------
+
+    async def effective_routing(self) -> tuple[RoutingSection, dict[str, str]]:
+        """``routing.*`` with the admins' global changes on top, and the layer of each key."""
+        overrides = {
+            k.removeprefix("routing."): v
+            for k, v in (await self.store.chat_settings(GLOBAL)).items()
+            if k.startswith("routing.")
+        }
+        stamp = tuple(sorted((k, repr(v)) for k, v in overrides.items()))
+        if self._routing_cache is not None and self._routing_cache[0] == stamp:
+            return self._routing_cache[1], self._routing_cache[2]
+        data = self.settings.routing.model_dump()
+        origins = {}
+        from bot.admin_commands import ROUTING_KEYS
+
+        for key in ROUTING_KEYS:
+            origins[key] = self.settings.origin(f"routing.{key}")
+        for key, value in overrides.items():
+            cursor = data
+            parts = key.split(".")
+            for part in parts[:-1]:
+                cursor = cursor[part]
+            cursor[parts[-1]] = value
+            origins[key] = "admin (global)"
+        config = RoutingSection.model_validate(data)
+        self._routing_cache = (stamp, config, origins)
+        return config, origins
+
+    async def effective_strategy(self, chat: ChatKey) -> tuple[str, str]:
+        own = (await self.store.chat_settings(chat.settings_key)).get("strategy")
+        if own:
+            return own, "this chat (admin)"
+        glob = (await self.store.chat_settings(GLOBAL)).get("strategy")
+        if glob:
+            return glob, "admin (global)"
+        return self.settings.routing.strategy, self.settings.origin("routing.strategy")
+
+    async def decide_route(self, chat: ChatKey, text: str) -> RouteDecision:
+        config, _ = await self.effective_routing()
+        targeting = parse_target(text, set(self.agents))
+        if targeting.agent is not None:
+            return RouteDecision(targeting.agent, "explicit", "explicit", 100.0, text=targeting.text)
+        strategy = targeting.strategy or (await self.effective_strategy(chat))[0]
+        decision = await self.router.decide(targeting.text, config, strategy)
+        if targeting.error:
+            decision.note = targeting.error
+        return self.router.apply_fallback(decision, config)
+
+    async def _route_and_run(self, event: InboundMessage) -> None:
+        decision = await self.decide_route(event.chat, event.text)
+        if decision.note and decision.method == "fallback":
+            log.info("chat %s: routing fell back: %s", event.chat, decision.note)
+        agent = self.agents.get(decision.agent) if decision.agent else None
+        if agent is None:
+            if decision.fallback == "prompt_user":
+                await self.send(OutboundMessage(chat=event.chat, text=self.router.agent_list(), reply_to=event.id))
+            return
+        config, _ = await self.effective_routing()
+        if config.notify:
+            await self.notice(event.chat, f"🎯 routed to {decision.summary()}")
+        state = await self.store.chat_state(str(event.chat))
+        run = RunRow(
+            id=new_id(16),
+            chat_key=str(event.chat),
+            agent=agent.name,
+            status="running",
+            correlation_id=f"{event.chat.channel}:{event.id}",
+            user_id=event.sender.id,
+            reply_to=event.id,
+            history_cutoff=state.last_id,
+        )
+        await self.manager.start(run, agent, Message.user(decision.text or event.text))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _bot_names(self) -> frozenset[str]:
+        return frozenset({self.settings.bot.name.lower()})
 
     def _mention_required(self, chat: ChatKey) -> bool:
         config = self.channel_config(chat)
@@ -114,61 +265,14 @@ class Supervisor:
                 "ask the operator to add it to allow_from.",
             )
 
-    async def _on_action(self, action: Action, event_key: str, allowed: bool) -> None:
-        if not allowed or not await self._accept(action, event_key, None):
-            return
-        await self.notice(action.chat, "This request is no longer pending.")
+    async def audit(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
+        await self.runs.change_setting(actor, scope, name, old, new)
 
-    # -- agents -----------------------------------------------------------------
-
-    async def build_context(self, chat: ChatKey, event: InboundMessage) -> RunContext:
-        history = await self.store.history(str(chat), self.settings.store.history_limit)
-        if history and history[-1].role == "user":
-            history = history[:-1]  # the message being answered is passed on its own
-
-        async def emit(text: str) -> None:
-            await self.notice(chat, text)
-
-        return RunContext(
-            chat_key=str(chat),
-            model=self.model,
-            history=fit_context(history, self.settings.store.context_chars),
-            emit=emit,
-            correlation_id=f"{chat.channel}:{event.id}",
-            user_id=event.sender.id,
-        )
-
-    async def run_agent(self, event: InboundMessage, message: Message, agent_name: str | None = None) -> None:
-        agent = self.agents[agent_name or self.default_agent]
-        ctx = await self.build_context(event.chat, event)
-        await self.send(OutboundMessage(chat=event.chat, kind="typing"))
-        started = time.perf_counter()
-        try:
-            result = await agent.runner.run(ctx, message)
-        except ModelError as exc:
-            log.warning("chat %s: model error in %s: %s", event.chat, agent.name, exc)
-            await self.notice(event.chat, f"⚠️ The model failed: {exc}. Your message is saved; try again.")
-            return
-        except Exception:
-            log.exception("chat %s: agent %s crashed", event.chat, agent.name)
-            await self.notice(event.chat, "⚠️ Something went wrong while answering; the error was logged.")
-            return
-        log.debug("chat %s: %s answered in %.1f ms", event.chat, agent.name, (time.perf_counter() - started) * 1000)
-        if isinstance(result, InterruptRequest):
-            await self.notice(event.chat, "⚠️ This agent asked for input, which this gateway cannot handle yet.")
-            return
-        await self.deliver_answer(event, result)
-
-    async def deliver_answer(self, event: InboundMessage, result: FinalAnswer) -> None:
-        try:
-            await self.store.append(str(event.chat), result.messages)
-        except StoreError as exc:
-            log.error("chat %s: could not store the answer: %s", event.chat, exc)
-            await self.notice(event.chat, "⚠️ I could not save my answer, so I did not send it. Please try again.")
-            return
-        await self.send(OutboundMessage(chat=event.chat, text=result.text or "(no answer)", reply_to=event.id))
-
-    # -- output -----------------------------------------------------------------
+    async def reload_agents(self) -> list[str]:
+        catalog = AgentCatalog.load(self.settings, plan_factory=self.catalog.plan_factory)
+        self.catalog.agents, self.catalog.errors = catalog.agents, catalog.errors
+        self.router.set_targets(self.catalog.targets())
+        return catalog.errors
 
     async def send(self, message: OutboundMessage) -> str | None:
         try:

@@ -100,12 +100,14 @@ class Harness:
         self.gateway = gateway
         self.channel = channel
         self._ids = itertools.count(1)
+        self.chats: set[ChatKey] = set()
 
     def chat(self, chat_id: str = "c1", thread_id: str | None = None) -> ChatKey:
         return ChatKey(channel="console", chat_id=chat_id, thread_id=thread_id)
 
     def message(self, text: str, *, chat: ChatKey | None = None, user: str = "u1", **kw: Any) -> InboundMessage:
         kw.setdefault("is_direct", True)
+        self.chats.add(chat or self.chat())
         return InboundMessage(
             id=kw.pop("id", f"m{next(self._ids)}"),
             chat=chat or self.chat(),
@@ -133,6 +135,37 @@ class Harness:
     async def say(self, text: str, **kw: Any) -> list[str]:
         return await self.send(self.message(text, **kw))
 
+    def prompt(self) -> OutboundMessage:
+        """The newest message that carries buttons."""
+        for message in reversed(self.channel.sent):
+            if message.buttons:
+                return message
+        raise AssertionError("no prompt with buttons was sent")
+
+    def payload(self, label_start: str, prompt: OutboundMessage | None = None) -> str:
+        prompt = prompt or self.prompt()
+        for row in prompt.buttons:
+            for button in row:
+                if button.label.startswith(label_start) or button.label.lstrip("✅❌ ").startswith(label_start):
+                    return button.payload
+        raise AssertionError(f"no button {label_start!r} in {prompt.buttons!r}")
+
+    async def click(self, label_start: str, *, user: str = "u1", **kw: Any) -> list[str]:
+        return await self.send(self.press(self.payload(label_start), user=user, **kw))
+
+    async def restart(self, model: Any, tools: Any = None, *, before_stop: Any = None) -> None:
+        """Stop the gateway and start a new one on the same database and settings (a new channel too)."""
+        settings = self.gateway.settings
+        if before_stop is not None:
+            before_stop(self.gateway)
+        await self.gateway.stop(timeout=5)
+        self.channel = RecordingChannel("console")
+        self.gateway = Gateway(settings, model=model, channels=[self.channel], tools=tools)
+        await self.gateway.start()
+
+    def edits(self) -> list[OutboundMessage]:
+        return [m for m in self.channel.sent if m.edit_of is not None]
+
 
 @pytest.fixture
 async def make_harness(
@@ -151,9 +184,12 @@ async def make_harness(
         allow: list[str] | None = None,
         admins: list[str] | None = None,
         mention_policy: str = "mention",
+        tools: Any = None,
         **overrides: Any,
     ) -> Harness:
         channels = overrides.pop("channels", {})
+        # Deterministic by default: rules, then the chat agent; tests of routing set their own.
+        overrides.setdefault("routing", {"strategy": "rule"})
         console = {
             "enabled": True,
             "allow_from": ["*"] if allow is None else allow,
@@ -163,7 +199,7 @@ async def make_harness(
         }
         settings = make_settings(channels={"console": console, **channels}, **overrides)
         channel = RecordingChannel("console")
-        gateway = Gateway(settings, model=model, channels=[channel])
+        gateway = Gateway(settings, model=model, channels=[channel], tools=tools)
         await gateway.start()
         harness = Harness(gateway, channel)
         started.append(harness)
@@ -171,7 +207,20 @@ async def make_harness(
 
     yield make
     for harness in started:
-        await harness.gateway.stop(timeout=5)
+        try:
+            await check_histories(harness)
+        finally:
+            await harness.gateway.stop(timeout=5)
+
+
+async def check_histories(harness: Harness) -> None:
+    """Every stored history: each tool call has exactly one result, and each result answers a call."""
+    for chat in harness.chats:
+        messages = await harness.gateway.store.history(str(chat))
+        calls = [c.id for m in messages for c in m.tool_calls]
+        results = [r.call_id for m in messages for r in m.tool_results]
+        assert sorted(calls) == sorted(results), f"{chat}: calls {calls} vs results {results}"
+        assert len(set(calls)) == len(calls), f"{chat}: a call id appears twice"
 
 
 @pytest.fixture

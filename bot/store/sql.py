@@ -264,7 +264,8 @@ class SqlStore:
             raise StoreError("the store is not started")
         return dict(await self._settings.get(settings_key))
 
-    async def set_chat_setting(self, settings_key: str, name: str, value: Any) -> None:
+    async def set_chat_setting(self, settings_key: str, name: str, value: Any, *, extra: Sequence[Step] = ()) -> None:
+        """Set (``None`` deletes) a setting; ``extra`` steps (an audit row) commit with it."""
         if value is None:
             step = Step(DELETE_SETTING, (settings_key, name))
         else:
@@ -278,7 +279,7 @@ class SqlStore:
             else:
                 settings[name] = cached
 
-        await self.write([step], on_commit=lambda _r: self._settings.committed(settings_key, apply))
+        await self.write([step, *extra], on_commit=lambda _r: self._settings.committed(settings_key, apply))
 
     # -- the read path ----------------------------------------------------------------
 

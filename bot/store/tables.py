@@ -38,3 +38,86 @@ class ProcessedEvent(SQLModel, table=True):
 
     event_key: str = Field(primary_key=True, max_length=255)
     seen_at: datetime = Field(index=True)
+
+
+class AuditEntry(SQLModel, table=True):
+    """An admin change: who, when, which setting, old and new value (JSON)."""
+
+    __tablename__ = "audit_log"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime
+    actor: str = Field(max_length=255)
+    scope: str = Field(max_length=255)
+    name: str = Field(max_length=128)
+    old: str | None = None
+    new: str | None = None
+
+
+class Run(SQLModel, table=True):
+    """One agent run; its checkpoint is the versioned JSON needed to resume it."""
+
+    __tablename__ = "runs"
+
+    id: str = Field(primary_key=True, max_length=32)
+    chat_key: str = Field(index=True, max_length=255)
+    agent: str = Field(max_length=64)
+    status: str = Field(index=True, max_length=16)
+    correlation_id: str = Field(max_length=255)
+    user_id: str = Field(max_length=255)
+    reply_to: str | None = Field(default=None, max_length=255)
+    history_cutoff: int = 0
+    checkpoint: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Interrupt(SQLModel, table=True):
+    """A pause waiting for a human; at most one ``pending`` per chat key."""
+
+    __tablename__ = "interrupts"
+
+    id: str = Field(primary_key=True, max_length=32)
+    chat_key: str = Field(index=True, max_length=255)
+    run_id: str = Field(max_length=32)
+    kind: str = Field(max_length=32)
+    prompt: str
+    payload: str
+    choices: str
+    nonce: str = Field(max_length=16)
+    requester: str = Field(max_length=255)
+    status: str = Field(max_length=16)
+    resolution: str | None = None
+    resolved_by: str | None = Field(default=None, max_length=255)
+    prompt_ref: str | None = Field(default=None, max_length=255)
+    reprompted: int = 0
+    created_at: datetime
+    expires_at: datetime | None = None
+    resolved_at: datetime | None = None
+
+
+class ToolLedgerEntry(SQLModel, table=True):
+    """A tool call of a run: started, then succeeded or failed with its result."""
+
+    __tablename__ = "tool_ledger"
+
+    run_id: str = Field(primary_key=True, max_length=32)
+    call_id: str = Field(primary_key=True, max_length=128)
+    name: str = Field(max_length=255)
+    status: str = Field(max_length=16)
+    result: str | None = None
+    updated_at: datetime
+
+
+class OutboxEntry(SQLModel, table=True):
+    """A reply or prompt committed before it is sent; sent ones are marked with their reference."""
+
+    __tablename__ = "outbox"
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_key: str = Field(max_length=255)
+    message: str
+    interrupt_id: str | None = Field(default=None, max_length=32)
+    status: str = Field(index=True, max_length=16)
+    ref: str | None = Field(default=None, max_length=255)
+    created_at: datetime

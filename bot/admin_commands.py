@@ -1,0 +1,168 @@
+"""Routing commands: /agents for everyone; /strategy, /routing, /route, /reload for admins.
+
+Changes are stored (they survive restarts) and audited: who, when, old, new.
+A per-chat strategy lives under the chat's ``channel:chat_id``; global changes
+under ``*``, and sit above the configuration files in the layer order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from bot.commands import CommandCall
+from bot.routing import STRATEGIES
+from bot.settings import RoutingSection
+
+if TYPE_CHECKING:
+    from bot.supervisor import Supervisor
+
+GLOBAL = "*"
+ROUTING_KEYS = (
+    "enabled",
+    "strategy",
+    "rule.confidence_threshold",
+    "llm.model",
+    "llm.timeout_ms",
+    "fallback",
+    "default_agent",
+    "notify",
+)
+
+
+def _get(section: RoutingSection, dotted: str) -> Any:
+    value: Any = section
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _nest(dotted: str, value: Any) -> dict[str, Any]:
+    head, _, rest = dotted.partition(".")
+    return {head: _nest(rest, value) if rest else value}
+
+
+def _parse_value(raw: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
+def register_admin_commands(sup: Supervisor) -> None:
+    """Add the routing commands to ``sup.commands``."""
+
+    async def agents(call: CommandCall) -> str:
+        lines = ["Agents (address one with @name):"]
+        for agent in sup.agents.values():
+            about = f" - {agent.description}" if agent.description else ""
+            lines.append(f"@{agent.name} ({agent.kind}){about}")
+        return "\n".join(lines)
+
+    async def strategy(call: CommandCall) -> str:
+        chat = call.event.chat
+        args = call.argv
+        if not args:
+            effective, origin = await sup.effective_strategy(chat)
+            return f"Routing strategy here: {effective} (from {origin})."
+        actor = call.event.sender.id
+        if args[0] == "reset":
+            scope = GLOBAL if "--global" in args else chat.settings_key
+            old = (await sup.store.chat_settings(scope)).get("strategy")
+            await sup.audit(actor, scope, "strategy", old, None)
+            effective, origin = await sup.effective_strategy(chat)
+            where = "global override removed" if scope == GLOBAL else "this chat's override removed"
+            return f"{where.capitalize()}; now {effective} (from {origin})."
+        value = args[0].lower()
+        if value not in STRATEGIES:
+            return "Usage: /strategy [rule|llm|hybrid] [--global] | /strategy reset [--global]"
+        scope = GLOBAL if "--global" in args else chat.settings_key
+        old = (await sup.store.chat_settings(scope)).get("strategy")
+        await sup.audit(actor, scope, "strategy", old, value)
+        if scope == GLOBAL:
+            return f"Global routing strategy set to {value} (chats with their own override keep it)."
+        return f"Routing strategy for this chat set to {value}."
+
+    async def routing(call: CommandCall) -> str:
+        args = call.argv
+        if len(args) >= 3 and args[0] == "set":
+            return await _routing_set(sup, call, args[1], " ".join(args[2:]))
+        if args and args[0] == "reset" and len(args) == 2:
+            return await _routing_set(sup, call, args[1], None)
+        if args:
+            return "Usage: /routing | /routing set KEY VALUE | /routing reset KEY"
+        config, origins = await sup.effective_routing()
+        effective, origin = await sup.effective_strategy(call.event.chat)
+        lines = ["Routing (value - layer):"]
+        for key in ROUTING_KEYS:
+            if key == "strategy":
+                lines.append(f"strategy = {effective} - {origin}")
+            else:
+                lines.append(f"{key} = {_get(config, key)!r} - {origins[key]}")
+        return "\n".join(lines)
+
+    async def route(call: CommandCall) -> str:
+        if not call.args:
+            return "Usage: /route TEXT (a dry run: nothing is answered)"
+        decision = await sup.decide_route(call.event.chat, call.args)
+        lines = [
+            f"strategy: {decision.strategy}",
+            f"method: {decision.method}",
+            f"agent: {decision.agent or '(none)'}",
+            f"confidence: {decision.confidence:.0f} %",
+            f"keywords: {', '.join(decision.matched_keywords) or '-'}",
+            f"patterns: {', '.join(decision.matched_patterns) or '-'}",
+            f"latency: {decision.latency_us / 1000:.2f} ms",
+        ]
+        if decision.fallback:
+            lines.append(f"fallback: {decision.fallback}")
+        if decision.note:
+            lines.append(f"note: {decision.note}")
+        return "\n".join(lines)
+
+    async def reload(call: CommandCall) -> str:
+        errors = await sup.reload_agents()
+        names = ", ".join(sup.agents)
+        if not errors:
+            return f"Reloaded {len(sup.agents)} agents: {names}."
+        shown = "\n".join(f"- {e}" for e in errors[:20])
+        return f"Reloaded {len(sup.agents)} agents: {names}.\n{len(errors)} file(s) skipped:\n{shown}"
+
+    sup.commands.add("agents", agents, "list the agents")
+    sup.commands.add("strategy", strategy, "show or set the routing strategy", admin=True, usage="[rule|llm|hybrid]")
+    sup.commands.add("routing", routing, "routing settings and where they come from", admin=True)
+    sup.commands.add("route", route, "dry-run routing for a text", admin=True, usage="TEXT")
+    sup.commands.add("reload", reload, "re-read agent files", admin=True)
+
+
+async def _routing_set(sup: Supervisor, call: CommandCall, key: str, raw: str | None) -> str:
+    if key not in ROUTING_KEYS:
+        return f"Unknown routing key {key!r}. Keys: {', '.join(ROUTING_KEYS)}"
+    if key == "strategy":
+        return "Use /strategy to change the strategy."
+    current, _ = await sup.effective_routing()
+    value = None if raw is None else _parse_value(raw)
+    if value is not None:
+        merged = current.model_dump()
+        cursor = merged
+        parts = key.split(".")
+        for part in parts[:-1]:
+            cursor = cursor[part]
+        cursor[parts[-1]] = value
+        try:
+            checked = RoutingSection.model_validate(merged)
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"]
+            return f"Invalid value for {key}: {reason}. Nothing was changed."
+        if key == "default_agent" and value not in sup.agents:
+            return f"Unknown agent {value!r}. Nothing was changed."
+        value = _get(checked, key)
+    name = f"routing.{key}"
+    old = (await sup.store.chat_settings(GLOBAL)).get(name)
+    await sup.audit(call.event.sender.id, GLOBAL, name, old, value)
+    if value is None:
+        return f"{key} is back to its configured value."
+    return f"{key} set to {value!r} for every chat."

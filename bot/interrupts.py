@@ -1,0 +1,231 @@
+"""Interrupts: resolving a pause by button or text, exactly once; expiry; cancel.
+
+The interrupts table is the source of truth.  A resolution is a conditional
+update on ``status = 'pending'``: of two presses (or a press and an expiry)
+exactly one wins, and the loser changes nothing.  After it commits, the
+prompt is edited to show the outcome and the run resumes from its checkpoint.
+Expiry runs on APScheduler (job id = interrupt id, no misfire grace),
+reconciled from the table at start-up; what expired while the gateway was
+down expires at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from bot.checkpoints import closed_messages, load_checkpoint
+from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.interrupt_text import parse_payload, yes_no
+from bot.runs import NEVER_GRANTED, RunManager
+from bot.store.ops import utcnow
+from bot.store.runs import InterruptRow, RunStore
+
+log = logging.getLogger(__name__)
+
+NOT_PENDING = "This request is no longer pending."
+DENIED_EXPIRED = "denied: not confirmed in time"
+DENIED_SUPERSEDED = "denied: the user moved on to a new request"
+DENIED_CANCELLED = "denied: cancelled by the user"
+
+
+@dataclass
+class TextOutcome:
+    """What a text reply did to a pending interrupt."""
+
+    handled: bool
+    """True: the text was consumed (an answer, a re-prompt); False: treat it as a new request."""
+
+
+class InterruptService:
+    """Everything that ends a pending interrupt."""
+
+    def __init__(self, runs: RunStore, manager: RunManager) -> None:
+        self.runs = runs
+        self.manager = manager
+        self.scheduler = AsyncIOScheduler(timezone="UTC")
+
+    # -- buttons --------------------------------------------------------------------------
+
+    async def on_action(self, action: Action) -> None:
+        press = parse_payload(action.payload)
+        row = await self.runs.get_interrupt(press.interrupt_id) if press is not None else None
+        if press is None or row is None or row.nonce != press.nonce or row.chat_key != str(action.chat):
+            await self._notice(action.chat, NOT_PENDING)
+            return
+        if row.status != "pending":
+            await self._notice(action.chat, NOT_PENDING)
+            return
+        if not self._may_answer(row, action.sender):
+            await self._notice(action.chat, "Only the person who was asked (or an admin) can answer this.")
+            return
+        valid = {value for _label, value in row.choices}
+        if press.choice not in valid:
+            await self._notice(action.chat, NOT_PENDING)
+            return
+        await self.resolve(row, self._resolution(row, press.choice), action.sender)
+
+    @staticmethod
+    def _may_answer(row: InterruptRow, sender: Sender) -> bool:
+        return sender.id == row.requester or sender.is_admin
+
+    def _resolution(self, row: InterruptRow, choice: str) -> dict[str, Any]:
+        if row.kind != "tool_confirm":
+            label = next((label for label, value in row.choices if value == choice), choice)
+            return {"choice": choice, "answer": label}
+        ids = [c["id"] for c in row.payload.get("calls", [])]
+        if choice in ("a", "g"):
+            return {"approved": ids, "grant": choice == "g", "choice": choice}
+        if choice.startswith("o") and choice[1:].isdigit() and 1 <= int(choice[1:]) <= len(ids):
+            return {"approved": [ids[int(choice[1:]) - 1]], "choice": choice}
+        return {"approved": [], "choice": choice}
+
+    # -- text -----------------------------------------------------------------------------
+
+    async def on_text(self, row: InterruptRow, event: InboundMessage) -> TextOutcome:
+        """A text message while ``row`` is pending (commands never get here)."""
+        if not self._may_answer(row, event.sender):
+            return TextOutcome(False)
+        if row.kind == "ask_user":
+            await self.resolve(row, {"answer": event.text, "choice": None}, event.sender)
+            return TextOutcome(True)
+        decision = yes_no(event.text)
+        if decision is not None:
+            if row.kind == "tool_confirm":
+                ids = [c["id"] for c in row.payload.get("calls", [])]
+                resolution = {"approved": ids if decision else [], "choice": "a" if decision else "d"}
+            else:
+                resolution = {"choice": "approve" if decision else "reject", "answer": event.text}
+            await self.resolve(row, resolution, event.sender)
+            return TextOutcome(True)
+        if row.kind == "plan_approval":
+            # Anything else is feedback on the plan.
+            await self.resolve(row, {"choice": "edit", "feedback": event.text}, event.sender)
+            return TextOutcome(True)
+        if row.reprompted == 0:
+            await self.runs.mark_reprompted(row)
+            await self._notice(
+                ChatKey.parse(row.chat_key),
+                "I'm waiting for your decision on the request above: press a button or reply yes / no. "
+                "If you send something else again, I'll drop that request and take the new one.",
+            )
+            return TextOutcome(True)
+        await self.end(row, "superseded", DENIED_SUPERSEDED, "↪️ Dropped: you moved on to a new request.")
+        return TextOutcome(False)
+
+    # -- resolution -----------------------------------------------------------------------
+
+    async def resolve(self, row: InterruptRow, resolution: dict[str, Any], by: Sender) -> bool:
+        if not await self.runs.resolve(row, "resolved", resolution, by.id):
+            await self._notice(ChatKey.parse(row.chat_key), NOT_PENDING)
+            return False
+        self._unschedule(row.id)
+        chat = ChatKey.parse(row.chat_key)
+        if row.kind == "tool_confirm" and resolution.get("grant"):
+            names = sorted({c["name"] for c in row.payload.get("calls", [])} - NEVER_GRANTED)
+            current = await self.manager.grants(chat)
+            granted = sorted(set(current) | set(names))
+            await self.runs.change_setting(by.id, chat.settings_key, "grants", current or None, granted)
+        await self._edit_prompt(row, self._outcome_text(row, resolution, by))
+        run = await self.runs.get_run(row.run_id)
+        if run is not None:
+            await self.manager.resume(run, resolution)
+        return True
+
+    def _outcome_text(self, row: InterruptRow, resolution: dict[str, Any], by: Sender) -> str:
+        who = by.name or by.id
+        if row.kind == "tool_confirm":
+            approved = set(resolution.get("approved", []))
+            calls = row.payload.get("calls", [])
+            if not approved:
+                return f"❌ Denied by {who}."
+            if len(approved) == len(calls):
+                extra = " (always allowed here from now on)" if resolution.get("grant") else ""
+                return f"✅ Approved by {who}{extra}."
+            names = ", ".join(c["label"] for c in calls if c["id"] in approved)
+            return f"✅ Approved by {who} only: {names}."
+        answer = resolution.get("answer") or resolution.get("feedback") or resolution.get("choice")
+        return f"💬 Answered by {who}: {answer}"
+
+    async def end(self, row: InterruptRow, status: str, reason: str, outcome: str) -> bool:
+        """Expire, cancel or supersede: the run ends, open calls get ``reason`` as their result."""
+        if not await self.runs.resolve(row, status, {"reason": reason}, None):
+            return False
+        self._unschedule(row.id)
+        await self._edit_prompt(row, outcome)
+        run = await self.runs.get_run(row.run_id)
+        if run is None:
+            return True
+        if status == "expired" and row.kind == "tool_confirm":
+            # An expired confirmation counts as denied: the run goes on without the calls.
+            await self.manager.resume(run, {"approved": [], "reason": reason})
+            return True
+        try:
+            messages = closed_messages(load_checkpoint(run.checkpoint), reason)
+        except Exception:  # a broken checkpoint must not keep the chat blocked
+            log.exception("run %s: cannot close its messages", run.id)
+            messages = []
+        await self.manager.finish(run, status, messages, None)
+        return True
+
+    async def cancel(self, chat: ChatKey, by: Sender) -> bool:
+        row = await self.runs.pending(str(chat))
+        if row is None:
+            return False
+        return await self.end(row, "cancelled", DENIED_CANCELLED, f"🚫 Cancelled by {by.name or by.id}.")
+
+    # -- expiry ---------------------------------------------------------------------------
+
+    def schedule(self, row: InterruptRow) -> None:
+        if row.expires_at is None:
+            return
+        self.scheduler.add_job(
+            self.expire,
+            "date",
+            run_date=row.expires_at,
+            args=[row.id],
+            id=row.id,
+            replace_existing=True,
+            misfire_grace_time=None,
+        )
+
+    def _unschedule(self, interrupt_id: str) -> None:
+        job = self.scheduler.get_job(interrupt_id)
+        if job is not None:
+            job.remove()
+
+    async def expire(self, interrupt_id: str) -> None:
+        row = await self.runs.get_interrupt(interrupt_id)
+        if row is None or row.status != "pending":
+            return
+        text = "⌛ Expired: not confirmed in time, nothing was run." if row.kind == "tool_confirm" else "⌛ Expired."
+        await self.end(row, "expired", DENIED_EXPIRED, text)
+
+    async def reconcile(self, now: datetime | None = None) -> list[str]:
+        """Schedule every pending interrupt; expire those whose time passed while we were down."""
+        now = now or utcnow()
+        expired = []
+        for row in await self.runs.all_pending():
+            if row.expires_at is not None and row.expires_at <= now:
+                await self.expire(row.id)
+                expired.append(row.id)
+            else:
+                self.schedule(row)
+        return expired
+
+    # -- prompts --------------------------------------------------------------------------
+
+    async def _edit_prompt(self, row: InterruptRow, outcome: str) -> None:
+        chat = ChatKey.parse(row.chat_key)
+        text = f"{row.prompt}\n\n{outcome}"
+        if row.prompt_ref is None:
+            await self.manager.send(OutboundMessage(chat=chat, text=outcome, kind="notice"))
+            return
+        await self.manager.send(OutboundMessage(chat=chat, text=text, edit_of=row.prompt_ref))
+
+    async def _notice(self, chat: ChatKey, text: str) -> None:
+        await self.manager.send(OutboundMessage(chat=chat, text=text, kind="notice"))

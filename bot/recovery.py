@@ -1,0 +1,70 @@
+"""Start-up recovery: nothing accepted is lost, nothing committed stays unsent.
+
+Run before the channels start receiving:
+1. outbox entries committed but not sent are sent (a prompt's reference is
+   stored so it can still be edited);
+2. runs left ``running`` or ``paused`` by a crash are resumed from their
+   checkpoint with the resolution already recorded (the tool ledger keeps any
+   call from running twice), re-run when they cannot have had side effects
+   (Chat), or reported to the user;
+3. pending interrupts are scheduled to expire; those that expired while the
+   gateway was down expire now.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+
+from bot.events import ChatKey, OutboundMessage
+from bot.interrupt_text import new_id
+from bot.interrupts import DENIED_EXPIRED, InterruptService
+from bot.runs import RunManager
+from bot.store.runs import RunStore
+
+log = logging.getLogger(__name__)
+
+LOST = "⚠️ I was restarted while working on your request and could not finish it. Please send it again."
+
+
+@dataclass
+class RecoveryReport:
+    resent: int = 0
+    resumed: list[str] = field(default_factory=list)
+    rerun: list[str] = field(default_factory=list)
+    reported: list[str] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+
+
+async def recover(runs: RunStore, manager: RunManager, interrupts: InterruptService) -> RecoveryReport:
+    report = RecoveryReport()
+    for entry in await runs.unsent():
+        outbound = OutboundMessage.model_validate_json(entry.message)
+        ref = await manager.send(outbound)
+        await runs.sent(entry.id, ref, entry.interrupt_id)
+        report.resent += 1
+    for run in await runs.runs_with_status("running", "paused"):
+        latest = await runs.latest_interrupt(run.id)
+        if latest is not None and latest.status == "pending":
+            continue  # waiting for a human; expiry is reconciled below
+        if run.checkpoint is not None and latest is not None:
+            resolution = latest.resolution or {"approved": [], "reason": DENIED_EXPIRED}
+            log.info("recovery: resuming run %s of %s", run.id, run.chat_key)
+            await manager.resume(run, resolution)
+            report.resumed.append(run.id)
+            continue
+        agent = manager.catalog.get(run.agent)
+        message = await runs.message(run.history_cutoff) if run.history_cutoff else None
+        if agent is not None and agent.kind == "chat" and message is not None:
+            # A Chat run has no side effects: answering again is safe.
+            await runs.set_run(run.id, status="superseded")
+            log.info("recovery: re-running chat run %s of %s", run.id, run.chat_key)
+            await manager.start(replace(run, id=new_id(16), status="running"), agent, message)
+            report.rerun.append(run.id)
+            continue
+        log.warning("recovery: run %s of %s was interrupted; telling the user", run.id, run.chat_key)
+        notice = OutboundMessage(chat=ChatKey.parse(run.chat_key), text=LOST, kind="notice")
+        await manager.finish(run, "failed", [], notice)
+        report.reported.append(run.id)
+    report.expired = await interrupts.reconcile()
+    return report

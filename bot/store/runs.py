@@ -1,0 +1,394 @@
+"""Runs, checkpoints, interrupts, the tool ledger, the outbox and the audit log.
+
+Built on the group-commit writer of :class:`~bot.store.sql.SqlStore`: every
+method is one write (one transaction) so the orders the design relies on hold:
+a checkpoint and its interrupt row commit together before the prompt is sent;
+resolving an interrupt is a conditional update on ``status = 'pending'``
+(exactly once, whoever presses first); a reply is committed to the outbox
+before it is sent and marked sent after.  The pending interrupt of a chat is
+cached, so the per-message path does not read the database.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from agents.messages import Message, ToolCall, ToolResult
+from agents.tools.ledger import LedgerEntry, LedgerStatus
+from bot.store.cache import CachedMap
+from bot.store.ops import INSERT_MESSAGE, Step, WriteResult, utcnow
+from bot.store.sql import SqlStore, _row
+
+_RUN_COLS = "id, chat_key, agent, status, correlation_id, user_id, reply_to, history_cutoff, checkpoint"
+_INT_COLS = (
+    "id, chat_key, run_id, kind, prompt, payload, choices, nonce, requester, status, resolution, "
+    "resolved_by, prompt_ref, reprompted, created_at, expires_at"
+)
+
+
+@dataclass
+class RunRow:
+    id: str
+    chat_key: str
+    agent: str
+    status: str
+    correlation_id: str
+    user_id: str
+    reply_to: str | None = None
+    history_cutoff: int = 0
+    checkpoint: dict[str, Any] | None = None
+
+
+@dataclass
+class InterruptRow:
+    id: str
+    chat_key: str
+    run_id: str
+    kind: str
+    prompt: str
+    payload: dict[str, Any]
+    choices: list[list[str]]
+    nonce: str
+    requester: str
+    status: str = "pending"
+    resolution: dict[str, Any] | None = None
+    resolved_by: str | None = None
+    prompt_ref: str | None = None
+    reprompted: int = 0
+    created_at: datetime = field(default_factory=utcnow)
+    expires_at: datetime | None = None
+
+
+@dataclass
+class OutboxRow:
+    id: int
+    chat_key: str
+    message: str
+    interrupt_id: str | None
+
+
+@dataclass
+class _Pending:
+    row: InterruptRow | None
+
+
+def _run(row: tuple[Any, ...]) -> RunRow:
+    rid, chat, agent, status, corr, user, reply_to, cutoff, checkpoint = row
+    return RunRow(
+        rid, chat, agent, status, corr, user, reply_to, cutoff, json.loads(checkpoint) if checkpoint else None
+    )
+
+
+def _when(value: Any) -> datetime | None:
+    """SQLite hands timestamps back as ISO text, PostgreSQL as datetimes."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
+
+
+def _interrupt(row: tuple[Any, ...]) -> InterruptRow:
+    (iid, chat, run, kind, prompt, payload, choices, nonce, req, status, res, by, ref, rep, created, expires) = row
+    created, expires = _when(created) or utcnow(), _when(expires)
+    return InterruptRow(
+        iid,
+        chat,
+        run,
+        kind,
+        prompt,
+        json.loads(payload),
+        json.loads(choices),
+        nonce,
+        req,
+        status,
+        json.loads(res) if res else None,
+        by,
+        ref,
+        rep,
+        created,
+        expires,
+    )
+
+
+class RunStore:
+    """The durable side of runs and interrupts."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self._pending: CachedMap[_Pending] = CachedMap(store.cache_chats, self._load_pending)
+
+    # -- runs -----------------------------------------------------------------------
+
+    def start_run_step(self, run: RunRow) -> Step:
+        """The insert of a new run (added to the write that accepts its message)."""
+        now = utcnow()
+        return Step(
+            f"INSERT INTO runs ({_RUN_COLS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run.id,
+                run.chat_key,
+                run.agent,
+                run.status,
+                run.correlation_id,
+                run.user_id,
+                run.reply_to,
+                run.history_cutoff,
+                None,
+                now,
+                now,
+            ),
+        )
+
+    async def get_run(self, run_id: str) -> RunRow | None:
+        rows = await self.store.read(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,))
+        return _run(rows[0]) if rows else None
+
+    async def runs_with_status(self, *statuses: str) -> list[RunRow]:
+        marks = ", ".join("?" for _ in statuses)
+        rows = await self.store.read(
+            f"SELECT {_RUN_COLS} FROM runs WHERE status IN ({marks}) ORDER BY created_at", statuses
+        )
+        return [_run(r) for r in rows]
+
+    async def set_run(self, run_id: str, **fields: Any) -> None:
+        await self.store.write([self._update_run(run_id, **fields)])
+
+    def _update_run(self, run_id: str, **fields: Any) -> Step:
+        if "checkpoint" in fields and fields["checkpoint"] is not None:
+            fields["checkpoint"] = json.dumps(fields["checkpoint"], ensure_ascii=False, separators=(",", ":"))
+        fields["updated_at"] = utcnow()
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        return Step(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
+
+    async def finish_run(
+        self, run: RunRow, status: str, messages: Sequence[Message], outbound: str | None
+    ) -> int | None:
+        """One transaction: the run's turns join the history, the run ends, the reply enters the outbox.
+
+        Returns the outbox id of the reply (None without one).
+        """
+        now = utcnow()
+        steps = [Step(INSERT_MESSAGE, _row(run.chat_key, m, now), returning=True) for m in messages]
+        steps.append(self._update_run(run.id, status=status, checkpoint=None))
+        if outbound is not None:
+            steps.append(
+                Step(
+                    "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
+                    "VALUES (?, ?, ?, 'pending', ?) RETURNING id",
+                    (run.chat_key, outbound, None, now),
+                    returning=True,
+                )
+            )
+        history = self.store._history
+
+        def committed(result: WriteResult) -> None:
+            def apply(state: Any) -> None:
+                for (row_id, *_), message in zip(result.rows, messages, strict=False):
+                    state.add(row_id, message)
+
+            if messages:
+                history.committed(run.chat_key, apply)
+
+        result = await self.store.write(steps, on_commit=committed, grows=run.chat_key if messages else None)
+        return int(result.rows[-1][0]) if outbound is not None else None
+
+    # -- interrupts -------------------------------------------------------------------
+
+    async def pause(self, run: RunRow, checkpoint: dict[str, Any], interrupt: InterruptRow, prompt: str) -> int:
+        """Checkpoint, interrupt row and the prompt's outbox entry in one transaction; returns the outbox id."""
+        now = utcnow()
+        steps = [
+            self._update_run(run.id, status="paused", checkpoint=checkpoint),
+            Step(
+                f"INSERT INTO interrupts ({_INT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    interrupt.id,
+                    interrupt.chat_key,
+                    interrupt.run_id,
+                    interrupt.kind,
+                    interrupt.prompt,
+                    json.dumps(interrupt.payload, ensure_ascii=False),
+                    json.dumps(interrupt.choices, ensure_ascii=False),
+                    interrupt.nonce,
+                    interrupt.requester,
+                    "pending",
+                    None,
+                    None,
+                    None,
+                    0,
+                    interrupt.created_at,
+                    interrupt.expires_at,
+                ),
+            ),
+            Step(
+                "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
+                "VALUES (?, ?, ?, 'pending', ?) RETURNING id",
+                (run.chat_key, prompt, interrupt.id, now),
+                returning=True,
+            ),
+        ]
+        result = await self.store.write(
+            steps, on_commit=lambda _r: self._pending.committed(interrupt.chat_key, lambda s: _set(s, interrupt))
+        )
+        return int(result.rows[0][0])
+
+    async def pending(self, chat_key: str) -> InterruptRow | None:
+        """The chat's pending interrupt (cached)."""
+        return (await self._pending.get(chat_key)).row
+
+    async def get_interrupt(self, interrupt_id: str) -> InterruptRow | None:
+        rows = await self.store.read(f"SELECT {_INT_COLS} FROM interrupts WHERE id = ?", (interrupt_id,))
+        return _interrupt(rows[0]) if rows else None
+
+    async def all_pending(self) -> list[InterruptRow]:
+        rows = await self.store.read(f"SELECT {_INT_COLS} FROM interrupts WHERE status = 'pending'")
+        return [_interrupt(r) for r in rows]
+
+    async def resolve(self, row: InterruptRow, status: str, resolution: dict[str, Any] | None, by: str | None) -> bool:
+        """Move a pending interrupt to ``status``; False when it was no longer pending (exactly once)."""
+        step = Step(
+            "UPDATE interrupts SET status = ?, resolution = ?, resolved_by = ?, resolved_at = ? "
+            "WHERE id = ? AND status = 'pending'",
+            (status, json.dumps(resolution, ensure_ascii=False) if resolution else None, by, utcnow(), row.id),
+            guard=True,
+        )
+
+        def committed(result: WriteResult) -> None:
+            if result.ok:
+                self._pending.committed(row.chat_key, lambda slot: _clear(slot, row.id))
+
+        result = await self.store.write([step], on_commit=committed)
+        return result.ok
+
+    async def mark_reprompted(self, row: InterruptRow) -> None:
+        step = Step("UPDATE interrupts SET reprompted = reprompted + 1 WHERE id = ?", (row.id,))
+        await self.store.write([step], on_commit=lambda _r: _bump(row))
+
+    async def latest_interrupt(self, run_id: str) -> InterruptRow | None:
+        rows = await self.store.read(
+            f"SELECT {_INT_COLS} FROM interrupts WHERE run_id = ? ORDER BY created_at DESC LIMIT 1", (run_id,)
+        )
+        return _interrupt(rows[0]) if rows else None
+
+    async def message(self, row_id: int) -> Message | None:
+        """One history row by id (the user message a run started from)."""
+        rows = await self.store.read("SELECT data FROM session_messages WHERE id = ?", (row_id,))
+        return Message.model_validate_json(rows[0][0]) if rows else None
+
+    # -- outbox -----------------------------------------------------------------------
+
+    async def sent(self, outbox_id: int, ref: str | None, interrupt_id: str | None = None) -> None:
+        """Mark an outbox entry sent; a prompt's message reference is kept on its interrupt."""
+        steps = [Step("UPDATE outbox SET status = 'sent', ref = ? WHERE id = ?", (ref, outbox_id))]
+        if interrupt_id is not None:
+            steps.append(Step("UPDATE interrupts SET prompt_ref = ? WHERE id = ?", (ref, interrupt_id)))
+
+        def committed(_r: WriteResult) -> None:
+            if interrupt_id is not None:
+                for slot in self._pending.lru._data.values():
+                    if slot.row is not None and slot.row.id == interrupt_id:
+                        slot.row.prompt_ref = ref
+
+        await self.store.write(steps, on_commit=committed)
+
+    async def unsent(self) -> list[OutboxRow]:
+        rows = await self.store.read(
+            "SELECT id, chat_key, message, interrupt_id FROM outbox WHERE status = 'pending' ORDER BY id"
+        )
+        return [OutboxRow(*r) for r in rows]
+
+    # -- tool ledger ------------------------------------------------------------------
+
+    async def ledger_get(self, run_id: str, call_id: str) -> LedgerEntry | None:
+        rows = await self.store.read(
+            "SELECT name, status, result FROM tool_ledger WHERE run_id = ? AND call_id = ?", (run_id, call_id)
+        )
+        if not rows:
+            return None
+        name, status, result = rows[0]
+        parsed = ToolResult.model_validate_json(result) if result else None
+        return LedgerEntry(run_id=run_id, call_id=call_id, name=name, status=status, result=parsed)
+
+    async def ledger_started(self, run_id: str, call: ToolCall) -> None:
+        await self.store.write(
+            [
+                Step(
+                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, updated_at) "
+                    "VALUES (?, ?, ?, 'started', NULL, ?) ON CONFLICT DO NOTHING",
+                    (run_id, call.id, call.name, utcnow()),
+                )
+            ]
+        )
+
+    async def ledger_finished(self, run_id: str, result: ToolResult) -> None:
+        status: LedgerStatus = "failed" if result.is_error else "succeeded"
+        await self.store.write(
+            [
+                Step(
+                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET "
+                    "status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
+                    (run_id, result.call_id, result.name, status, result.model_dump_json(), utcnow()),
+                )
+            ]
+        )
+
+    # -- audit --------------------------------------------------------------------------
+
+    async def change_setting(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
+        """Set (``new=None`` deletes) a chat or global setting and audit it, atomically."""
+        await self.store.set_chat_setting(scope, name, new, extra=[self._audit_step(actor, scope, name, old, new)])
+
+    @staticmethod
+    def _audit_step(actor: str, scope: str, name: str, old: Any, new: Any) -> Step:
+        return Step(
+            "INSERT INTO audit_log (at, actor, scope, name, old, new) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                utcnow(),
+                actor,
+                scope,
+                name,
+                None if old is None else json.dumps(old, ensure_ascii=False),
+                None if new is None else json.dumps(new, ensure_ascii=False),
+            ),
+        )
+
+    async def audit_log(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = await self.store.read(
+            "SELECT at, actor, scope, name, old, new FROM audit_log ORDER BY id DESC LIMIT ?", (limit,)
+        )
+        return [
+            {
+                "at": at,
+                "actor": actor,
+                "scope": scope,
+                "name": name,
+                "old": json.loads(old) if old else None,
+                "new": json.loads(new) if new else None,
+            }
+            for at, actor, scope, name, old, new in rows
+        ]
+
+    # -- cache loading -------------------------------------------------------------------
+
+    async def _load_pending(self, chat_key: str) -> _Pending:
+        rows = await self.store.read(
+            f"SELECT {_INT_COLS} FROM interrupts WHERE chat_key = ? AND status = 'pending'", (chat_key,)
+        )
+        return _Pending(_interrupt(rows[0]) if rows else None)
+
+
+def _set(slot: _Pending, row: InterruptRow) -> None:
+    slot.row = row
+
+
+def _clear(slot: _Pending, interrupt_id: str) -> None:
+    if slot.row is not None and slot.row.id == interrupt_id:
+        slot.row = None
+
+
+def _bump(row: InterruptRow) -> None:
+    row.reprompted += 1

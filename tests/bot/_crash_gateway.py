@@ -1,0 +1,138 @@
+"""A gateway in a subprocess, for SIGKILL tests.
+
+It runs the real gateway (store, supervisor, runs, interrupts) with:
+- a deterministic function model: a user message asks for ``delete_cache``;
+  after a tool result it answers ``done: <result>``;
+- a counting tool that appends a line to ``COUNT_FILE`` each time it runs
+  (and, when asked, sleeps first so the test can kill it mid-call);
+- a JSON-lines channel: stdin lines are ``{"text": ...}`` or ``{"press": payload}``;
+  every message the gateway sends is printed as one JSON line.  With
+  ``CRASH_ON`` set to ``prompt`` or ``edit`` the channel SIGKILLs its own
+  process instead of sending the first such message (the network seam is
+  where a real crash would be noticed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.messages import Message, ToolCall
+from agents.models.base import Model, ModelResponse, ToolDeclaration
+from agents.tools.base import tool
+from bot.app import Gateway
+from bot.bus import Bus
+from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.settings import load_settings
+
+COUNT_FILE = Path(os.environ["COUNT_FILE"])
+CRASH_ON = os.environ.get("CRASH_ON", "")
+TOOL_SLEEP = float(os.environ.get("TOOL_SLEEP", "0"))
+
+
+class FunctionModel(Model):
+    name = "function"
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+        response_schema: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        last = messages[-1]
+        if last.role == "tool":
+            return ModelResponse(text="done: " + "; ".join(str(r.content) for r in last.tool_results))
+        return ModelResponse(tool_calls=(ToolCall(id="call-delete", name="delete_cache", args={"path": "/cache"}),))
+
+
+@tool(risk="medium", confirm=True)
+async def delete_cache(path: str) -> str:
+    """Delete the build cache (counts its runs in COUNT_FILE)."""
+    if TOOL_SLEEP:
+        _count("started")
+        await asyncio.sleep(TOOL_SLEEP)
+    _count(f"deleted {path}")
+    return f"deleted {path}"
+
+
+def _count(line: str) -> None:
+    with COUNT_FILE.open("a") as f:
+        f.write(line + "\n")
+
+
+class JsonChannel:
+    name = "console"
+
+    def __init__(self) -> None:
+        self._refs = itertools.count(1)
+        self.chat = ChatKey(channel="console", chat_id="crash")
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, bus: Bus) -> None:
+        self._task = asyncio.create_task(self._read(bus))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _read(self, bus: Bus) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        n = 0
+        while line := await reader.readline():
+            n += 1
+            data = json.loads(line)
+            sender = Sender(id="u1", name="u1")
+            event: InboundMessage | Action
+            if "press" in data:
+                event = Action(id=f"{os.getpid()}-{n}", chat=self.chat, sender=sender, payload=data["press"])
+            else:
+                event = InboundMessage(
+                    id=f"{os.getpid()}-{n}", chat=self.chat, sender=sender, text=data["text"], is_direct=True
+                )
+            await bus.publish(event)
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        if message.kind == "typing":
+            return None
+        if CRASH_ON == "prompt" and message.buttons:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if CRASH_ON == "edit" and message.edit_of:
+            os.kill(os.getpid(), signal.SIGKILL)
+        ref = f"msg-{os.getpid()}-{next(self._refs)}"
+        out = {
+            "ref": ref,
+            "text": message.text,
+            "edit_of": message.edit_of,
+            "buttons": [[b.model_dump() for b in row] for row in message.buttons],
+        }
+        print(json.dumps(out), flush=True)
+        return ref
+
+
+async def main() -> None:
+    data_dir = os.environ["DATA_DIR"]
+    settings = load_settings(
+        None,
+        env={},
+        user_config=Path(data_dir) / "none.yaml",
+        overrides={"store": {"data_dir": data_dir}, "agents": {"dirs": []}, "log": {"level": "WARNING"}},
+    )
+    gateway = Gateway(settings, model=FunctionModel(), channels=[JsonChannel()], tools=[delete_cache])
+    await gateway.start()
+    print(json.dumps({"ready": True, "recovery": gateway.recovery.__dict__ if gateway.recovery else None}), flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,147 @@
+"""SIGKILL a gateway subprocess at the three dangerous points; the restart must resume, lose nothing,
+and never run a tool twice (a counting tool proves it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SCRIPT = Path(__file__).with_name("_crash_gateway.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Gateway:
+    """One gateway subprocess speaking JSON lines."""
+
+    def __init__(self, tmp: Path, **env: str) -> None:
+        full = {**os.environ, "COUNT_FILE": str(tmp / "count.txt"), "DATA_DIR": str(tmp / "data"), **env}
+        full["PYTHONPATH"] = str(ROOT) + os.pathsep + full.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp,
+            env=full,
+        )
+        self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        self.backlog: list[dict[str, Any]] = []
+        """Lines read while waiting for another one (recovery may send before "ready")."""
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.ready = self.expect(lambda m: m.get("ready") is True)
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+        self.lines.put(None)
+
+    def expect(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20) -> dict[str, Any]:
+        for i, item in enumerate(self.backlog):
+            if predicate(item):
+                del self.backlog[i]
+                return item
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                item = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if item is None:
+                stderr = self.proc.stderr.read() if self.proc.stderr else ""
+                raise AssertionError(f"gateway exited ({self.proc.wait()}) before the expected line; {stderr[-2000:]}")
+            self.seen.append(item)
+            if predicate(item):
+                return item
+            self.backlog.append(item)
+        raise AssertionError(f"timed out; saw {self.seen}")
+
+    def send(self, **data: Any) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(data) + "\n")
+        self.proc.stdin.flush()
+
+    def killed(self, timeout: float = 20) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=20)
+
+
+def approve_payload(prompt: dict[str, Any]) -> str:
+    return next(b["payload"] for row in prompt["buttons"] for b in row if "Approve" in b["label"])
+
+
+def count_lines(tmp: Path) -> list[str]:
+    path = tmp / "count.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_crash_after_checkpoint_before_prompt_sent(tmp_path: Path) -> None:
+    first = Gateway(tmp_path, CRASH_ON="prompt")
+    first.send(text="@react delete the build cache")
+    assert first.killed() == -9
+    second = Gateway(tmp_path)
+    try:
+        assert second.ready["recovery"]["resent"] == 1
+        prompt = second.expect(lambda m: bool(m.get("buttons")))
+        assert "delete_cache" in prompt["text"]
+        second.send(press=approve_payload(prompt))
+        second.expect(lambda m: m.get("text") == "done: deleted /cache")
+        assert count_lines(tmp_path) == ["deleted /cache"]
+    finally:
+        second.stop()
+
+
+def test_crash_after_resolution_before_tool_starts(tmp_path: Path) -> None:
+    first = Gateway(tmp_path, CRASH_ON="edit")
+    first.send(text="@react delete the build cache")
+    prompt = first.expect(lambda m: bool(m.get("buttons")))
+    first.send(press=approve_payload(prompt))
+    assert first.killed() == -9
+    assert count_lines(tmp_path) == []
+    second = Gateway(tmp_path)
+    try:
+        assert len(second.ready["recovery"]["resumed"]) == 1
+        second.expect(lambda m: m.get("text") == "done: deleted /cache")
+        assert count_lines(tmp_path) == ["deleted /cache"]
+        # The old prompt's button is dead now.
+        second.send(press=approve_payload(prompt))
+        second.expect(lambda m: m.get("text") == "This request is no longer pending.")
+        assert count_lines(tmp_path) == ["deleted /cache"]
+    finally:
+        second.stop()
+
+
+def test_crash_during_the_tool_is_reported_not_retried(tmp_path: Path) -> None:
+    first = Gateway(tmp_path, TOOL_SLEEP="30")
+    first.send(text="@react delete the build cache")
+    prompt = first.expect(lambda m: bool(m.get("buttons")))
+    first.send(press=approve_payload(prompt))
+    deadline = time.monotonic() + 20
+    while count_lines(tmp_path) != ["started"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert count_lines(tmp_path) == ["started"]
+    first.stop()
+    second = Gateway(tmp_path)
+    try:
+        assert len(second.ready["recovery"]["resumed"]) == 1
+        notice = second.expect(lambda m: "not retried" in (m.get("text") or ""))
+        assert "delete_cache" in notice["text"]
+        answer = second.expect(lambda m: (m.get("text") or "").startswith("done:"))
+        assert "interrupted" in answer["text"]
+        assert count_lines(tmp_path) == ["started"], "the risky call was not run a second time"
+    finally:
+        second.stop()
