@@ -1,59 +1,156 @@
-"""``bot agents``: list, show, validate, create, schema."""
+"""``bot agents``: list, show, validate, create and schema for file-defined agents.
+
+``bot/cli.py`` mounts :data:`agents_app` as ``bot agents``.  A user's mistake
+(a broken file, a bad name, a missing config) ends with a message and an exit
+code, never a traceback: 0 all good, 1 problems found, 2 wrong usage or config.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import yaml
 
-from agents.spec import NAME, AgentRegistry, agent_json_schema, load_agents, parse_agent_file
+from agents.spec import AgentRegistry, SpecError, agent_json_schema, load_agents, name_problem, parse_agent_text
 from bot.catalog import builtin_agents_dir
 from bot.settings import ConfigError, Settings, load_settings
 
-agents_app = typer.Typer(help="File-defined agents: list, show, validate, create, schema.", add_completion=False)
+agents_app = typer.Typer(
+    help="File-defined agents: list, show, validate, create, schema.", add_completion=False, no_args_is_help=True
+)
 
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Project config file.")]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Project config file (default: config/bot.yaml if present).")
+]
 
-TEMPLATES: dict[str, tuple[str, str, str]] = {
-    "general": (
-        "react",
+
+def known_tool_names() -> set[str]:
+    """The tool names an agent file may use: the built-in tools, ``ask_user`` and ``schedule_message``.
+
+    A stand-in until the toolset registry answers this; MCP tools are checked by their server.
+    """
+    from agents.react import ASK_USER
+    from agents.tools import builtin_toolset
+    from agents.tools.config import CommandToolConfig, ToolsConfig
+
+    # Every tool, enabled or not: an agent may name run_command before the operator turns it on.
+    every_tool = ToolsConfig(run_command=CommandToolConfig(enabled=True))
+    return {t.name for t in builtin_toolset(every_tool).tools} | {ASK_USER, "schedule_message"}
+
+
+@dataclass(frozen=True)
+class AgentTemplate:
+    """A starting point for ``bot agents create``: front matter (YAML with comments) and a prompt."""
+
+    description: str
+    front: str
+    prompt: str
+
+
+_GENERAL_FRONT = """\
+runner: react            # chat (one model call) | react (model and tools) | plan (plan, approve, execute)
+contextMode: isolated    # isolated: its own turns + the handoff context | shared: the chat's recent history
+tools:
+  allow: []              # tool names or globs (mcp.github.*); empty = every low- or medium-risk tool
+  deny: [run_command]    # deny wins over allow
+triggers:
+  keywords: []           # words that route a message here (+10 each); or address it as @name
+  patterns: []           # regular expressions, case-insensitive (+20 each)
+  priority: 50           # 0-100, the weight of the score; built-in agents use 100
+"""
+
+TEMPLATES: dict[str, AgentTemplate] = {
+    "general": AgentTemplate(
         "A general assistant with the built-in tools.",
-        "You are a helpful assistant. Use tools when they help; answer briefly in the user's language.",
+        _GENERAL_FRONT,
+        "You are a helpful assistant. Use the tools when they help, never invent their results, and answer "
+        "briefly in the user's language.",
     ),
-    "debugging": (
-        "react",
-        "Finds the cause of errors from logs, stack traces and files.",
-        "You are a debugging expert. Read the error, form hypotheses, check them with the tools (read files, "
-        "logs), and report the most likely cause with evidence and a fix.",
+    "debugging": AgentTemplate(
+        "Finds the cause of errors from stack traces, logs and files.",
+        """\
+runner: react
+contextMode: isolated
+tools:
+  allow: [read_file, list_dir, get_current_time, run_command]
+triggers:
+  keywords: [debug, error, exception, traceback, crash, 调试, 报错, 异常]
+  patterns: ['Traceback \\(most recent call last\\)', '\\b\\w+(Error|Exception)\\b']
+  priority: 60
+confirmation:
+  require_confirmation: [run_command]   # ask before every command
+  timeout: 600                          # seconds; no answer counts as denied
+""",
+        "You are a debugging expert. Read the error, form hypotheses and check them with the tools (files, "
+        "logs, commands). Report the most likely cause with the evidence for it, and the smallest fix.",
     ),
-    "code-review": (
-        "react",
-        "Reviews code for bugs, security problems and readability.",
+    "code-review": AgentTemplate(
+        "Reviews code or a change for bugs, security problems and readability.",
+        """\
+runner: react
+contextMode: isolated
+tools:
+  allow: [read_file, list_dir]
+  deny: [write_file, run_command]   # a reviewer reads; it does not change code
+triggers:
+  keywords: [review, "code review", 审查, 代码评审]
+  patterns: ['\\breview (this|my|the) (code|change|diff|pr)\\b']
+  priority: 60
+""",
         "You are a careful code reviewer. Read the code in question, then list concrete problems (bugs first, "
         "then security, then readability) with file and line, and a suggested change for each.",
     ),
-    "documentation": (
-        "react",
+    "documentation": AgentTemplate(
         "Writes and improves documentation: READMEs, guides, docstrings.",
+        """\
+runner: react
+contextMode: shared
+tools:
+  allow: [read_file, list_dir, write_file]
+triggers:
+  keywords: [documentation, docs, readme, docstring, 文档]
+  priority: 60
+confirmation:
+  require_confirmation: [write_file]    # show every file write to the user first
+""",
         "You write clear documentation. Read the code or notes you are given, then write concise, accurate "
-        "documentation with examples. Prefer short sections and plain words.",
+        "documentation with short sections and examples. Show the text before writing any file.",
     ),
 }
 
 
-def known_tool_names(settings: Settings) -> set[str]:
-    """Every tool an agent may name: built-in tools, ``ask_user``, and the gateway's own."""
-    from agents.react import ASK_USER
-    from agents.tools import builtin_toolset
+class TemplateName(StrEnum):
+    """The choices of ``--template`` (the keys of :data:`TEMPLATES`)."""
 
-    config = settings.tools.model_copy(
-        update={"run_command": settings.tools.run_command.model_copy(update={"enabled": True})}
-    )
-    names = {t.name for t in builtin_toolset(config).tools}
-    return names | {ASK_USER, "schedule_message"}
+    general = "general"
+    debugging = "debugging"
+    code_review = "code-review"
+    documentation = "documentation"
+
+
+def render_template(template: str, name: str) -> str:
+    """The text of a new agent file called ``name`` from one of :data:`TEMPLATES`."""
+    t = TEMPLATES[template]
+    title = name.replace("-", " ").capitalize()
+    header = f"kind: agent\nname: {name}\ntitle: {title}\ndescription: {json.dumps(t.description)}\nversion: '1'\n"
+    return f"---\n{header}{t.front}---\n{t.prompt}\n"
+
+
+class _SpecDumper(yaml.SafeDumper):
+    """Lists of plain values on one line (``allow: [read_file, list_dir]``), everything else in blocks."""
+
+
+def _represent_list(dumper: yaml.SafeDumper, items: list[Any]) -> yaml.Node:
+    flow = all(not isinstance(item, dict | list) for item in items)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=flow)
+
+
+_SpecDumper.add_representer(list, _represent_list)
 
 
 def _settings(config: Path | None) -> Settings:
@@ -64,114 +161,150 @@ def _settings(config: Path | None) -> Settings:
         raise typer.Exit(2) from None
 
 
-def _registry(settings: Settings, *, check: bool = False, project_only: bool = False) -> AgentRegistry:
-    known_tools = known_tool_names(settings) if check else None
-    known_mcp = set(settings.mcp.servers) if check else None
-    builtin = None if project_only else builtin_agents_dir()
-    user = None if project_only else settings.agents.user_dir.expanduser()
-    registry = load_agents(
-        builtin,
-        user,
-        [d.expanduser() for d in settings.agents.dirs],
-        known_tools=known_tools,
-        known_mcp_servers=known_mcp,
+def _project_dirs(settings: Settings) -> list[Path]:
+    return [d.expanduser() for d in settings.agents.dirs]
+
+
+def _load(settings: Settings, *, check: bool = False) -> AgentRegistry:
+    return load_agents(
+        builtin_agents_dir(),
+        settings.agents.user_dir.expanduser(),
+        _project_dirs(settings),
+        known_tools=known_tool_names() if check else None,
+        known_mcp_servers=set(settings.mcp.servers) if check else None,
     )
-    if project_only:
-        # Handoffs may point at built-in or user agents: check references against all of them.
-        everything = load_agents(builtin_agents_dir(), settings.agents.user_dir.expanduser(), settings.agents.dirs)
-        registry.errors = [e for e in registry.errors if not _resolved_elsewhere(e.reason, everything)]
-    return registry
 
 
-def _resolved_elsewhere(reason: str, everything: AgentRegistry) -> bool:
-    return reason.startswith("unknown agent ") and reason.removeprefix("unknown agent ").strip("'") in everything.specs
+def _display(file: str) -> str:
+    """A file as the operator would type it: relative to here, ``~/…``, or ``<builtin>/…``."""
+    path = Path(file)
+    if not path.is_absolute():
+        return file
+    for base, label in ((builtin_agents_dir(), "<builtin>"), (Path.cwd(), ""), (Path.home(), "~")):
+        if path.is_relative_to(base):
+            relative = path.relative_to(base)
+            return f"{label}/{relative}" if label else str(relative)
+    return file
 
 
-def _report(registry: AgentRegistry) -> None:
-    for error in registry.errors:
-        typer.echo(f"error: {error}", err=True)
+def _problem(error: SpecError) -> str:
+    return f"{_display(error.file)}: {error.field}: {error.reason}"
+
+
+def _inside(file: str, directories: list[Path]) -> bool:
+    path = Path(file).resolve()
+    return any(path.is_relative_to(d.resolve()) for d in directories)
 
 
 @agents_app.command("list")
 def list_agents(config: ConfigOpt = None) -> None:
-    """The agents that load, with their runner and file; skipped files after."""
-    settings = _settings(config)
-    registry = _registry(settings)
-    for spec in registry.specs.values():
-        typer.echo(f"{spec.name:<24} {spec.runner:<6} {spec.title or '-':<28} {spec.source}")
-    _report(registry)
-    raise typer.Exit(1 if registry.errors else 0)
+    """The agents that load (name, runner, file, title), then the files skipped."""
+    registry = _load(_settings(config))
+    rows = [("NAME", "RUNNER", "SOURCE", "TITLE")]
+    for spec in registry:
+        source = _display(spec.source)
+        if spec.name in registry.overridden:
+            source += f" (overrides {', '.join(_display(f) for f in registry.overridden[spec.name])})"
+        rows.append((spec.name, spec.runner, source, spec.title))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[3])
+    if registry.errors:
+        typer.echo(f"\n{len(registry.errors)} problem(s); these files were skipped:", err=True)
+        for error in registry.errors:
+            typer.echo(f"  {_problem(error)}", err=True)
+        raise typer.Exit(1)
 
 
 @agents_app.command("show")
-def show(name: str, config: ConfigOpt = None) -> None:
-    """One agent's effective configuration and prompt."""
-    registry = _registry(_settings(config))
-    spec = registry.specs.get(name)
+def show(name: Annotated[str, typer.Argument(help="The agent's name.")], config: ConfigOpt = None) -> None:
+    """One agent's effective configuration (as an agent file) and its prompt."""
+    registry = _load(_settings(config))
+    spec = registry.get(name)
     if spec is None:
-        typer.echo(f"no agent named {name!r}; known: {', '.join(registry.specs)}", err=True)
+        typer.echo(f"no agent named {name!r}; known: {', '.join(registry.names())}", err=True)
+        for error in registry.errors:
+            if Path(error.file).stem == name:
+                typer.echo(f"  {_problem(error)}", err=True)
         raise typer.Exit(1)
-    data = spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    typer.echo(f"# {spec.source}")
-    typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip())
-    typer.echo("---")
-    typer.echo(spec.prompt)
+    data = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+    front = yaml.dump(data, Dumper=_SpecDumper, sort_keys=False, allow_unicode=True, width=1000)
+    typer.echo(f"---\n# {spec.scope} file: {_display(spec.source)}")
+    for overridden in registry.overridden.get(name, ()):
+        typer.echo(f"# overrides: {_display(overridden)}")
+    typer.echo(f"{front}---\n{spec.prompt}")
 
 
 @agents_app.command("validate")
 def validate(
+    all_files: Annotated[bool, typer.Option("--all", help="Also check the user and built-in files.")] = False,
     config: ConfigOpt = None,
-    all_files: Annotated[bool, typer.Option("--all", help="Also check user and built-in files.")] = False,
 ) -> None:
-    """Check agent files: fields, regexes, schemas, handoff targets, tool and MCP server names."""
+    """Check agent files: fields, regexes, schemas, handoff targets, tool and MCP server names.
+
+    Without --all only the project files are reported, though references are
+    resolved against every layer (a project agent may hand off to a built-in one).
+    """
     settings = _settings(config)
-    registry = _registry(settings, check=True, project_only=not all_files)
-    _report(registry)
-    if registry.errors:
-        typer.echo(f"{len(registry.errors)} problem(s); {len(registry.specs)} agent(s) valid.", err=True)
+    registry = _load(settings, check=True)
+    errors, specs = registry.errors, list(registry)
+    if not all_files:
+        project = _project_dirs(settings)
+        errors = [e for e in errors if _inside(e.file, project)]
+        specs = [s for s in specs if s.scope == "project"]
+    for error in errors:
+        typer.echo(_problem(error))
+    if errors:
+        files = len({e.file for e in errors})
+        typer.echo(f"{len(errors)} problem(s) in {files} file(s); {len(specs)} agent(s) valid.", err=True)
         raise typer.Exit(1)
-    typer.echo(f"{len(registry.specs)} agent(s) valid.")
+    typer.echo(f"{len(specs)} agent(s) valid.")
 
 
 @agents_app.command("create")
 def create(
-    name: str,
-    template: Annotated[str, typer.Option(help="general | debugging | code-review | documentation")] = "general",
-    directory: Annotated[Path | None, typer.Option("--dir", help="Where to write (default: first agents dir).")] = None,
-    force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
+    name: Annotated[str, typer.Argument(help="Kebab-case agent name, e.g. release-notes.")],
+    template: Annotated[TemplateName, typer.Option(help="What to start from.")] = TemplateName.general,
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="Where to write (default: the first of agents.dirs).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Write a new agent file from a template."""
-    if template not in TEMPLATES:
-        typer.echo(f"unknown template {template!r}; choose one of {', '.join(TEMPLATES)}", err=True)
-        raise typer.Exit(2)
-    if not NAME.match(name) or len(name) > 48:
-        typer.echo(f"bad name {name!r}: use kebab-case (a-z, 0-9, single hyphens), at most 48 characters", err=True)
+    problem = name_problem(name)
+    if problem is not None:
+        typer.echo(f"bad agent name {name!r}: {problem}", err=True)
         raise typer.Exit(2)
     settings = _settings(config)
-    target_dir = directory or (settings.agents.dirs[0] if settings.agents.dirs else Path("config/agents"))
-    path = target_dir.expanduser() / f"{name}.md"
+    if directory is None:
+        if not settings.agents.dirs:
+            typer.echo("no project agents dir is configured (agents.dirs); pass --dir", err=True)
+            raise typer.Exit(2)
+        directory = settings.agents.dirs[0]
+    path = directory.expanduser() / f"{name}.md"
     if path.exists() and not force:
-        typer.echo(f"{path} exists; use --force to overwrite", err=True)
+        typer.echo(f"{path} already exists; use --force to overwrite it", err=True)
         raise typer.Exit(1)
-    runner, description, prompt = TEMPLATES[template]
-    front = {
-        "kind": "agent",
-        "name": name,
-        "title": name.replace("-", " ").title(),
-        "description": description,
-        "runner": runner,
-        "contextMode": "isolated",
-        "triggers": {"keywords": [], "patterns": [], "priority": 50},
-        "tools": {"allow": [], "deny": ["run_command"]},
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\n{yaml.safe_dump(front, sort_keys=False)}---\n{prompt}\n", encoding="utf-8")
-    parse_agent_file(path)  # what we write must load
+    elsewhere = load_agents(None, None, [path.parent]).get(name)
+    if elsewhere is not None and Path(elsewhere.source) != path:
+        typer.echo(f"{name!r} is already defined in {elsewhere.source}; edit that file instead", err=True)
+        raise typer.Exit(1)
+    text = render_template(template.value, name)
+    parse_agent_text(text, source=str(path))  # a template that does not load is a bug here, not the user's
+    other_layer = _load(settings).get(name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        typer.echo(f"cannot write {path}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(1) from None
     typer.echo(f"created {path}")
+    if other_layer is not None and Path(other_layer.source).resolve() != path.resolve():
+        typer.echo(f"note: {name!r} is also defined in {_display(other_layer.source)}; builtin < user < project")
 
 
 @agents_app.command("schema")
 def schema() -> None:
-    """The JSON schema of an agent file's front matter (for editors)."""
-    typer.echo(json.dumps(agent_json_schema(), indent=2))
+    """The JSON schema of an agent file's front matter, for editors."""
+    typer.echo(json.dumps(agent_json_schema(), indent=2, ensure_ascii=False))

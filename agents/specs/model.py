@@ -1,0 +1,260 @@
+"""The front matter of an agent file as a frozen pydantic model, and its JSON schema.
+
+Unknown fields are errors at every level, so a typo (``trigers:``) fails loudly
+instead of silently doing nothing.  The field docstrings become the schema's
+descriptions, which editors show next to the fields.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import Annotated, Any, Literal
+
+import jsonschema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+# Gemini allows 64 characters in a function name; "transfer_to_" takes 12 of them.
+MAX_NAME_LENGTH = 48
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+Scope = Literal["builtin", "user", "project"]
+RunnerKind = Literal["chat", "react", "plan"]
+ContextMode = Literal["isolated", "shared"]
+GuardrailPolicy = Literal["reject", "repair", "warn"]
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name an agent, or None when it can."""
+    if len(name) > MAX_NAME_LENGTH:
+        return f"at most {MAX_NAME_LENGTH} characters, so transfer_to_<name> stays a valid function name"
+    if not NAME_PATTERN.match(name):
+        return "use kebab-case: lower-case letters and digits, words joined by single hyphens, starting with a letter"
+    return None
+
+
+def _agent_name(name: str) -> str:
+    problem = name_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
+
+
+def _regex(pattern: str) -> str:
+    try:
+        re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
+    return pattern
+
+
+def _number_to_str(value: Any) -> Any:
+    # YAML reads `version: 1.0` as a float; a version is a label, not a number.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+AgentName = Annotated[
+    str,
+    AfterValidator(_agent_name),
+    WithJsonSchema({"type": "string", "pattern": NAME_PATTERN.pattern, "maxLength": MAX_NAME_LENGTH}),
+]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+Regex = Annotated[str, AfterValidator(_regex), WithJsonSchema({"type": "string", "format": "regex"})]
+Version = Annotated[str, BeforeValidator(_number_to_str), WithJsonSchema({"type": ["string", "number"]})]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True)
+
+
+class ToolsPolicy(_Strict):
+    """Which tools the agent is offered: names or glob patterns such as ``mcp.github.*``."""
+
+    allow: tuple[Text, ...] = ()
+    """Tools offered to the agent. Empty: every tool of risk low or medium (high-risk tools must be named)."""
+    deny: tuple[Text, ...] = ()
+    """Tools never offered; deny wins over allow."""
+
+
+class McpPolicy(_Strict):
+    """The MCP servers whose tools the agent may use."""
+
+    servers: tuple[Text, ...] = ()
+    """Names of servers configured under the gateway's ``mcp.servers``; none by default."""
+
+
+class Triggers(_Strict):
+    """What the rule router scores: (10 per keyword + 20 per pattern) × priority / 100."""
+
+    keywords: tuple[Text, ...] = ()
+    """Case-insensitive words or phrases; Latin ones match whole words, CJK ones match anywhere."""
+    patterns: tuple[Regex, ...] = ()
+    """Python regular expressions, matched case-insensitively anywhere in the message."""
+    priority: int = Field(50, ge=0, le=100)
+    """Weight of this agent's score in percent (built-in subagents use 100)."""
+
+    @cached_property
+    def compiled(self) -> tuple[re.Pattern[str], ...]:
+        """The patterns compiled the way the router uses them."""
+        return tuple(re.compile(p, re.IGNORECASE) for p in self.patterns)
+
+
+class Handoff(_Strict):
+    """A ``transfer_to_<to>`` tool the agent may call to pass the conversation on."""
+
+    to: AgentName
+    """The agent that takes over."""
+    when: str = ""
+    """When to hand off; goes into the tool's description for the model."""
+    description: str = ""
+    """What the target does, for the model; the target's own description when empty."""
+    include_context: bool = False
+    """Give the target this agent's conversation, not only the handoff summary."""
+
+
+class Guardrail(_Strict):
+    """A check of the agent's final answer against a JSON schema."""
+
+    name: Text
+    output_schema: dict[str, Any]
+    """A JSON schema (draft 2020-12) the answer, parsed as JSON, must satisfy."""
+    policy: GuardrailPolicy = "reject"
+    """reject: replace the answer with an error notice; repair: re-ask the model with the errors
+    (at most max_repairs times, then reject); warn: send the answer and record the violation."""
+    max_repairs: int = Field(1, ge=0, le=5)
+
+    @field_validator("output_schema")
+    @classmethod
+    def _schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path)
+            raise ValueError(f"not a valid JSON schema{f' at {where}' if where else ''}: {exc.message}") from None
+        return schema
+
+
+class Confirmation(_Strict):
+    """Tools this agent must ask the user about before running them (besides the tools' own flags)."""
+
+    require_confirmation: tuple[Text, ...] = ()
+    """Tool names or glob patterns."""
+    prompt_template: str | None = None
+    """The question shown to the user instead of the default one."""
+    timeout: float | None = Field(None, gt=0)
+    """Seconds before an unanswered confirmation expires (counts as denied); the gateway default when empty."""
+
+
+class AgentSpec(_Strict):
+    """An agent defined in a Markdown file: the front matter's fields, the body as :attr:`prompt`.
+
+    Files load from three layers (see :func:`agents.spec.load_agents`); ``scope`` and
+    ``source`` record where the winning file was found.
+    """
+
+    kind: Literal["agent"] = "agent"
+    name: AgentName
+    """Unique kebab-case name: ``@name`` in chat, ``transfer_to_<name>`` for handoffs."""
+    title: str = ""
+    """A human-readable name for lists and menus."""
+    description: str = ""
+    """What the agent is for; the LLM router reads it to choose an agent."""
+    model: str | None = None
+    """A model name overriding the gateway's ``model.name`` for this agent."""
+    scope: Scope = "project"
+    """The layer the file was loaded from: builtin < user < project. Set by the loader; a value
+    written in the file is accepted for readers but overruled by where the file actually is."""
+    version: Version = "1"
+    """The file's own version label, for the operator."""
+    runner: RunnerKind = "react"
+    """The built-in runner that executes the agent: chat (one model call), react (model and tools),
+    plan (plan, approve, execute, replan)."""
+    context_mode: ContextMode = Field("isolated", alias="contextMode")
+    """isolated: this agent's earlier turns in the chat + the handoff context + the message;
+    shared: the chat's recent history. ``context_mode`` is accepted too."""
+    tools: ToolsPolicy = ToolsPolicy()
+    mcp: McpPolicy = McpPolicy()
+    triggers: Triggers = Triggers()
+    handoffs: tuple[Handoff, ...] = ()
+    guardrails: tuple[Guardrail, ...] = ()
+    confirmation: Confirmation = Confirmation()
+    prompt: SkipJsonSchema[str] = Field("", exclude=True)
+    """The system prompt: the file's Markdown body."""
+    source: SkipJsonSchema[str] = Field("", exclude=True)
+    """The file the spec came from."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _snake_case_alias(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "context_mode" in data:
+            if "contextMode" in data:
+                raise ValueError("give contextMode or context_mode, not both")
+            data = {("contextMode" if k == "context_mode" else k): v for k, v in data.items()}
+        return data
+
+    @field_validator("handoffs")
+    @classmethod
+    def _distinct_targets(cls, handoffs: tuple[Handoff, ...], info: ValidationInfo) -> tuple[Handoff, ...]:
+        seen: set[str] = set()
+        for handoff in handoffs:
+            if handoff.to == info.data.get("name"):
+                raise ValueError(f"{handoff.to!r} is this agent: it cannot hand off to itself")
+            if handoff.to in seen:
+                raise ValueError(f"{handoff.to!r} is listed twice")
+            seen.add(handoff.to)
+        return handoffs
+
+    @field_validator("guardrails")
+    @classmethod
+    def _distinct_guardrails(cls, guardrails: tuple[Guardrail, ...]) -> tuple[Guardrail, ...]:
+        names = [g.name for g in guardrails]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValueError(f"the name {name!r} is used twice")
+        return guardrails
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The JSON schema of the front matter, for editors (``bot agents schema``)."""
+        schema = cls.model_json_schema(by_alias=True)
+        properties = schema["properties"]
+        properties["context_mode"] = {**properties["contextMode"], "description": "Same as contextMode."}
+        return {
+            "$schema": JSON_SCHEMA_DIALECT,
+            **schema,
+            "title": "Agent file front matter",
+            "description": "The YAML between the --- lines of an agent file; the Markdown body is the system prompt.",
+            "not": {"required": ["contextMode", "context_mode"]},
+        }
+
+
+def agent_json_schema() -> dict[str, Any]:
+    """The JSON schema of an agent file's front matter."""
+    return AgentSpec.json_schema()
+
+
+# Field names per section, for "did you mean …?" on unknown fields.
+SECTIONS: dict[str, type[BaseModel]] = {
+    "": AgentSpec,
+    "tools": ToolsPolicy,
+    "mcp": McpPolicy,
+    "triggers": Triggers,
+    "handoffs": Handoff,
+    "guardrails": Guardrail,
+    "confirmation": Confirmation,
+}

@@ -1,0 +1,180 @@
+"""Loading every agent file from the three layers, and the checks that need all of them.
+
+Precedence is builtin < user < project (and among several project dirs, later
+ones win): a file overrides an agent of the same name from an earlier layer.
+The winner keeps the place where the name first appeared, so overriding ``chat``
+does not change the order agents are listed or tie-broken in by the router.
+
+A broken file is reported and skipped, and whatever it would have overridden
+stays in force.  References (handoff targets, and in validate mode tool and MCP
+server names) are checked after every file is read; dropping a spec for a bad
+reference can break another spec's handoff, so the check repeats until nothing
+changes.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agents.specs.files import SpecError, SpecFileError, parse_agent_file
+from agents.specs.model import AgentSpec, Scope
+
+_GLOB_CHARS = frozenset("*?[")
+_SKIPPED_FILES = {"readme.md"}
+
+
+@dataclass
+class AgentRegistry:
+    """The agents that loaded, by name in a deterministic order, and the problems found."""
+
+    specs: dict[str, AgentSpec] = field(default_factory=dict)
+    errors: list[SpecError] = field(default_factory=list)
+    overridden: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per agent name, the files the winning file overrode (earlier layers first)."""
+
+    def get(self, name: str) -> AgentSpec | None:
+        return self.specs.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.specs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.specs
+
+    def __iter__(self) -> Iterator[AgentSpec]:
+        return iter(self.specs.values())
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+
+def is_pattern(name: str) -> bool:
+    """Whether a tool reference is a glob pattern (``mcp.github.*``) rather than a name."""
+    return not _GLOB_CHARS.isdisjoint(name)
+
+
+def _suggest(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _read_dir(directory: Path, scope: Scope, errors: list[SpecError], unloaded: set[str]) -> list[AgentSpec]:
+    if not directory.exists():
+        return []
+    if not directory.is_dir():
+        errors.append(SpecError(str(directory), "directory", "not a directory"))
+        return []
+    specs: list[AgentSpec] = []
+    defined_in: dict[str, str] = {}
+    for path in sorted(directory.glob("*.md")):
+        # Editor lock files and a README next to the agents are not agents.
+        if path.name.startswith(".") or path.name.lower() in _SKIPPED_FILES or not path.is_file():
+            continue
+        try:
+            spec = parse_agent_file(path, scope)
+        except SpecFileError as exc:
+            errors.extend(exc.errors)
+            if exc.name:
+                unloaded.add(exc.name)
+            continue
+        if spec.name in defined_in:
+            reason = f"{spec.name!r} is already defined in {defined_in[spec.name]} (same directory)"
+            errors.append(SpecError(str(path), "name", reason))
+            continue
+        defined_in[spec.name] = spec.source
+        specs.append(spec)
+    return specs
+
+
+def load_agents(
+    builtin_dir: Path | None,
+    user_dir: Path | None,
+    project_dirs: Iterable[Path] = (),
+    *,
+    known_tools: Collection[str] | None = None,
+    known_mcp_servers: Collection[str] | None = None,
+) -> AgentRegistry:
+    """Load the agent files (``*.md``) of every layer; later layers override earlier ones by name.
+
+    Missing directories are fine (most users have no user dir).  With
+    ``known_tools`` / ``known_mcp_servers`` (validate mode) named tools and MCP
+    servers must exist too; glob patterns are not checked against tools.
+    """
+    errors: list[SpecError] = []
+    unloaded: set[str] = set()
+    # Per name, every spec that loaded for it, in precedence order; the last one wins.
+    candidates: dict[str, list[AgentSpec]] = {}
+    layers: list[tuple[Path | None, Scope]] = [(builtin_dir, "builtin"), (user_dir, "user")]
+    layers += [(d, "project") for d in project_dirs]
+    for directory, scope in layers:
+        if directory is None:
+            continue
+        for spec in _read_dir(directory, scope, errors, unloaded):
+            candidates.setdefault(spec.name, []).append(spec)
+    while True:
+        current = {name: stack[-1] for name, stack in candidates.items() if stack}
+        broken = {}
+        for name, spec in current.items():
+            problems = check_references(spec, current, known_tools, known_mcp_servers, unloaded=unloaded)
+            if problems:
+                broken[name] = problems
+        if not broken:
+            break
+        for name, problems in broken.items():
+            errors.extend(problems)
+            candidates[name].pop()
+            unloaded.add(name)
+    return AgentRegistry(
+        specs=current,
+        errors=errors,
+        overridden={name: tuple(s.source for s in stack[:-1]) for name, stack in candidates.items() if len(stack) > 1},
+    )
+
+
+def check_references(
+    spec: AgentSpec,
+    agents: Collection[str],
+    known_tools: Collection[str] | None = None,
+    known_mcp_servers: Collection[str] | None = None,
+    *,
+    unloaded: Collection[str] = (),
+) -> list[SpecError]:
+    """What ``spec`` names that does not exist: handoff targets among ``agents``, and when
+    given, tools and MCP servers.  ``unloaded`` names agents whose files failed, for a clearer reason.
+
+    A tool named ``mcp.<server>.<tool>`` is checked by its server only: MCP tools are known
+    only once the server is connected.
+    """
+    errors = []
+    for i, handoff in enumerate(spec.handoffs):
+        if handoff.to in agents:
+            continue
+        if handoff.to in unloaded:
+            reason = f"agent {handoff.to!r} did not load (see the errors for its file)"
+        else:
+            reason = f"unknown agent {handoff.to!r}{_suggest(handoff.to, agents)}"
+        errors.append(SpecError(spec.source, f"handoffs[{i}].to", reason))
+    tool_lists = (
+        ("tools.allow", spec.tools.allow),
+        ("tools.deny", spec.tools.deny),
+        ("confirmation.require_confirmation", spec.confirmation.require_confirmation),
+    )
+    for where, names in tool_lists:
+        for i, name in enumerate(names):
+            if name.startswith("mcp."):
+                server = name.split(".")[1]
+                if known_mcp_servers is not None and not is_pattern(server) and server not in known_mcp_servers:
+                    reason = f"unknown MCP server {server!r} in {name!r}{_suggest(server, known_mcp_servers)}"
+                    errors.append(SpecError(spec.source, f"{where}[{i}]", reason))
+            elif known_tools is not None and not is_pattern(name) and name not in known_tools:
+                reason = f"unknown tool {name!r}{_suggest(name, known_tools)}"
+                errors.append(SpecError(spec.source, f"{where}[{i}]", reason))
+    if known_mcp_servers is not None:
+        for i, server in enumerate(spec.mcp.servers):
+            if server not in known_mcp_servers:
+                reason = f"unknown MCP server {server!r}{_suggest(server, known_mcp_servers)}"
+                errors.append(SpecError(spec.source, f"mcp.servers[{i}]", reason))
+    return errors
