@@ -1,12 +1,14 @@
 """``http_get``: GET a URL on the public internet, and nothing else.
 
-Private, loopback, link-local, multicast, CGNAT and other non-global
-addresses are refused after DNS resolution and again on every redirect
-(redirects are followed by hand); IP literals in any spelling (``2130706433``,
-``0x7f.1``, ``[::ffff:127.0.0.1]``) resolve to the same checks.  The
-connection only ever goes to addresses that were checked, so a name that
-re-resolves to something else (DNS rebinding) gets nowhere.  Exceptions are
-configured in ``allow_private`` (hosts or CIDR networks).
+Every hop (the first URL and each redirect, followed by hand) is checked
+before it is requested: the scheme must be http or https, and every address
+the host resolves to must be public.  Private, loopback, link-local,
+multicast, CGNAT, reserved and unspecified addresses are refused, including
+IPv4 addresses wrapped in IPv6 (``::ffff:127.0.0.1``, NAT64, 6to4) and IPv4
+literals in any spelling (``2130706433``, ``0x7f.1``, ``127.1``).  The
+connection goes only to the addresses that were checked (a per-request
+resolver pins them), so a name that re-resolves elsewhere (DNS rebinding)
+gets nowhere.  Exceptions are configured in ``allow_private``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import asyncio
 import ipaddress
 import socket
 from typing import Any
-from urllib.parse import urljoin
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -25,86 +26,157 @@ from agents.tools.base import Tool, ToolError, tool
 from agents.tools.config import HttpToolConfig
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+_REDIRECTS = (301, 302, 303, 307, 308)
+_CGNAT = ipaddress.IPv4Network("100.64.0.0/10")
+_NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+_6TO4 = ipaddress.IPv6Network("2002::/16")
+
+
+def embedded_ipv4(ip: IP) -> IP:
+    """The IPv4 address an IPv6 address stands for (mapped, NAT64, 6to4), else ``ip`` itself."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        return ip
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if any(ip in net for net in _NAT64):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    return ip
+
+
+def non_public(ip: IP) -> str | None:
+    """Why ``ip`` is not a public unicast address (``"loopback"``, ``"private"``, …), or None if it is."""
+    ip = embedded_ipv4(ip)
+    checks: list[tuple[bool, str]] = [
+        (ip.is_unspecified, "unspecified"),
+        (ip.is_loopback, "loopback"),
+        (ip.is_link_local, "link-local"),
+        (ip.is_multicast, "multicast"),
+        (isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT, "shared (CGNAT)"),
+        (isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local, "site-local"),
+        (ip.is_private, "private"),
+        (ip.is_reserved, "reserved"),
+        (not ip.is_global, "non-public"),
+    ]
+    return next((why for hit, why in checks if hit), None)
+
+
+def numeric_host(host: str) -> IP | None:
+    """The address a numeric host stands for, in any spelling C's ``inet_aton`` accepts; None for names."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    if host.replace(".", "").isalnum() and not host.endswith("."):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except (OSError, ValueError):
+            return None
+    return None
 
 
 class Policy:
-    """Which addresses a request may reach."""
+    """Which addresses a request may reach: public ones, and those ``allow_private`` names."""
 
     def __init__(self, allow_private: list[str]) -> None:
-        self.hosts = {a.lower() for a in allow_private if not _network(a)}
-        self.networks = [n for n in (_network(a) for a in allow_private) if n is not None]
+        self.hosts: set[str] = set()
+        self.networks: list[Network] = []
+        for entry in allow_private:
+            try:
+                self.networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                self.hosts.add(_norm(entry))
 
     def check(self, host: str, ip: IP) -> None:
-        if host.lower() in self.hosts or any(ip in n for n in self.networks):
+        """Raise :class:`ToolError` unless ``host`` may be reached at ``ip``."""
+        if _norm(host) in self.hosts or any(_within(ip, net) for net in self.networks):
             return
-        mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
-        target = mapped or ip
-        if not target.is_global or target.is_multicast:
-            raise ToolError(f"refused: {host} resolves to a private or local address ({target})")
+        why = non_public(ip)
+        if why is not None:
+            raise ToolError(
+                f"refused: {host} resolves to a {why} address ({ip}); http_get only reaches public addresses"
+            )
 
 
-def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
-    try:
-        return ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return None
+def _norm(host: str) -> str:
+    return host.strip().strip("[]").rstrip(".").lower()
 
 
-class VettedResolver(AbstractResolver):
-    """Resolves like the system, then drops the request unless every address passes the policy."""
+def _within(ip: IP, net: Network) -> bool:
+    return ip in net or embedded_ipv4(ip) in net
+
+
+class PinnedResolver(AbstractResolver):
+    """Hands aiohttp only the addresses :meth:`vet` checked, so nothing is resolved twice."""
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
+        self.pins: dict[str, list[tuple[socket.AddressFamily, str]]] = {}
+
+    async def vet(self, url: str | URL) -> URL:
+        """Parse and check one hop: scheme, host, and every address the host has."""
+        try:
+            parsed = url if isinstance(url, URL) else URL(url)
+        except (ValueError, TypeError):
+            raise ToolError(f"not a valid URL: {str(url)[:200]!r}") from None
+        if parsed.scheme not in ("http", "https"):
+            raise ToolError(f"only http and https URLs are allowed, not {parsed.scheme or 'no scheme'!r}: {url}")
+        host = parsed.raw_host
+        if not host:
+            raise ToolError(f"the URL has no host: {url}")
+        literal = numeric_host(host)
+        if literal is not None:
+            self.policy.check(host, literal)
+            self.pins[host] = [(_family(literal), str(literal))]
+            return parsed
+        if ":" in host or host.replace(".", "").isdigit():
+            # aiohttp would connect to such a host without our resolver: it must be a real address.
+            raise ToolError(f"not a valid IP address: {host}")
+        addresses = await _getaddrinfo(host)
+        for _fam, address in addresses:
+            self.policy.check(host, ipaddress.ip_address(address))
+        self.pins[host] = addresses
+        return parsed
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
-        infos = await resolve_all(host, port)
-        out: list[ResolveResult] = []
-        for fam, address in infos:
-            self.policy.check(host, ipaddress.ip_address(address))
-            out.append(
-                {
-                    "hostname": host,
-                    "host": address,
-                    "port": port,
-                    "family": fam,
-                    "proto": 0,
-                    "flags": socket.AI_NUMERICHOST,
-                }
-            )
-        return out
+        pinned = self.pins.get(host)
+        if pinned is None:  # not seen by vet() (should not happen): check it now
+            pinned = await _getaddrinfo(host)
+            for _fam, address in pinned:
+                self.policy.check(host, ipaddress.ip_address(address))
+        wanted = [(fam, a) for fam, a in pinned if family in (socket.AF_UNSPEC, fam)] or pinned
+        return [
+            {"hostname": host, "host": a, "port": port, "family": fam, "proto": 0, "flags": socket.AI_NUMERICHOST}
+            for fam, a in wanted
+        ]
 
     async def close(self) -> None:
         return None
 
 
-async def resolve_all(host: str, port: int) -> list[tuple[socket.AddressFamily, str]]:
+def _family(ip: IP) -> socket.AddressFamily:
+    return socket.AF_INET if ip.version == 4 else socket.AF_INET6
+
+
+async def _getaddrinfo(host: str) -> list[tuple[socket.AddressFamily, str]]:
     loop = asyncio.get_running_loop()
     try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise ToolError(f"cannot resolve {host}: {exc.strerror}") from None
-    return [(fam, str(sockaddr[0]).split("%")[0]) for fam, *_rest, sockaddr in infos]
-
-
-async def vet_url(url: str, policy: Policy) -> URL:
-    """Parse and check a URL: scheme, host, and every address the host has."""
-    try:
-        parsed = URL(url)
-    except ValueError:
-        raise ToolError(f"not a URL: {url!r}") from None
-    if parsed.scheme not in ("http", "https"):
-        raise ToolError(f"only http and https URLs are allowed, not {parsed.scheme or 'no scheme'!r}")
-    host = parsed.host
-    if not host:
-        raise ToolError(f"the URL has no host: {url!r}")
-    try:
-        policy.check(host, ipaddress.ip_address(host.strip("[]")))
-    except ValueError:
-        for _fam, address in await resolve_all(host, parsed.port or 0):
-            policy.check(host, ipaddress.ip_address(address))
-    return parsed
+        infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ToolError(f"cannot resolve {host}: {getattr(exc, 'strerror', None) or exc}") from None
+    out: list[tuple[socket.AddressFamily, str]] = []
+    for fam, _type, _proto, _name, sockaddr in infos:
+        address = str(sockaddr[0]).split("%")[0]
+        if (fam, address) not in out:
+            out.append((fam, address))
+    if not out:
+        raise ToolError(f"cannot resolve {host}: no addresses")
+    return out
 
 
 def http_tools(config: HttpToolConfig) -> list[Tool]:
@@ -112,32 +184,49 @@ def http_tools(config: HttpToolConfig) -> list[Tool]:
 
     @tool(risk="low")
     async def http_get(url: str) -> str:
-        """Fetch a web page or API URL with GET and return its status and text (public addresses only)."""
-        timeout = aiohttp.ClientTimeout(total=config.timeout_s)
-        connector = aiohttp.TCPConnector(resolver=VettedResolver(policy), use_dns_cache=False)
-        headers = {"User-Agent": config.user_agent}
-        try:
-            async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers) as session:
-                return await _get(session, url, policy, config)
-        except TimeoutError:
-            raise ToolError(f"timed out after {config.timeout_s:g} s") from None
-        except aiohttp.ClientError as exc:
-            raise ToolError(f"request failed: {exc.__class__.__name__}: {exc}") from None
+        """Fetch a web page or API URL with GET (public internet addresses only) and return its status and text."""
+        return await fetch(url, config, policy)
 
     return [http_get]
 
 
-async def _get(session: aiohttp.ClientSession, url: str, policy: Policy, config: HttpToolConfig) -> str:
-    current = url
-    for _hop in range(config.max_redirects + 1):
-        target = await vet_url(current, policy)
+async def fetch(url: str, config: HttpToolConfig, policy: Policy | None = None) -> str:
+    """GET ``url`` under ``config``'s limits; the result is a short header block and the decoded text."""
+    resolver = PinnedResolver(policy or Policy(config.allow_private))
+    connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, force_close=True)
+    timeout = aiohttp.ClientTimeout(total=config.timeout_s)
+    headers = {"User-Agent": config.user_agent, "Accept": "*/*"}
+    try:
+        async with asyncio.timeout(config.timeout_s):
+            async with aiohttp.ClientSession(
+                connector=connector, timeout=timeout, headers=headers, trust_env=False
+            ) as session:
+                return await _follow(session, resolver, url, config)
+    except TimeoutError:
+        raise ToolError(f"timed out after {config.timeout_s:g} s: {url}") from None
+    except aiohttp.ClientError as exc:
+        raise ToolError(f"request failed: {exc.__class__.__name__}: {exc}") from None
+    except (OSError, ValueError) as exc:
+        raise ToolError(f"request failed: {exc.__class__.__name__}: {exc}") from None
+
+
+async def _follow(session: aiohttp.ClientSession, resolver: PinnedResolver, url: str, config: HttpToolConfig) -> str:
+    target = await resolver.vet(url)
+    redirects = 0
+    while True:
         async with session.get(target, allow_redirects=False) as response:
-            if response.status in (301, 302, 303, 307, 308) and "Location" in response.headers:
-                current = urljoin(str(target), response.headers["Location"])
-                continue
-            body, truncated = await _read(response, config.max_bytes)
-            return _describe(response, body, truncated, config.max_bytes)
-    raise ToolError(f"too many redirects (more than {config.max_redirects})")
+            location = response.headers.get("Location")
+            if response.status not in _REDIRECTS or not location:
+                body, truncated = await _read(response, config.max_bytes)
+                return _describe(response, body, truncated, config.max_bytes)
+        if redirects >= config.max_redirects:
+            raise ToolError(f"too many redirects (more than {config.max_redirects}); last one to {location}")
+        redirects += 1
+        try:
+            following = target.join(URL(location))
+        except (ValueError, TypeError):
+            raise ToolError(f"redirected to an invalid URL: {location[:200]!r}") from None
+        target = await resolver.vet(following)
 
 
 async def _read(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
@@ -152,13 +241,22 @@ async def _read(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bo
 
 
 def _describe(response: aiohttp.ClientResponse, body: bytes, truncated: bool, limit: int) -> str:
+    content_type = response.headers.get("Content-Type", "-")
+    lines = [
+        f"HTTP {response.status} {response.reason or ''}".strip(),
+        f"URL: {response.url}",
+        f"Content-Type: {content_type}",
+        "",
+    ]
+    if b"\x00" in body[:4096]:
+        lines.append(f"[binary content, {len(body)}{'+' if truncated else ''} bytes, not shown]")
+        return "\n".join(lines)
     charset: Any = response.charset or "utf-8"
     try:
         text = body.decode(charset, errors="replace")
     except LookupError:
         text = body.decode("utf-8", errors="replace")
-    head = f"HTTP {response.status} {response.reason or ''}".strip()
-    lines = [head, f"URL: {response.url}", f"Content-Type: {response.headers.get('Content-Type', '-')}", "", text]
+    lines.append(text)
     if truncated:
         lines.append(f"\n[truncated at {limit} bytes]")
     return "\n".join(lines)

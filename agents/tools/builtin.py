@@ -1,0 +1,28 @@
+"""The ``builtin`` toolset: time, http_get, workspace files, and run_command when enabled."""
+
+from __future__ import annotations
+
+from agents.tools.base import StaticToolset, Tool
+from agents.tools.command import command_tools
+from agents.tools.config import ToolsConfig
+from agents.tools.files import file_tools
+from agents.tools.http import http_tools
+from agents.tools.time import time_tools
+
+BUILTIN = "builtin"
+
+
+def builtin_tools(config: ToolsConfig) -> list[Tool]:
+    """Every built-in tool the configuration enables (``run_command`` only when enabled), less the disabled ones."""
+    tools = [
+        *time_tools(),
+        *http_tools(config.http),
+        *file_tools(config.workspace, config.max_file_bytes),
+        *command_tools(config.run_command, config.workspace),
+    ]
+    return [t for t in tools if t.name not in config.disabled]
+
+
+def builtin_toolset(config: ToolsConfig) -> StaticToolset:
+    """The built-in tools as the toolset named ``builtin``."""
+    return StaticToolset(BUILTIN, builtin_tools(config))
