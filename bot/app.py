@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agents.models.base import Model
 from agents.models.offline import OfflineModel
+from agents.plan_execute import PlanExecuteRunner
+from agents.react import ASK_USER_TOOL, ReactRunner
+from agents.results import Runner
+from agents.spec import AgentSpec
 from agents.tools.base import Tool
 from bot.bus import InMemoryBus
 from bot.catalog import AgentCatalog
-from bot.events import OutboundMessage
+from bot.events import ChatKey, OutboundMessage
 from bot.http import HttpServer
 from bot.interrupts import InterruptService
 from bot.outbox import Outbox
 from bot.recovery import RecoveryReport, recover
 from bot.routing import Router
 from bot.runs import RunManager
+from bot.scheduled import ScheduledMessages
 from bot.settings import ConfigError, Settings
 from bot.store import SqlStore, store_from_settings
 from bot.store.runs import RunStore
@@ -51,6 +56,22 @@ def builtin_tools(settings: Settings) -> list[Tool]:
     from agents.tools import builtin_toolset
 
     return list(builtin_toolset(settings.tools).tools)
+
+
+def plan_runner_factory(settings: Settings) -> Callable[[AgentSpec], Runner]:
+    """Plan-Execute-Replan runners configured by the ``plan`` section."""
+
+    def make(spec: AgentSpec) -> Runner:
+        return PlanExecuteRunner(
+            spec.name,
+            spec.prompt,
+            approval=settings.plan.approval_rule(),
+            max_steps=settings.plan.max_steps,
+            progress=settings.plan.progress,
+            executor=ReactRunner(spec.name, spec.prompt),
+        )
+
+    return make
 
 
 def build_channels(settings: Settings) -> list[Channel]:
@@ -86,8 +107,13 @@ class Gateway:
         self.bus = InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
         self.outbox = Outbox()
         self.channels = list(channels) if channels is not None else build_channels(settings)
-        self.tools: list[Tool] = list(tools) if tools is not None else builtin_tools(settings)
-        self.catalog = AgentCatalog.load(settings)
+        self.scheduled = ScheduledMessages(self.runs, self._send)
+        self.tools: list[Tool] = [
+            *(tools if tools is not None else builtin_tools(settings)),
+            ASK_USER_TOOL,
+            *self.scheduled.tools(),
+        ]
+        self.catalog = AgentCatalog.load(settings, plan_factory=plan_runner_factory(settings))
         self.router = Router(self.catalog.targets(), self.model)
         self.manager = RunManager(
             settings=settings,
@@ -111,9 +137,18 @@ class Gateway:
             runs=self.runs,
             router=self.router,
         )
+        self.supervisor.pending_extra = self._pending_scheduled
+        self.supervisor.cancel_scheduled = self.scheduled.cancel
         self.http: HttpServer | None = None
         self.recovery: RecoveryReport | None = None
         self._started = False
+
+    async def _pending_scheduled(self, chat: ChatKey) -> list[str]:
+        rows = await self.scheduled.pending(str(chat))
+        return [
+            f"• scheduled {r['id']} at {r['due_at']:%Y-%m-%d %H:%M} UTC: {r['text'][:80]} (/cancel {r['id']})"
+            for r in rows
+        ]
 
     async def _send(self, message: OutboundMessage) -> str | None:
         return await self.supervisor.send(message)
@@ -136,6 +171,7 @@ class Gateway:
             self.outbox.register(channel)
         self.interrupts.scheduler.start()
         self.recovery = await recover(self.runs, self.manager, self.interrupts)
+        self.recovery.late_scheduled = await self.scheduled.reconcile(self.interrupts.scheduler)
         if self.settings.http.enabled:
             self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
             await self.http.start()

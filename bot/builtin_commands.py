@@ -42,6 +42,10 @@ def register_builtin_commands(sup: Supervisor) -> None:
         return f"Session cleared: I forgot this chat's history.{extra}"
 
     async def cancel(call: CommandCall) -> str:
+        if call.argv:
+            if sup.cancel_scheduled is None or not await sup.cancel_scheduled(str(call.event.chat), call.argv[0]):
+                return f"No scheduled message {call.argv[0]!r} is pending here."
+            return f"Scheduled message {call.argv[0]} cancelled."
         row = await sup.runs.pending(str(call.event.chat))
         if row is None:
             return "Nothing to cancel."
@@ -87,6 +91,8 @@ def register_builtin_commands(sup: Supervisor) -> None:
     sup.commands.add("help", help_, "this list")
     sup.commands.add("whoami", whoami, "your id, role and chat")
     sup.commands.add("reset", reset, "forget this chat's history (and cancel what is pending)")
-    sup.commands.add("cancel", cancel, "cancel the pending request or the running one")
+    sup.commands.add(
+        "cancel", cancel, "cancel the pending request, the running one, or a scheduled message", usage="[ID]"
+    )
     sup.commands.add("pending", pending, "what is waiting for an answer here")
     sup.commands.add("permissions", permissions, "tools always allowed here; revoke them", usage="[revoke TOOL]")

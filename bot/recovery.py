@@ -34,6 +34,7 @@ class RecoveryReport:
     rerun: list[str] = field(default_factory=list)
     reported: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
+    late_scheduled: int = 0
 
 
 async def recover(runs: RunStore, manager: RunManager, interrupts: InterruptService) -> RecoveryReport:

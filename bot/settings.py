@@ -137,6 +137,22 @@ class InterruptsSection(_Section):
         return float(getattr(self, f"{kind}_timeout_s", self.tool_confirm_timeout_s))
 
 
+class StepsOver(_Section):
+    if_steps_over: int = Field(ge=0)
+
+
+class PlanSection(_Section):
+    """The Plan-Execute-Replan runner."""
+
+    approval: Literal["always", "never"] | StepsOver = "always"
+    max_steps: int = Field(10, ge=1, le=50)
+    progress: bool = True
+    """Send a line per completed step."""
+
+    def approval_rule(self) -> Literal["always", "never"] | int:
+        return self.approval if isinstance(self.approval, str) else self.approval.if_steps_over
+
+
 class McpServer(_Section):
     """One MCP server: stdio (``command``) or streamable HTTP (``url``)."""
 
@@ -235,6 +251,7 @@ class Settings(_Section):
     routing: RoutingSection = Field(default_factory=RoutingSection)
     interrupts: InterruptsSection = Field(default_factory=InterruptsSection)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    plan: PlanSection = Field(default_factory=PlanSection)
     mcp: McpSection = Field(default_factory=McpSection)
     channels: ChannelsSection = Field(default_factory=ChannelsSection)
 

@@ -51,6 +51,9 @@ class Supervisor:
     commands: CommandRegistry = field(default_factory=CommandRegistry)
     _busy: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     _routing_cache: tuple[Any, RoutingSection, dict[str, str]] | None = None
+    pending_extra: Any = None
+    """Lines for /pending beyond the interrupt (scheduled messages), set by the gateway."""
+    cancel_scheduled: Any = None
 
     def __post_init__(self) -> None:
         from bot.admin_commands import register_admin_commands

@@ -146,7 +146,8 @@ class Harness:
         prompt = prompt or self.prompt()
         for row in prompt.buttons:
             for button in row:
-                if button.label.startswith(label_start) or button.label.lstrip("✅❌ ").startswith(label_start):
+                words = button.label.split(" ", 1)
+                if button.label.startswith(label_start) or (len(words) == 2 and words[1].startswith(label_start)):
                     return button.payload
         raise AssertionError(f"no button {label_start!r} in {prompt.buttons!r}")
 

@@ -121,3 +121,17 @@ class OutboxEntry(SQLModel, table=True):
     status: str = Field(index=True, max_length=16)
     ref: str | None = Field(default=None, max_length=255)
     created_at: datetime
+
+
+class ScheduledMessage(SQLModel, table=True):
+    """A message the bot will send to a chat at a time (the ``schedule_message`` tool)."""
+
+    __tablename__ = "scheduled_messages"
+
+    id: str = Field(primary_key=True, max_length=32)
+    chat_key: str = Field(index=True, max_length=255)
+    text: str
+    due_at: datetime = Field(index=True)
+    status: str = Field(max_length=16)
+    created_by: str = Field(max_length=255)
+    created_at: datetime

@@ -1,0 +1,172 @@
+"""Scheduled messages: the gateway-owned ``schedule_message`` tool and its delivery.
+
+A scheduled message is a row first (it survives restarts), then an
+APScheduler job (job id ``sched:<id>``), reconciled from the table at start-up;
+one that fell due while the gateway was down is sent at start, marked late.
+Sending is exactly once: the row moves from ``pending`` to ``sent`` in the same
+transaction that puts the message in the outbox.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from agents.tools.base import Tool, ToolContext, ToolError, tool
+from bot.events import ChatKey, OutboundMessage
+from bot.interrupt_text import new_id
+from bot.store.ops import Step, utcnow
+from bot.store.runs import RunStore
+
+log = logging.getLogger(__name__)
+
+MAX_AHEAD = timedelta(days=366)
+
+
+def parse_when(at: str | None, in_minutes: float | None, now: datetime) -> datetime:
+    """A naive-UTC due time from an ISO 8601 time (naive = UTC) or a number of minutes from now."""
+    if in_minutes is not None:
+        if in_minutes <= 0:
+            raise ToolError("in_minutes must be more than 0")
+        return now + timedelta(minutes=in_minutes)
+    if not at:
+        raise ToolError("give either 'at' (ISO 8601 time, e.g. 2026-05-01T17:00:00+02:00) or 'in_minutes'")
+    try:
+        when = datetime.fromisoformat(at.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ToolError(f"cannot read the time {at!r}; use ISO 8601 like 2026-05-01T17:00:00+02:00") from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    if when <= now:
+        raise ToolError(f"{at} is in the past (it is now {now.isoformat(timespec='minutes')} UTC)")
+    return when
+
+
+class ScheduledMessages:
+    def __init__(self, runs: RunStore, send: Callable[[OutboundMessage], Awaitable[str | None]]) -> None:
+        self.runs = runs
+        self.store = runs.store
+        self.send = send
+        self.scheduler: AsyncIOScheduler | None = None
+
+    # -- the tool ----------------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        @tool(risk="low")
+        async def schedule_message(
+            ctx: ToolContext, text: str, at: str | None = None, in_minutes: float | None = None
+        ) -> str:
+            """Send a message to this chat later: at an ISO 8601 time (with its UTC offset) or in N minutes."""
+            now = utcnow()
+            due = parse_when(at, in_minutes, now)
+            if due - now > MAX_AHEAD:
+                raise ToolError("that is more than a year ahead")
+            if not text.strip():
+                raise ToolError("the message text is empty")
+            sid = await self.add(ctx.chat_key, text.strip(), due, ctx.user_id or "agent")
+            return f"scheduled {sid} for {due.isoformat(timespec='minutes')} UTC"
+
+        return [schedule_message]
+
+    # -- rows -----------------------------------------------------------------------------------
+
+    async def add(self, chat_key: str, text: str, due: datetime, by: str) -> str:
+        sid = new_id(8)
+        await self.store.write(
+            [
+                Step(
+                    "INSERT INTO scheduled_messages (id, chat_key, text, due_at, status, created_by, created_at) "
+                    "VALUES (?, ?, ?, ?, 'pending', ?, ?)",
+                    (sid, chat_key, text, due, by, utcnow()),
+                )
+            ]
+        )
+        self._schedule(sid, due)
+        return sid
+
+    async def pending(self, chat_key: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT id, chat_key, text, due_at FROM scheduled_messages WHERE status = 'pending'"
+        params: tuple[Any, ...] = ()
+        if chat_key is not None:
+            sql += " AND chat_key = ?"
+            params = (chat_key,)
+        rows = await self.store.read(sql + " ORDER BY due_at", params)
+        return [{"id": i, "chat_key": c, "text": t, "due_at": _when(d)} for i, c, t, d in rows]
+
+    async def cancel(self, chat_key: str, sid: str) -> bool:
+        result = await self.store.write(
+            [
+                Step(
+                    "UPDATE scheduled_messages SET status = 'cancelled' WHERE id = ? AND chat_key = ? "
+                    "AND status = 'pending'",
+                    (sid, chat_key),
+                    guard=True,
+                )
+            ]
+        )
+        if result.ok and self.scheduler is not None and self.scheduler.get_job(f"sched:{sid}"):
+            self.scheduler.remove_job(f"sched:{sid}")
+        return result.ok
+
+    # -- delivery -------------------------------------------------------------------------------
+
+    def _schedule(self, sid: str, due: datetime) -> None:
+        if self.scheduler is None:
+            return
+        self.scheduler.add_job(
+            self.fire,
+            "date",
+            run_date=due.replace(tzinfo=UTC),
+            args=[sid],
+            id=f"sched:{sid}",
+            replace_existing=True,
+            misfire_grace_time=None,
+        )
+
+    async def fire(self, sid: str, late: bool = False) -> bool:
+        rows = await self.store.read("SELECT chat_key, text FROM scheduled_messages WHERE id = ?", (sid,))
+        if not rows:
+            return False
+        chat_key, text = rows[0]
+        body = f"⏰ {text}" + ("\n(delayed: I was offline when this was due)" if late else "")
+        message = OutboundMessage(chat=ChatKey.parse(chat_key), text=body)
+        result = await self.store.write(
+            [
+                Step(
+                    "UPDATE scheduled_messages SET status = 'sent' WHERE id = ? AND status = 'pending'",
+                    (sid,),
+                    guard=True,
+                ),
+                Step(
+                    "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
+                    "VALUES (?, ?, NULL, 'pending', ?) RETURNING id",
+                    (chat_key, message.model_dump_json(), utcnow()),
+                    returning=True,
+                ),
+            ]
+        )
+        if not result.ok:
+            return False
+        ref = await self.send(message)
+        await self.runs.sent(int(result.rows[0][0]), ref)
+        return True
+
+    async def reconcile(self, scheduler: AsyncIOScheduler) -> int:
+        """Schedule every pending message; send at once those that fell due while we were down."""
+        self.scheduler = scheduler
+        now = utcnow()
+        late = 0
+        for row in await self.pending():
+            if row["due_at"] <= now:
+                late += await self.fire(row["id"], late=True)
+            else:
+                self._schedule(row["id"], row["due_at"])
+        return late
+
+
+def _when(value: Any) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
