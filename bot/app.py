@@ -75,7 +75,7 @@ def plan_runner_factory(settings: Settings) -> Callable[[AgentSpec], Runner]:
 
 
 def build_channels(settings: Settings) -> list[Channel]:
-    """An adapter for every enabled channel section."""
+    """An adapter for every enabled channel section (platform libraries imported only when enabled)."""
     channels: list[Channel] = []
     for name in settings.channels.enabled():
         if name == "console":
@@ -83,8 +83,20 @@ def build_channels(settings: Settings) -> list[Channel]:
 
             cfg = settings.channels.console
             channels.append(ConsoleChannel(user_id=cfg.user_id, user_name=cfg.user_name))
+        elif name == "telegram":
+            from channels.telegram import TelegramChannel
+
+            channels.append(TelegramChannel(settings.channels.telegram))
+        elif name == "slack":
+            from channels.slack import SlackChannel
+
+            channels.append(SlackChannel(settings.channels.slack))
+        elif name == "discord":
+            from channels.discord import DiscordChannel
+
+            channels.append(DiscordChannel(settings.channels.discord))
         else:
-            raise ConfigError(f"channels.{name}: this channel is not available in this version yet")
+            raise ConfigError(f"channels.{name}: unknown channel")
     return channels
 
 
@@ -169,11 +181,17 @@ class Gateway:
         )
         for channel in self.channels:
             self.outbox.register(channel)
+            if hasattr(channel, "press_check"):
+                # Adapters answer a press at once (a toast), before the chat's queue is reached.
+                channel.press_check = self.supervisor.check_press
         self.interrupts.scheduler.start()
         self.recovery = await recover(self.runs, self.manager, self.interrupts)
         self.recovery.late_scheduled = await self.scheduled.reconcile(self.interrupts.scheduler)
-        if self.settings.http.enabled:
+        webhooks = [c for c in self.channels if getattr(c, "needs_http", False)]
+        if self.settings.http.enabled or webhooks:
             self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
+            for channel in webhooks:
+                channel.mount(self.http)  # type: ignore[attr-defined]
             await self.http.start()
         for channel in self.channels:
             await channel.start(self.bus)

@@ -28,6 +28,7 @@ from bot.store.runs import InterruptRow, RunStore
 log = logging.getLogger(__name__)
 
 NOT_PENDING = "This request is no longer pending."
+NOT_YOURS = "Only the person who was asked (or an admin) can answer this."
 DENIED_EXPIRED = "denied: not confirmed in time"
 DENIED_SUPERSEDED = "denied: the user moved on to a new request"
 DENIED_CANCELLED = "denied: cancelled by the user"
@@ -51,23 +52,34 @@ class InterruptService:
 
     # -- buttons --------------------------------------------------------------------------
 
-    async def on_action(self, action: Action) -> None:
+    async def check_press(self, action: Action) -> str | None:
+        """Why a press would be refused (a short text an adapter can show as a toast), or None.
+
+        Adapters call this before publishing the press, to answer the platform at once;
+        :meth:`on_action` repeats the check in the chat's turn, where it is authoritative.
+        """
+        refusal, _row, _choice = await self._check(action)
+        return refusal
+
+    async def _check(self, action: Action) -> tuple[str | None, InterruptRow | None, str]:
         press = parse_payload(action.payload)
         row = await self.runs.get_interrupt(press.interrupt_id) if press is not None else None
         if press is None or row is None or row.nonce != press.nonce or row.chat_key != str(action.chat):
-            await self._notice(action.chat, NOT_PENDING)
-            return
+            return NOT_PENDING, None, ""
         if row.status != "pending":
-            await self._notice(action.chat, NOT_PENDING)
-            return
+            return NOT_PENDING, row, press.choice
         if not self._may_answer(row, action.sender):
-            await self._notice(action.chat, "Only the person who was asked (or an admin) can answer this.")
+            return NOT_YOURS, row, press.choice
+        if press.choice not in {value for _label, value in row.choices}:
+            return NOT_PENDING, row, press.choice
+        return None, row, press.choice
+
+    async def on_action(self, action: Action) -> None:
+        refusal, row, choice = await self._check(action)
+        if refusal is not None or row is None:
+            await self._notice(action.chat, refusal or NOT_PENDING)
             return
-        valid = {value for _label, value in row.choices}
-        if press.choice not in valid:
-            await self._notice(action.chat, NOT_PENDING)
-            return
-        await self.resolve(row, self._resolution(row, press.choice), action.sender)
+        await self.resolve(row, self._resolution(row, choice), action.sender)
 
     @staticmethod
     def _may_answer(row: InterruptRow, sender: Sender) -> bool:

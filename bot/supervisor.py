@@ -79,6 +79,13 @@ class Supervisor:
         resolved = sender.model_copy(update={"is_admin": config.is_admin(sender.id)})
         return resolved, config.allows(sender.id) or resolved.is_admin
 
+    async def check_press(self, action: Action) -> str | None:
+        """For adapters, before they publish a press: why it would be refused (a toast), or None."""
+        sender, allowed = self.resolve_sender(action.chat, action.sender)
+        if not allowed:
+            return f"You are not allowed to use this bot (your id: {action.sender.id})."
+        return await self.interrupts.check_press(action.model_copy(update={"sender": sender}))
+
     # -- entry points -----------------------------------------------------------------------
 
     def is_urgent(self, event: InboundEvent) -> bool:

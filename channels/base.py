@@ -15,6 +15,20 @@ class Channel(Protocol):
     and :class:`~bot.events.Action` events on the bus) and returns; ``send``
     delivers one outbound message and returns the platform message reference
     (so a prompt can be edited later, even after a restart).
+
+    Optional, duck-typed extras an adapter may have:
+
+    * ``press_check``: an attribute the gateway sets to an async function
+      ``(Action) -> str | None``; the adapter calls it when a button is pressed
+      and answers the platform at once with a toast (the refusal, or a short
+      "✓"); a refused press is not published.
+    * ``needs_http`` (bool) and ``mount(http: bot.http.HttpServer)``: routes on
+      the shared aiohttp server (webhooks), added before it starts.
+
+    ``send`` gets ``kind="typing"`` to show activity (refreshed by the adapter
+    until its next message to that chat), ``edit_of`` (a reference ``send``
+    returned earlier) to edit a prompt, and ``kind="notice"`` for short status
+    lines.
     """
 
     name: str
