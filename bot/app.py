@@ -15,7 +15,7 @@ from agents.results import Runner
 from agents.spec import AgentSpec
 from agents.tools.base import Tool
 from bot.bus import InMemoryBus
-from bot.catalog import AgentCatalog
+from bot.catalog import AgentCatalog, AgentDef
 from bot.events import ChatKey, OutboundMessage
 from bot.http import HttpServer
 from bot.interrupts import InterruptService
@@ -134,7 +134,7 @@ class Gateway:
             catalog=self.catalog,
             model=self.model,
             send=self._send,
-            tools=lambda: self.tools,
+            tools=self.tool_pool,
         )
         self.interrupts = InterruptService(self.runs, self.manager)
         self.manager.on_pause = self.interrupts.schedule
@@ -154,6 +154,10 @@ class Gateway:
         self.http: HttpServer | None = None
         self.recovery: RecoveryReport | None = None
         self._started = False
+
+    async def tool_pool(self, agent: AgentDef) -> list[Tool]:
+        """Every tool ``agent`` could be offered; the catalog then applies its MCP servers and allow/deny."""
+        return list(self.tools)
 
     async def _pending_scheduled(self, chat: ChatKey) -> list[str]:
         rows = await self.scheduled.pending(str(chat))

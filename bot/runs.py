@@ -15,7 +15,7 @@ its checkpoint (the ledger keeps tools from running twice) or reported.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -78,7 +78,8 @@ class RunManager:
     catalog: AgentCatalog
     model: Model
     send: Send
-    tools: Callable[[], list[Tool]]
+    tools: Callable[[AgentDef], Awaitable[Sequence[Tool]]]
+    """The tool pool offered to an agent (built-in, gateway and its MCP servers' tools), before allow/deny."""
     on_pause: Callable[[InterruptRow], None] | None = None
     models: dict[str, Model] | None = None
 
@@ -114,7 +115,7 @@ class RunManager:
             correlation_id=run.correlation_id,
             user_id=run.user_id,
             run_id=run.id,
-            tools=agent.tools(self.tools()),
+            tools=agent.tools(await self.tools(agent)),
             ledger=RunLedger(self.runs, resumed),
             needs_confirmation=needs_confirmation,
         )
