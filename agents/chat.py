@@ -21,7 +21,7 @@ class ChatRunner:
 
     async def run(self, ctx: RunContext, message: Message) -> RunResult:
         started = ctx.clock()
-        response = await ctx.model.request([*ctx.history, message], system=self.system_prompt)
+        response = await ctx.model.request([*ctx.history, message], system=ctx.system(self.system_prompt))
         ctx.tracer.event(
             "llm_call",
             agent=self.name,

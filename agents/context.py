@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agents.handoffs import DEFAULT_MAX_DEPTH, HandoffTarget
 from agents.messages import Message, ToolCall
 from agents.models.base import Model
 from agents.tools.base import RISK_ORDER, Tool
@@ -55,4 +56,15 @@ class RunContext:
     """The tools this agent may use (already filtered by its allow/deny lists)."""
     ledger: ToolLedger = field(default_factory=MemoryLedger)
     needs_confirmation: Callable[[Tool, ToolCall], bool] = default_needs_confirmation
+    system_extra: str = ""
+    """Appended to the runner's system prompt (the handoff context of a handed-off run)."""
+    handoffs: Sequence[HandoffTarget] = ()
+    """The agents this one may hand off to (``transfer_to_<name>`` tools)."""
+    handoff_chain: Sequence[str] = ()
+    """The agents of this run so far, this one last (cycles and depth are checked against it)."""
+    max_handoff_depth: int = DEFAULT_MAX_DEPTH
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def system(self, prompt: str) -> str:
+        """``prompt`` with the run's extra system text."""
+        return f"{prompt}\n\n{self.system_extra}" if self.system_extra else prompt

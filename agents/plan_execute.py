@@ -162,7 +162,9 @@ class PlanExecuteRunner:
         messages = [*ctx.history, Message.user(request)]
         error = ""
         for attempt in range(2):
-            prompt = system if not attempt else f"{system}\n\nYour previous reply was invalid: {error}. Fix it."
+            prompt = ctx.system(system)
+            if attempt:
+                prompt += f"\n\nYour previous reply was invalid: {error}. Fix it."
             started = ctx.clock()
             response = await ctx.model.request(messages, system=prompt, response_schema=schema)
             ctx.tracer.event(
@@ -221,7 +223,9 @@ class PlanExecuteRunner:
             state.update(phase="execute", inner=result.state)
             return result.model_copy(update={"state": state, "agent": self.name})
         step = state["plan"].pop(0)
-        state["done"].append({"step": step, "result": result.text[:2000]})
+        # Plan agents get no handoff tools, so a step ends in an answer.
+        text = result.text if isinstance(result, FinalAnswer) else f"(handed off to {result.target}: {result.reason})"
+        state["done"].append({"step": step, "result": text[:2000]})
         state["executed"] += 1
         state.pop("inner", None)
         if self.progress:

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from agents.context import RunContext
+from agents.handoffs import check_handoff, handoff_tools, is_handoff_call, target_of
 from agents.messages import Message, ToolCall, ToolResult
-from agents.results import Choice, FinalAnswer, InterruptRequest, RunResult
+from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, RunResult
 from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,46 @@ class ReactRunner:
         return await self._loop(ctx, messages, iteration=int(state.get("iteration", 0)))
 
     def _tools(self, ctx: RunContext) -> dict[str, Tool]:
-        return {t.name: t for t in ctx.tools}
+        return {t.name: t for t in [*ctx.tools, *handoff_tools(ctx.handoffs)]}
+
+    def _handoff(
+        self, ctx: RunContext, new: list[Message], turn: Message, results: dict[str, ToolResult]
+    ) -> HandoffRequest | None:
+        """Check the turn's ``transfer_to_*`` calls: refused ones get a tool error in ``results``;
+        the first allowed one ends the turn (its other calls are not run) and becomes the request."""
+        chosen: tuple[ToolCall, str] | None = None
+        chain = list(ctx.handoff_chain) or [self.name]
+        for call in (c for c in turn.tool_calls if is_handoff_call(c)):
+            target = target_of(call, ctx.handoffs)
+            refusal = (
+                check_handoff(target, ctx.handoffs, chain, ctx.max_handoff_depth)
+                if chosen is None
+                else "refused: only one handoff per turn"
+            )
+            if refusal is not None:
+                results[call.id] = ToolResult(call_id=call.id, name=call.name, content=refusal, is_error=True)
+                ctx.tracer.event("handoff", agent=self.name, target=target, status="refused", reason=refusal)
+            else:
+                chosen = (call, target)
+        if chosen is None:
+            return None
+        call, target = chosen
+        for other in turn.tool_calls:
+            if other.id not in results:
+                content = f"transferred to {target}" if other is call else f"not run: handed off to {target}"
+                results[other.id] = ToolResult(
+                    call_id=other.id, name=other.name, content=content, is_error=other is not call
+                )
+        new.append(Message.results([results[c.id] for c in turn.tool_calls]))
+        return HandoffRequest(
+            target=target,
+            reason=str(call.args.get("reason") or "").strip() or "no reason given",
+            summary=str(call.args.get("summary") or ""),
+            context=str(call.args.get("context") or ""),
+            message=new[0],
+            messages=tuple(new[1:]),
+            agent=self.name,
+        )
 
     async def _loop(self, ctx: RunContext, new: list[Message], iteration: int) -> RunResult:
         tools = self._tools(ctx)
@@ -118,14 +158,21 @@ class ReactRunner:
             new.append(turn)
             if not turn.tool_calls:
                 return FinalAnswer(text=turn.text or "", messages=tuple(new[1:]), agent=self.name)
+            refused: dict[str, ToolResult] = {}
+            handoff = self._handoff(ctx, new, turn, refused)
+            if handoff is not None:
+                return handoff
             asks = [c for c in turn.tool_calls if c.name == ASK_USER and c.name in tools]
             confirm = [
                 c
                 for c in turn.tool_calls
-                if c.name in tools and c not in asks and ctx.needs_confirmation(tools[c.name], c)
+                if c.name in tools
+                and c not in asks
+                and c.id not in refused
+                and ctx.needs_confirmation(tools[c.name], c)
             ]
-            free = [c for c in turn.tool_calls if c not in confirm and c not in asks]
-            results = await self._run_free(ctx, free, tools)
+            free = [c for c in turn.tool_calls if c not in confirm and c not in asks and c.id not in refused]
+            results = {**refused, **await self._run_free(ctx, free, tools)}
             if asks and (confirm or len(asks) > 1):
                 # One question at a time, and not mixed with confirmations: the model asks again later.
                 for c in [*asks, *confirm]:
@@ -149,7 +196,7 @@ class ReactRunner:
         self, ctx: RunContext, new: list[Message], declarations: Sequence[Any], note: str | None = None
     ) -> Any:
         started = ctx.clock()
-        system = self.system_prompt if note is None else f"{self.system_prompt}\n\n{note}"
+        system = ctx.system(self.system_prompt) if note is None else f"{ctx.system(self.system_prompt)}\n\n{note}"
         response = await ctx.model.request([*ctx.history, *new], tools=declarations, system=system)
         ctx.tracer.event(
             "llm_call",

@@ -46,7 +46,24 @@ class InterruptRequest(BaseModel):
     agent: str = ""
 
 
-RunResult = FinalAnswer | InterruptRequest
+class HandoffRequest(BaseModel):
+    """The agent passes the conversation to ``target`` (a checked ``transfer_to_*`` call).
+
+    ``messages`` are the turns the handing-off agent added (ending with the
+    transfer call's result); ``message`` is the user message the run started from.
+    """
+
+    target: str
+    reason: str
+    summary: str = ""
+    context: str = ""
+    message: Message
+    messages: tuple[Message, ...] = ()
+    usage: Usage = Field(default_factory=Usage)
+    agent: str = ""
+
+
+RunResult = FinalAnswer | InterruptRequest | HandoffRequest
 
 
 class Runner(Protocol):

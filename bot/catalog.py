@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from agents.chat import ChatRunner
+from agents.guardrails import GuardrailRule
+from agents.handoffs import HandoffTarget
 from agents.react import ReactRunner
 from agents.results import Runner
 from agents.spec import AgentSpec, load_agents
@@ -46,6 +48,15 @@ class AgentDef:
     model: str | None = None
     spec: AgentSpec | None = None
     source: str = "builtin"
+    handoffs: list[HandoffTarget] = field(default_factory=list)
+    guardrails: list[GuardrailRule] = field(default_factory=list)
+
+    @property
+    def system_prompt(self) -> str:
+        return str(getattr(self.runner, "system_prompt", "") or "")
+
+    def handoff_to(self, name: str) -> HandoffTarget | None:
+        return next((h for h in self.handoffs if h.to == name), None)
 
     def tools(self, available: Sequence[Tool]) -> list[Tool]:
         """The tools this agent may see: its MCP servers, then allow/deny (deny wins)."""
@@ -104,6 +115,14 @@ def agent_from_spec(spec: AgentSpec, plan_factory: RunnerFactory | None = None) 
         model=spec.model,
         spec=spec,
         source=str(getattr(spec, "source", "") or "builtin"),
+        handoffs=[
+            HandoffTarget(to=h.to, when=h.when, description=h.description, include_context=h.include_context)
+            for h in spec.handoffs
+        ],
+        guardrails=[
+            GuardrailRule(name=g.name, schema=g.output_schema, policy=g.policy, max_repairs=g.max_repairs)
+            for g in spec.guardrails
+        ],
     )
 
 
@@ -132,6 +151,12 @@ class AgentCatalog:
         for error in errors:
             log.warning("agent file skipped: %s", error)
         agents = {spec.name: agent_from_spec(spec, plan_factory) for spec in registry.specs.values()}
+        for agent in agents.values():
+            # A handoff tool without its own description borrows the target's.
+            agent.handoffs = [
+                h if h.description or h.to not in agents else replace(h, description=agents[h.to].description)
+                for h in agent.handoffs
+            ]
         return cls(agents, errors, plan_factory)
 
     def get(self, name: str) -> AgentDef | None:

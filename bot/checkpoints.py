@@ -3,7 +3,10 @@
 Shape (version 1)::
 
     {"$schemaVersion": 1, "agent": "react", "runner": "react", "phase": "tool_confirm",
-     "state": {...runner's own state...}, "handoff_chain": ["debugger", "code-fixer"]}
+     "state": {...runner's own state...}, "handoff_chain": ["debugger", "code-fixer"],
+     "handoff": {"context": {...HandoffContext...}, "messages": [...turns of the agents before...]}}
+
+``handoff`` is there only for a run that was handed off (optional in version 1).
 
 The runner's state starts its ``messages`` with the user message that started
 the run; the chat history before it is not copied but referenced by the run's
@@ -81,6 +84,7 @@ def closed_messages(checkpoint: dict[str, Any], reason: str) -> list[Message]:
     history, and no call is left without a result.
     """
     raw = checkpoint.get("state", {}).get("messages", [])
+    handed = [Message.model_validate(m) for m in (checkpoint.get("handoff") or {}).get("messages", [])]
     messages = [Message.model_validate(m) for m in raw][1:]
     done = {r["call_id"]: ToolResult.model_validate(r) for r in checkpoint.get("state", {}).get("results", [])}
     open_calls = unanswered_calls(messages)
@@ -89,4 +93,4 @@ def closed_messages(checkpoint: dict[str, Any], reason: str) -> list[Message]:
             done.get(c.id) or ToolResult(call_id=c.id, name=c.name, content=reason, is_error=True) for c in open_calls
         ]
         messages.append(Message.results(results))
-    return messages
+    return [*handed, *messages]

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from agents.context import RunContext
+from agents.guardrails import enforce
+from agents.handoffs import HandoffContext, recent_lines
 from agents.messages import Message, ToolCall, fit_context
 from agents.models.base import Model, ModelError
-from agents.results import FinalAnswer, InterruptRequest, RunResult
+from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, RunResult
 from agents.tools.base import RISK_ORDER, Tool
 from agents.tools.ledger import LedgerEntry
 from bot.catalog import AgentCatalog, AgentDef
@@ -88,7 +90,15 @@ class RunManager:
     async def grants(self, chat: ChatKey) -> list[str]:
         return list((await self.store.chat_settings(chat.settings_key)).get("grants", []))
 
-    async def context(self, run: RunRow, agent: AgentDef, *, resumed: bool) -> RunContext:
+    async def context(
+        self,
+        run: RunRow,
+        agent: AgentDef,
+        *,
+        resumed: bool,
+        chain: list[str] | None = None,
+        handoff: HandoffContext | None = None,
+    ) -> RunContext:
         chat = ChatKey.parse(run.chat_key)
         state = await self.store.chat_state(run.chat_key)
         before = [m for i, m in zip(state.ids, state.messages, strict=True) if i < run.history_cutoff]
@@ -118,6 +128,11 @@ class RunManager:
             tools=agent.tools(await self.tools(agent)),
             ledger=RunLedger(self.runs, resumed),
             needs_confirmation=needs_confirmation,
+            system_extra=handoff.render() if handoff is not None else "",
+            # Handoffs are tools of ReAct agents; chat agents have no tools and plans run their own steps.
+            handoffs=tuple(agent.handoffs) if agent.kind == "react" else (),
+            handoff_chain=tuple(chain or [agent.name]),
+            max_handoff_depth=self.settings.handoffs.max_depth,
         )
 
     def model_for(self, agent: AgentDef) -> Model:
@@ -131,7 +146,7 @@ class RunManager:
         """Record the run, then drive it from ``message``."""
         await self.store.write([self.runs.start_run_step(run)])
         ctx = await self.context(run, agent, resumed=False)
-        await self._drive(run, agent, ctx, lambda: agent.runner.run(ctx, message), chain=[agent.name])
+        await self._drive(run, _Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
 
     async def resume(self, run: RunRow, resolution: dict[str, Any]) -> None:
         """Continue a paused run from its checkpoint with the human's ``resolution``."""
@@ -149,39 +164,111 @@ class RunManager:
             await self.finish(run, "failed", [], _notice(chat, f"⚠️ I cannot continue this request: {reason}."))
             return
         await self.runs.set_run(run.id, status="running")
-        ctx = await self.context(run, agent, resumed=True)
         chain = list(checkpoint.get("handoff_chain") or [agent.name])
-        await self._drive(run, agent, ctx, lambda: resume(ctx, checkpoint["state"], resolution), chain=chain)
+        handed = checkpoint.get("handoff") or {}
+        handoff = HandoffContext.from_json(handed["context"]) if handed.get("context") else None
+        ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff)
+        state = checkpoint["state"]
+        first = (state.get("messages") or [None])[0]
+        leg = _Leg(
+            agent,
+            ctx,
+            chain,
+            Message.model_validate(first) if first else None,
+            [Message.model_validate(m) for m in handed.get("messages", [])],
+            handoff,
+        )
+        await self._drive(run, leg, lambda: resume(ctx, state, resolution))
 
-    async def _drive(
-        self,
-        run: RunRow,
-        agent: AgentDef,
-        ctx: RunContext,
-        step: Callable[[], Awaitable[RunResult]],
-        chain: list[str],
-    ) -> None:
+    async def _drive(self, run: RunRow, leg: _Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
+        """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""
         chat = ChatKey.parse(run.chat_key)
         await self.send(OutboundMessage(chat=chat, kind="typing"))
         try:
             result = await step()
+            while isinstance(result, HandoffRequest):
+                handed = await self._hand_off(run, leg, result)
+                if handed is None:
+                    return
+                leg = handed
+                result = await leg.agent.runner.run(leg.ctx, result.message)
+            if isinstance(result, FinalAnswer):
+                result = await self._guard(leg, result)
         except ModelError as exc:
-            log.warning("chat %s: model error in %s: %s", chat, agent.name, exc)
+            log.warning("chat %s: model error in %s: %s", chat, leg.agent.name, exc)
             text = f"⚠️ The model failed: {exc}. Your message is saved; try again."
-            await self.finish(run, "failed", [], _notice(chat, text))
+            await self.finish(run, "failed", leg.prefix, _notice(chat, text))
             return
         except CheckpointError as exc:
             await self.finish(run, "failed", [], _notice(chat, f"⚠️ I cannot continue this request: {exc}."))
             return
         if isinstance(result, FinalAnswer):
             reply = OutboundMessage(chat=chat, text=result.text or "(no answer)", reply_to=run.reply_to)
-            await self.finish(run, "done", result.messages, reply)
+            await self.finish(run, "done", [*leg.prefix, *result.messages], reply)
         else:
-            await self.pause(run, agent, result, chain)
+            await self.pause(run, leg, result)
+
+    async def _hand_off(self, run: RunRow, leg: _Leg, request: HandoffRequest) -> _Leg | None:
+        """Continue the run with the handoff's target (the runner already checked whitelist, cycle, depth)."""
+        chat = ChatKey.parse(run.chat_key)
+        target = self.catalog.get(request.target)
+        prefix = [*leg.prefix, *request.messages]
+        if target is None:
+            text = f"⚠️ {leg.agent.name} tried to hand off to {request.target!r}, which is not available."
+            await self.finish(run, "failed", prefix, _notice(chat, text))
+            return None
+        entry = leg.agent.handoff_to(target.name)
+        recent: list[str] = []
+        if entry is not None and entry.include_context:
+            seen = [*leg.ctx.history, request.message, *request.messages]
+            recent = recent_lines(seen, self.settings.handoffs.context_messages)
+        chain = [*leg.chain, target.name]
+        handoff = HandoffContext(
+            source=leg.agent.name,
+            target=target.name,
+            reason=request.reason,
+            summary=request.summary,
+            context=request.context,
+            chain=chain,
+            correlation_id=run.correlation_id,
+            recent=recent,
+        )
+        leg.ctx.tracer.event(
+            "handoff", agent=leg.agent.name, target=target.name, status="accepted", reason=request.reason
+        )
+        template = self.settings.handoffs.notify
+        if template:
+            line = template.replace("{from}", leg.agent.name).replace("{to}", target.name)
+            await self.send(_notice(chat, line.replace("{reason}", request.reason)))
+        ctx = await self.context(run, target, resumed=False, chain=chain, handoff=handoff)
+        await self.runs.set_run(run.id, agent=target.name)
+        return _Leg(target, ctx, chain, request.message, prefix, handoff)
+
+    async def _guard(self, leg: _Leg, answer: FinalAnswer) -> FinalAnswer:
+        """Apply the agent's guardrails to its final answer."""
+        if not leg.agent.guardrails:
+            return answer
+        earlier = list(answer.messages[:-1])
+        conversation = [*leg.ctx.history, *([leg.message] if leg.message else []), *earlier]
+        outcome = await enforce(
+            leg.ctx,
+            leg.agent.guardrails,
+            agent=leg.agent.name,
+            system=leg.ctx.system(leg.agent.system_prompt),
+            conversation=conversation,
+            answer=answer.text,
+        )
+        if outcome.status == "warned":
+            log.warning("agent %s: answer failed guardrail %s: %s", leg.agent.name, outcome.guardrail, outcome.errors)
+        if outcome.text == answer.text:
+            return answer
+        final = Message.assistant(outcome.text, agent=leg.agent.name)
+        return answer.model_copy(update={"text": outcome.text, "messages": (*earlier, final)})
 
     # -- pause / finish --------------------------------------------------------------------
 
-    async def pause(self, run: RunRow, agent: AgentDef, request: InterruptRequest, chain: list[str]) -> None:
+    async def pause(self, run: RunRow, leg: _Leg, request: InterruptRequest) -> None:
+        agent = leg.agent
         chat = ChatKey.parse(run.chat_key)
         interrupt_id, nonce = new_id(), new_nonce()
         choices = await self._choices(chat, request)
@@ -202,7 +289,12 @@ class RunManager:
         text = request.prompt + _hint(request.kind, bool(choices))
         prompt = OutboundMessage(chat=chat, text=text, buttons=buttons_for(interrupt_id, nonce, choices))
         phase = str(request.state.get("phase", request.kind))
-        checkpoint = make_checkpoint(agent.name, agent.kind, phase, request.state, chain)
+        checkpoint = make_checkpoint(agent.name, agent.kind, phase, request.state, leg.chain)
+        if leg.handoff is not None or leg.prefix:
+            checkpoint["handoff"] = {
+                "context": leg.handoff.to_json() if leg.handoff is not None else None,
+                "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in leg.prefix],
+            }
         outbox_id = await self.runs.pause(run, checkpoint, interrupt, prompt.model_dump_json())
         if self.on_pause is not None:
             self.on_pause(interrupt)
@@ -230,6 +322,20 @@ class RunManager:
         if reply is not None and outbox_id is not None:
             ref = await self.send(reply)
             await self.runs.sent(outbox_id, ref)
+
+
+@dataclass
+class _Leg:
+    """The agent a run is in now: after handoffs, the last one of ``chain``."""
+
+    agent: AgentDef
+    ctx: RunContext
+    chain: list[str]
+    message: Message | None = None
+    """The user message the run started from."""
+    prefix: list[Message] = field(default_factory=list)
+    """Turns of the agents that handed off, stored before this agent's own."""
+    handoff: HandoffContext | None = None
 
 
 def _notice(chat: ChatKey, text: str) -> OutboundMessage:

@@ -153,6 +153,17 @@ class PlanSection(_Section):
         return self.approval if isinstance(self.approval, str) else self.approval.if_steps_over
 
 
+class HandoffsSection(_Section):
+    """Agent-to-agent handoffs (``transfer_to_<agent>`` tools)."""
+
+    max_depth: int = Field(5, ge=1, le=20)
+    """Handoffs allowed in one run."""
+    notify: str = "🔀 {from} → {to}: {reason}"
+    """The line shown to the user at a handoff ({from}, {to}, {reason}); empty: say nothing."""
+    context_messages: int = Field(10, ge=0, le=100)
+    """How many recent messages a handoff with ``include_context`` passes on."""
+
+
 class McpServer(_Section):
     """One MCP server: stdio (``command``) or streamable HTTP (``url``)."""
 
@@ -252,6 +263,7 @@ class Settings(_Section):
     interrupts: InterruptsSection = Field(default_factory=InterruptsSection)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     plan: PlanSection = Field(default_factory=PlanSection)
+    handoffs: HandoffsSection = Field(default_factory=HandoffsSection)
     mcp: McpSection = Field(default_factory=McpSection)
     channels: ChannelsSection = Field(default_factory=ChannelsSection)
 
