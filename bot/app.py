@@ -28,6 +28,7 @@ from bot.settings import ConfigError, Settings
 from bot.store import SqlStore, store_from_settings
 from bot.store.runs import RunStore
 from bot.supervisor import Supervisor
+from bot.tracing import OtelSink, Redactor, Sink, Tracing
 from channels.base import Channel
 
 log = logging.getLogger(__name__)
@@ -111,11 +112,16 @@ class Gateway:
         channels: Sequence[Channel] | None = None,
         store: SqlStore | None = None,
         tools: Sequence[Tool] | None = None,
+        trace_sinks: Sequence[Sink] | None = None,
     ) -> None:
         self.settings = settings
         self.model = model if model is not None else build_model(settings)
         self.store = store or store_from_settings(settings.store)
         self.runs = RunStore(self.store)
+        if trace_sinks is None:
+            otel = OtelSink.from_config(settings.tracing)
+            trace_sinks = [otel] if otel is not None else []
+        self.tracing = Tracing(self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks)
         self.bus = InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
         self.outbox = Outbox()
         self.channels = list(channels) if channels is not None else build_channels(settings)
@@ -135,6 +141,7 @@ class Gateway:
             model=self.model,
             send=self._send,
             tools=self.tool_pool,
+            tracing=self.tracing,
         )
         self.interrupts = InterruptService(self.runs, self.manager)
         self.manager.on_pause = self.interrupts.schedule
@@ -180,6 +187,7 @@ class Gateway:
 
     async def start(self) -> None:
         await self.store.start()
+        await self.tracing.start()
         self.bus.subscribe(
             self.supervisor.handle, urgent=self.supervisor.is_urgent, on_urgent=self.supervisor.handle_urgent
         )
@@ -218,6 +226,7 @@ class Gateway:
         if self.http is not None:
             await self.http.stop()
         await self.model.aclose()
+        await self.tracing.stop()
         await self.store.close()
 
     async def __aenter__(self) -> Gateway:

@@ -1,4 +1,4 @@
-"""The commands every user has: /start, /help, /whoami, /reset, /cancel, /pending, /permissions."""
+"""The commands every user has: /start, /help, /whoami, /reset, /cancel, /pending, /permissions, /trace."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from bot.commands import CommandCall
 from bot.store.ops import utcnow
+from bot.tracing import timeline
 
 if TYPE_CHECKING:
     from bot.supervisor import Supervisor
@@ -87,6 +88,18 @@ def register_builtin_commands(sup: Supervisor) -> None:
             "Always allowed in this chat (no confirmation): " + ", ".join(grants) + "\nRevoke: /permissions revoke TOOL"
         )
 
+    async def trace(call: CommandCall) -> str:
+        tracing = sup.manager.tracing
+        if tracing is None or not tracing.config.enabled:
+            return "Tracing is off (tracing.enabled in the configuration)."
+        args = call.argv
+        if args and (not args[0].isdigit() or not 1 <= int(args[0]) <= 5):
+            return "Usage: /trace [N] (the last N requests, 1 to 5)"
+        runs = await tracing.runs(str(call.event.chat), int(args[0]) if args else 1)
+        if not runs:
+            return "No trace yet in this chat: send a request first."
+        return "\n\n".join(timeline(events) for events in runs)
+
     sup.commands.add("start", start, "introduction")
     sup.commands.add("help", help_, "this list")
     sup.commands.add("whoami", whoami, "your id, role and chat")
@@ -96,3 +109,4 @@ def register_builtin_commands(sup: Supervisor) -> None:
     )
     sup.commands.add("pending", pending, "what is waiting for an answer here")
     sup.commands.add("permissions", permissions, "tools always allowed here; revoke them", usage="[revoke TOOL]")
+    sup.commands.add("trace", trace, "how your last request was handled: agents, tools, pauses", usage="[N]")

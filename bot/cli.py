@@ -147,6 +147,40 @@ def config_show(config: ConfigOpt = None) -> None:
 
 
 @app.command()
+def trace(
+    chat_key: Annotated[str, typer.Argument(help="The chat, e.g. telegram:12345 or slack:C123:1700000000.1")],
+    as_json: Annotated[bool, typer.Option("--json", help="Every event as one JSON object per line.")] = False,
+    last: Annotated[int, typer.Option("--last", min=1, max=100, help="How many of the chat's requests.")] = 1,
+    config: ConfigOpt = None,
+) -> None:
+    """Show how the chat's last requests were handled: route, model and tool calls, handoffs, interrupts."""
+    settings = _settings(config)
+    raise typer.Exit(asyncio.run(_trace(settings, chat_key, last, as_json)))
+
+
+async def _trace(settings: Settings, chat_key: str, last: int, as_json: bool) -> int:
+    from bot.store import store_from_settings
+    from bot.tracing import Tracing, timeline
+
+    store = store_from_settings(settings.store)
+    await store.start()
+    try:
+        runs = await Tracing(store, settings.tracing).runs(chat_key, last)
+    finally:
+        await store.close()
+    if not runs:
+        typer.echo(f"no trace events for {chat_key}", err=True)
+        return 1
+    for events in runs:
+        if as_json:
+            for event in events:
+                typer.echo(json.dumps(event.as_dict(), ensure_ascii=False))
+        else:
+            typer.echo(timeline(events) + "\n")
+    return 0
+
+
+@app.command()
 def route(
     text: Annotated[str | None, typer.Argument(help="The message to route (omit with --stdin).")] = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="Route one message per input line.")] = False,

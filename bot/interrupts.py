@@ -145,6 +145,8 @@ class InterruptService:
         await self._edit_prompt(row, self._outcome_text(row, resolution, by))
         run = await self.runs.get_run(row.run_id)
         if run is not None:
+            choice = resolution.get("choice")
+            self.manager.trace("interrupt", run, kind=row.kind, status="resolved", by=by.id, choice=choice)
             await self.manager.resume(run, resolution)
         return True
 
@@ -172,6 +174,7 @@ class InterruptService:
         run = await self.runs.get_run(row.run_id)
         if run is None:
             return True
+        self.manager.trace("interrupt", run, kind=row.kind, status=status)
         if status == "expired" and row.kind == "tool_confirm":
             # An expired confirmation counts as denied: the run goes on without the calls.
             await self.manager.resume(run, {"approved": [], "reason": reason})

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from agents.context import RunContext
+from agents.context import NullTracer, RunContext
 from agents.guardrails import enforce
 from agents.handoffs import HandoffContext, recent_lines
 from agents.messages import Message, ToolCall, fit_context
@@ -36,6 +36,7 @@ from bot.settings import Settings
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
+from bot.tracing import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class RunManager:
     tools: Callable[[AgentDef], Awaitable[Sequence[Tool]]]
     """The tool pool offered to an agent (built-in, gateway and its MCP servers' tools), before allow/deny."""
     on_pause: Callable[[InterruptRow], None] | None = None
+    tracing: Tracing | None = None
     models: dict[str, Model] | None = None
 
     # -- context -------------------------------------------------------------------------
@@ -133,7 +135,18 @@ class RunManager:
             handoffs=tuple(agent.handoffs) if agent.kind == "react" else (),
             handoff_chain=tuple(chain or [agent.name]),
             max_handoff_depth=self.settings.handoffs.max_depth,
+            tracer=(
+                self.tracing.tracer(run.chat_key, run.correlation_id, run.id, agent.name)
+                if self.tracing is not None
+                else NullTracer()
+            ),
         )
+
+    def trace(self, type: str, run: RunRow, agent: str = "", **fields: Any) -> None:
+        if self.tracing is not None:
+            self.tracing.record(
+                type, run.chat_key, run.correlation_id, run_id=run.id, agent=agent or run.agent, **fields
+            )
 
     def model_for(self, agent: AgentDef) -> Model:
         if agent.model and self.models is not None and agent.model in self.models:
@@ -196,10 +209,12 @@ class RunManager:
                 result = await self._guard(leg, result)
         except ModelError as exc:
             log.warning("chat %s: model error in %s: %s", chat, leg.agent.name, exc)
+            self.trace("error", run, leg.agent.name, message=f"model error: {exc}")
             text = f"⚠️ The model failed: {exc}. Your message is saved; try again."
             await self.finish(run, "failed", leg.prefix, _notice(chat, text))
             return
         except CheckpointError as exc:
+            self.trace("error", run, leg.agent.name, message=f"checkpoint: {exc}")
             await self.finish(run, "failed", [], _notice(chat, f"⚠️ I cannot continue this request: {exc}."))
             return
         if isinstance(result, FinalAnswer):
@@ -296,6 +311,7 @@ class RunManager:
                 "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in leg.prefix],
             }
         outbox_id = await self.runs.pause(run, checkpoint, interrupt, prompt.model_dump_json())
+        self.trace("interrupt", run, agent.name, kind=request.kind, status="raised", interrupt_id=interrupt_id)
         if self.on_pause is not None:
             self.on_pause(interrupt)
         ref = await self.send(prompt)
@@ -312,6 +328,7 @@ class RunManager:
     async def finish(
         self, run: RunRow, status: str, messages: tuple[Message, ...] | list[Message], reply: OutboundMessage | None
     ) -> None:
+        self.trace("run", run, status=status)
         try:
             outbox_id = await self.runs.finish_run(run, status, messages, reply.model_dump_json() if reply else None)
         except Exception:

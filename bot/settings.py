@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agents.tools.config import ToolsConfig
 
@@ -164,6 +164,26 @@ class HandoffsSection(_Section):
     """How many recent messages a handoff with ``include_context`` passes on."""
 
 
+class OtelSection(_Section):
+    enabled: bool = False
+    """Export trace events as OpenTelemetry spans (needs ``pip install opentelemetry-sdk``)."""
+    endpoint: str = ""
+    """OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces (needs the OTLP exporter package)."""
+    service_name: str = "supervisor-bot"
+
+
+class TracingSection(_Section):
+    """Trace events of every run (``/trace``, ``bot trace``)."""
+
+    enabled: bool = True
+    retention_days: float = Field(14, gt=0)
+    flush_interval_s: float = Field(0.5, gt=0)
+    """Buffered events are written at least this often (one group commit for all of them)."""
+    max_buffer: int = Field(500, ge=1)
+    """Write earlier when this many events are waiting."""
+    otel: OtelSection = Field(default_factory=OtelSection)
+
+
 class McpServer(_Section):
     """One MCP server: stdio (``command``) or streamable HTTP (``url``)."""
 
@@ -216,27 +236,56 @@ class ConsoleChannel(ChannelSection):
 
 class TelegramWebhook(_Section):
     url: str | None = None
+    """The public HTTPS URL Telegram posts to (registered with setWebhook at start); empty: managed elsewhere."""
     path: str = "/telegram/webhook"
+    """The route on the shared ``http`` server."""
     secret_token: str = ""
+    """Checked against ``X-Telegram-Bot-Api-Secret-Token`` on every webhook request (required in webhook mode)."""
 
 
 class TelegramChannel(ChannelSection):
     token: str = ""
     mode: Literal["polling", "webhook"] = "polling"
     webhook: TelegramWebhook = Field(default_factory=TelegramWebhook)
+    poll_timeout_s: int = Field(30, ge=0, le=50)
+    """Long-polling timeout of getUpdates (polling mode)."""
+    commands_menu: bool = True
+    """Publish the command menu (setMyCommands) at start when it differs from Telegram's."""
+
+    @model_validator(mode="after")
+    def _webhook_needs_secret(self) -> TelegramChannel:
+        if self.enabled and self.mode == "webhook" and not self.webhook.secret_token:
+            raise ValueError("webhook.secret_token is empty (webhook mode): set TELEGRAM_WEBHOOK_SECRET")
+        return self
 
 
 class SlackChannel(ChannelSection):
     bot_token: str = ""
+    """The bot token (``xoxb-…``)."""
     app_token: str = ""
+    """The app-level token (``xapp-…``, scope ``connections:write``): Socket Mode only."""
     signing_secret: str = ""
+    """Verifies every request in HTTP mode."""
     mode: Literal["socket", "http"] = "socket"
     reply_in_thread: bool = True
+    """A top-level mention is answered in a thread under it (its own conversation); false: in the channel."""
+    events_path: str = "/slack/events"
+    """HTTP mode: the route on the shared ``http`` server for events, button presses and the slash command."""
+    slash_command: str = "/bot"
+    """The slash command set up in the Slack app: ``/bot help`` runs ``/help``."""
+    typing_reaction: str = "eyes"
+    """Slack has no typing indicator for bots: this reaction marks the message being answered; empty: none."""
 
 
 class DiscordChannel(ChannelSection):
+    # Discord ids are numbers; YAML reads unquoted ones as ints.
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
     token: str = ""
     allowed_channels: list[str] = Field(default_factory=list)
+    """Guild channel ids the bot listens in (a thread counts as its parent channel); empty: all. DMs always pass."""
+    gateway_url: str | None = None
+    """The gateway websocket (tests, proxies); unset: derived from ``api_base`` (``ws(s)://…/gateway``) or Discord's."""
 
 
 class ChannelsSection(_Section):
@@ -264,6 +313,7 @@ class Settings(_Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     plan: PlanSection = Field(default_factory=PlanSection)
     handoffs: HandoffsSection = Field(default_factory=HandoffsSection)
+    tracing: TracingSection = Field(default_factory=TracingSection)
     mcp: McpSection = Field(default_factory=McpSection)
     channels: ChannelsSection = Field(default_factory=ChannelsSection)
 

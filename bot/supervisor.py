@@ -234,13 +234,28 @@ class Supervisor:
         config, _ = await self.effective_routing()
         if config.notify:
             await self.notice(event.chat, f"🎯 routed to {decision.summary()}")
+        correlation_id = f"{event.chat.channel}:{event.id}"
+        if self.manager.tracing is not None:
+            self.manager.tracing.record(
+                "route",
+                str(event.chat),
+                correlation_id,
+                agent=agent.name,
+                method=decision.method,
+                strategy=decision.strategy,
+                confidence=decision.confidence,
+                keywords=decision.matched_keywords or None,
+                patterns=decision.matched_patterns or None,
+                latency_us=round(decision.latency_us, 1),
+                note=decision.note or None,
+            )
         state = await self.store.chat_state(str(event.chat))
         run = RunRow(
             id=new_id(16),
             chat_key=str(event.chat),
             agent=agent.name,
             status="running",
-            correlation_id=f"{event.chat.channel}:{event.id}",
+            correlation_id=correlation_id,
             user_id=event.sender.id,
             reply_to=event.id,
             history_cutoff=state.last_id,

@@ -181,6 +181,7 @@ async def make_harness(
 
     async def make(
         model: Any,
+        /,
         *,
         allow: list[str] | None = None,
         admins: list[str] | None = None,

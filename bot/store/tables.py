@@ -135,3 +135,19 @@ class ScheduledMessage(SQLModel, table=True):
     status: str = Field(max_length=16)
     created_by: str = Field(max_length=255)
     created_at: datetime
+
+
+class TraceEventRow(SQLModel, table=True):
+    """One decision of a run (``bot/tracing.py``): route, model call, tool call, handoff, interrupt..."""
+
+    __tablename__ = "trace_events"
+
+    seq: int | None = Field(default=None, primary_key=True)
+    id: str = Field(unique=True, max_length=32)
+    chat_key: str = Field(max_length=255)
+    correlation_id: str = Field(index=True, max_length=255)
+    run_id: str | None = Field(default=None, max_length=32)
+    agent: str | None = Field(default=None, max_length=64)
+    type: str = Field(max_length=32)
+    data: str
+    created_at: datetime = Field(index=True)

@@ -1,0 +1,419 @@
+"""Tracing: every decision of a run, stored, shown in chat (``/trace``) and the CLI, optionally to OpenTelemetry.
+
+Events: ``route``, ``llm_call``, ``tool_call``, ``handoff``, ``guardrail``,
+``interrupt`` (raised / resolved / expired / cancelled / superseded), ``error``
+and ``run`` (the end of a run).  Each has an event id, the chat key, the agent,
+the correlation id (one per inbound message, kept across a resume, even after
+a restart) and a timestamp.
+
+Writes are buffered: :meth:`Tracing.record` only appends to a list, and a
+background task writes the list in one group commit every ``flush_interval_s``
+(and at stop), so tracing adds no commit to the per-message path.  Secrets are
+redacted before anything is kept: argument keys that look like secrets, and the
+configured secret values (API keys, bot tokens) wherever they appear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from bot.interrupt_text import new_id
+from bot.settings import Settings, TracingSection
+from bot.store.ops import Step, utcnow
+from bot.store.sql import SqlStore
+
+log = logging.getLogger(__name__)
+
+REDACTED = "***"
+SECRET_KEY = re.compile(
+    r"(^|[_-])(pass(word)?|secret|token|api[_-]?key|authori[sz]ation|cookie|credentials?|private[_-]?key)($|[_-])",
+    re.I,
+)
+MAX_FIELD_CHARS = 2000
+
+
+@dataclass
+class TraceEvent:
+    type: str
+    chat_key: str
+    correlation_id: str
+    run_id: str = ""
+    agent: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    at: datetime = field(default_factory=utcnow)
+    id: str = field(default_factory=lambda: new_id(16))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "at": self.at.isoformat(timespec="milliseconds"),
+            "chat_key": self.chat_key,
+            "correlation_id": self.correlation_id,
+            "run_id": self.run_id,
+            "agent": self.agent,
+            **self.data,
+        }
+
+
+class Redactor:
+    """Removes secrets: values under secret-looking keys, and known secret values anywhere."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        # Short values would redact ordinary words; real keys and tokens are long.
+        self.secrets = sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Redactor:
+        values = [settings.model.api_key or ""]
+        for name in type(settings.channels).model_fields:
+            section = getattr(settings.channels, name)
+            for key in ("token", "bot_token", "app_token", "signing_secret"):
+                values.append(str(getattr(section, key, "") or ""))
+            webhook = getattr(section, "webhook", None)
+            values.append(str(getattr(webhook, "secret_token", "") or ""))
+        for server in settings.mcp.servers.values():
+            values += [str(v) for v in server.env.values()] + [str(v) for v in server.headers.values()]
+        return cls(values)
+
+    def text(self, value: str) -> str:
+        for secret in self.secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+
+    def value(self, value: Any, key: str = "") -> Any:
+        if key and SECRET_KEY.search(key) and value not in (None, "", [], {}):
+            return REDACTED
+        if isinstance(value, str):
+            value = self.text(value)
+            return value if len(value) <= MAX_FIELD_CHARS else value[:MAX_FIELD_CHARS] + "…"
+        if isinstance(value, dict):
+            return {str(k): self.value(v, str(k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v) for v in value]
+        if isinstance(value, (int, float, bool)) or value is None:
+            return value
+        return self.text(str(value))
+
+
+class Sink(Protocol):
+    """Receives flushed events (OpenTelemetry)."""
+
+    def export(self, events: Sequence[TraceEvent]) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+class RunTracer:
+    """The :class:`agents.context.Tracer` of one run: events carry the run's keys."""
+
+    def __init__(self, tracing: Tracing, chat_key: str, correlation_id: str, run_id: str, agent: str) -> None:
+        self.tracing = tracing
+        self.chat_key, self.correlation_id, self.run_id, self.agent = chat_key, correlation_id, run_id, agent
+
+    def event(self, type: str, **fields: Any) -> None:
+        agent = str(fields.pop("agent", None) or self.agent)
+        self.tracing.record(type, self.chat_key, self.correlation_id, run_id=self.run_id, agent=agent, **fields)
+
+
+class Tracing:
+    """Buffers trace events and writes them in batches; reads them back for ``/trace`` and ``bot trace``."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        config: TracingSection,
+        redactor: Redactor | None = None,
+        sinks: Sequence[Sink] = (),
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.redactor = redactor or Redactor()
+        self.sinks = list(sinks)
+        self._buffer: list[TraceEvent] = []
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self.written = 0
+
+    # -- recording -------------------------------------------------------------------------------
+
+    def tracer(self, chat_key: str, correlation_id: str, run_id: str, agent: str) -> RunTracer:
+        return RunTracer(self, chat_key, correlation_id, run_id, agent)
+
+    def record(
+        self, type: str, chat_key: str, correlation_id: str, *, run_id: str = "", agent: str = "", **fields: Any
+    ) -> None:
+        if not self.config.enabled:
+            return
+        data = {k: self.redactor.value(v, k) for k, v in fields.items() if v is not None}
+        self._buffer.append(TraceEvent(type, chat_key, correlation_id, run_id, agent, data))
+        if len(self._buffer) >= self.config.max_buffer:
+            self._wake.set()
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if not self.config.enabled:
+            return
+        days = self.config.retention_days
+        self.store.add_retention(lambda: [Step(PRUNE, (utcnow() - timedelta(days=days),))])
+        self._task = asyncio.create_task(self._flusher(), name="trace-flusher")
+
+    async def _flusher(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.config.flush_interval_s)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception:
+                log.exception("tracing: could not write trace events (they are dropped, the bot goes on)")
+
+    async def flush(self) -> int:
+        """Write what is buffered (one group commit) and hand it to the sinks."""
+        events, self._buffer = self._buffer, []
+        if not events:
+            return 0
+        steps = [
+            Step(
+                INSERT,
+                (
+                    e.id,
+                    e.chat_key,
+                    e.correlation_id,
+                    e.run_id,
+                    e.agent,
+                    e.type,
+                    json.dumps(e.data, ensure_ascii=False, default=str),
+                    e.at,
+                ),
+            )
+            for e in events
+        ]
+        await self.store.write(steps)
+        self.written += len(events)
+        for sink in self.sinks:
+            try:
+                sink.export(events)
+            except Exception:
+                log.exception("tracing: exporter %s failed", type(sink).__name__)
+        return len(events)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        try:
+            await self.flush()
+        except Exception:
+            log.exception("tracing: could not write the last trace events")
+        for sink in self.sinks:
+            sink.shutdown()
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def runs(self, chat_key: str, last: int = 1) -> list[list[TraceEvent]]:
+        """The events of the chat's last ``last`` requests (by correlation id), oldest request first."""
+        await self.flush()
+        rows = await self.store.read(
+            "SELECT correlation_id, MAX(created_at) AS newest FROM trace_events WHERE chat_key = ? "
+            "GROUP BY correlation_id ORDER BY newest DESC LIMIT ?",
+            (chat_key, max(1, last)),
+        )
+        out = []
+        for correlation_id, _newest in reversed(rows):
+            out.append(await self.events(correlation_id))
+        return out
+
+    async def events(self, correlation_id: str) -> list[TraceEvent]:
+        rows = await self.store.read(
+            "SELECT id, chat_key, correlation_id, run_id, agent, type, data, created_at FROM trace_events "
+            "WHERE correlation_id = ? ORDER BY created_at, seq",
+            (correlation_id,),
+        )
+        return [
+            TraceEvent(
+                id=r[0],
+                chat_key=r[1],
+                correlation_id=r[2],
+                run_id=r[3] or "",
+                agent=r[4] or "",
+                type=r[5],
+                data=json.loads(r[6] or "{}"),
+                at=r[7] if isinstance(r[7], datetime) else datetime.fromisoformat(str(r[7])),
+            )
+            for r in rows
+        ]
+
+
+INSERT = (
+    "INSERT INTO trace_events (id, chat_key, correlation_id, run_id, agent, type, data, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+PRUNE = "DELETE FROM trace_events WHERE created_at < ?"
+
+
+# -- presentation ------------------------------------------------------------------------------------
+
+
+def _duration(ms: float) -> str:
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    seconds = ms / 1000
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    minutes = seconds / 60
+    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+
+
+def describe(event: TraceEvent) -> str:
+    d = event.data
+    took = f", {_duration(float(d['duration_ms']))}" if "duration_ms" in d else ""
+    if event.type == "route":
+        return f"🎯 route → {event.agent or 'nobody'} ({d.get('method')}, {d.get('confidence', 0):.0f} %)"
+    if event.type == "llm_call":
+        tokens = f"{d.get('input_tokens', 0)}→{d.get('output_tokens', 0)} tokens"
+        return f"🧠 {event.agent}: {d.get('model', 'model')} {tokens}{took}"
+    if event.type == "tool_call":
+        error = " ⚠️ error" if d.get("error") else ""
+        return f"🔧 {event.agent}: {d.get('tool')} ({d.get('result_size', 0)} chars{took}){error}"
+    if event.type == "handoff":
+        verb = "→" if d.get("status") == "accepted" else "⛔ refused →"
+        return f"🔀 {event.agent} {verb} {d.get('target')}: {d.get('reason', '')}"
+    if event.type == "guardrail":
+        return f"🛡 {event.agent}: {d.get('guardrail')} {d.get('status')}"
+    if event.type == "interrupt":
+        who = f" by {d['by']}" if d.get("by") else ""
+        return f"⏸ {d.get('kind')} {d.get('status')}{who}"
+    if event.type == "error":
+        return f"⚠️ {event.agent}: {d.get('message', '')}"
+    if event.type == "run":
+        return f"🏁 {event.agent}: {d.get('status')}"
+    return f"{event.type} {event.agent}"
+
+
+def timeline(events: Sequence[TraceEvent]) -> str:
+    """A short, human-readable timeline of one request."""
+    if not events:
+        return "No trace yet: send a request first."
+    start = events[0].at
+    chain: list[str] = []
+    for e in events:
+        if e.agent and e.type != "route" and (not chain or chain[-1] != e.agent):
+            chain.append(e.agent)
+    total = (events[-1].at - start).total_seconds() * 1000
+    head = f"🧭 Trace {events[0].correlation_id} — {len(events)} events, {_duration(total)}"
+    lines = [head]
+    for e in events:
+        offset = (e.at - start).total_seconds() * 1000
+        lines.append(f"+{_duration(offset)}  {describe(e)}")
+    if chain:
+        lines.append("Chain: " + " → ".join(chain))
+    return "\n".join(lines)
+
+
+# -- OpenTelemetry -----------------------------------------------------------------------------------
+
+
+def _ids(correlation_id: str) -> tuple[int, int]:
+    digest = hashlib.sha256(correlation_id.encode()).digest()
+    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+
+
+class OtelSink:
+    """Turns events into spans; all spans of one request share a trace id derived from its correlation id.
+
+    Model calls follow the GenAI semantic conventions (``chat {model}``,
+    ``gen_ai.*`` attributes); tools are ``execute_tool {name}``.
+    """
+
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+        self.tracer = provider.get_tracer("supervisor-bot")
+
+    @classmethod
+    def from_config(cls, config: TracingSection) -> OtelSink | None:
+        if not config.otel.enabled:
+            return None
+        try:
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        except ImportError:
+            log.warning("tracing.otel.enabled is set but opentelemetry-sdk is not installed; spans are off")
+            return None
+        provider = TracerProvider(resource=Resource.create({"service.name": config.otel.service_name}))
+        if config.otel.endpoint:
+            try:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            except ImportError:
+                log.warning("tracing.otel.endpoint is set but opentelemetry-exporter-otlp-proto-http is not installed")
+                return None
+            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=config.otel.endpoint)))
+        return cls(provider)
+
+    def export(self, events: Sequence[TraceEvent]) -> None:
+        from opentelemetry import trace
+        from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+        for event in events:
+            trace_id, span_id = _ids(event.correlation_id)
+            parent = trace.set_span_in_context(
+                NonRecordingSpan(SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(1)))
+            )
+            name, attributes = self._shape(event)
+            end = int(event.at.timestamp() * 1e9)
+            start = end - int(float(event.data.get("duration_ms", 0)) * 1e6)
+            span = self.tracer.start_span(name, context=parent, start_time=start, attributes=attributes)
+            if event.data.get("error") or event.type == "error":
+                span.set_status(trace.Status(trace.StatusCode.ERROR, str(event.data.get("error") or "")[:200]))
+            span.end(end_time=end)
+
+    @staticmethod
+    def _shape(event: TraceEvent) -> tuple[str, dict[str, Any]]:
+        d = event.data
+        attributes: dict[str, Any] = {
+            "bot.event_id": event.id,
+            "bot.chat_key": event.chat_key,
+            "bot.correlation_id": event.correlation_id,
+            "bot.run_id": event.run_id,
+            "gen_ai.agent.name": event.agent,
+        }
+        if event.type == "llm_call":
+            model = str(d.get("model", ""))
+            attributes.update(
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": model,
+                    "gen_ai.usage.input_tokens": int(d.get("input_tokens", 0)),
+                    "gen_ai.usage.output_tokens": int(d.get("output_tokens", 0)),
+                }
+            )
+            return f"chat {model}", attributes
+        if event.type == "tool_call":
+            attributes.update({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": str(d.get("tool", ""))})
+            return f"execute_tool {d.get('tool', '')}", attributes
+        if event.type == "handoff":
+            attributes.update(
+                {"bot.handoff.target": str(d.get("target", "")), "bot.handoff.status": str(d.get("status"))}
+            )
+            return f"handoff {event.agent} → {d.get('target', '')}", attributes
+        for key, value in d.items():
+            if isinstance(value, (str, int, float, bool)):
+                attributes[f"bot.{event.type}.{key}"] = value
+        return event.type, attributes
+
+    def shutdown(self) -> None:
+        self.provider.shutdown()
