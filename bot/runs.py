@@ -157,7 +157,8 @@ class RunManager:
 
     async def start(self, run: RunRow, agent: AgentDef, message: Message) -> None:
         """Record the run, then drive it from ``message``."""
-        await self.store.write([self.runs.start_run_step(run)])
+        # Not awaited: the run's later writes commit after this one, in order.
+        self.store.write_later([self.runs.start_run_step(run)], what=f"starting run {run.id}")
         ctx = await self.context(run, agent, resumed=False)
         await self._drive(run, _Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
 

@@ -22,7 +22,7 @@ from agents.models.base import Model
 from bot.catalog import AgentCatalog, AgentDef
 from bot.commands import CommandCall, CommandRegistry, parse_command
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender
-from bot.interrupt_text import new_id
+from bot.interrupt_text import fast_id
 from bot.interrupts import InterruptService
 from bot.outbox import Outbox
 from bot.routing import RouteDecision, Router, parse_target
@@ -251,7 +251,7 @@ class Supervisor:
             )
         state = await self.store.chat_state(str(event.chat))
         run = RunRow(
-            id=new_id(16),
+            id=fast_id(16),
             chat_key=str(event.chat),
             agent=agent.name,
             status="running",

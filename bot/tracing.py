@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from bot.interrupt_text import new_id
+from bot.interrupt_text import fast_id
 from bot.settings import Settings, TracingSection
 from bot.store.ops import Step, utcnow
 from bot.store.sql import SqlStore
@@ -49,7 +49,7 @@ class TraceEvent:
     agent: str = ""
     data: dict[str, Any] = field(default_factory=dict)
     at: datetime = field(default_factory=utcnow)
-    id: str = field(default_factory=lambda: new_id(16))
+    id: str = field(default_factory=fast_id)
 
     def as_dict(self) -> dict[str, Any]:
         return {

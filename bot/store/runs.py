@@ -292,6 +292,10 @@ class RunStore:
                     if slot.row is not None and slot.row.id == interrupt_id:
                         slot.row.prompt_ref = ref
 
+        if interrupt_id is None:
+            # A plain reply: nothing waits on this mark, and later writes commit after it.
+            self.store.write_later(steps, what=f"marking outbox entry {outbox_id} sent")
+            return
         await self.store.write(steps, on_commit=committed)
 
     async def unsent(self) -> list[OutboxRow]:

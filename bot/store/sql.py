@@ -9,6 +9,7 @@ applying each committed write to them (:mod:`bot.store.cache`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import shutil
@@ -183,6 +184,28 @@ class SqlStore:
         if self._writer is None:
             raise StoreError("the store is not started")
         return await self._writer.submit(steps, on_commit=on_commit, grows=grows, events=events)
+
+    def write_later(self, steps: Sequence[Step], *, what: str = "write") -> asyncio.Future[WriteResult]:
+        """Queue ``steps`` for the next group commit without waiting for it.
+
+        For bookkeeping nobody waits on (a run's start row, an outbox entry marked
+        sent): later writes are committed after it, in order, and a failure is logged.
+        """
+        if self._writer is None:
+            raise StoreError("the store is not started")
+        future = self._writer.submit(steps)
+
+        def done(f: asyncio.Future[WriteResult]) -> None:
+            if f.cancelled():
+                return
+            exc = f.exception()
+            if exc is not None:
+                log.error("store: %s failed: %s", what, exc)
+            elif not f.result().ok:
+                log.error("store: %s was not applied", what)
+
+        future.add_done_callback(done)
+        return future
 
     async def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """A query on the read path (not for the per-message path: use the caches)."""

@@ -1,0 +1,439 @@
+"""The markdown subset: rendering per platform, and splitting rendered text to each platform's limit."""
+
+from __future__ import annotations
+
+import random
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from channels.formatting import (
+    Bold,
+    Code,
+    CodeBlock,
+    Italic,
+    Link,
+    Text,
+    parse,
+    plain_text,
+    split_markdown,
+    split_telegram_html,
+    to_discord_markdown,
+    to_slack_mrkdwn,
+    to_telegram_html,
+    utf16_len,
+)
+
+ZWSP = "\u200b"
+TELEGRAM_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre", "tg-spoiler"}
+
+
+class TelegramChunk(HTMLParser):
+    """Checks a chunk the way Telegram's parser would refuse it, and collects its visible text."""
+
+    def __init__(self, chunk: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.opened: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.parts: list[str] = []
+        self.feed(chunk)
+        self.close()
+        assert not self.stack, f"unclosed {self.stack} in {chunk!r}"
+        self.text = "".join(self.parts)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        assert tag in TELEGRAM_TAGS, tag
+        if tag == "code" and self.stack[-1:] == ["pre"]:
+            assert all(name == "class" and (value or "").startswith("language-") for name, value in attrs)
+        else:
+            # Bold and italic may nest with anything except code; links and code never nest with each other.
+            forbidden = {"code", "pre"} | ({"a"} if tag in {"a", "code", "pre"} else set())
+            assert not forbidden & set(self.stack), f"<{tag}> inside {self.stack}"
+        if tag == "a":
+            assert [name for name, _ in attrs] == ["href"]
+        self.stack.append(tag)
+        self.opened.append((tag, attrs))
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes {self.stack}"
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def visible(chunk: str) -> str:
+    return TelegramChunk(chunk).text
+
+
+def assert_reassembles(original: str, pieces: list[str]) -> None:
+    """The pieces are consecutive slices of ``original``; only whitespace falls between them."""
+    pos = 0
+    for piece in pieces:
+        piece = piece.strip()
+        found = original.find(piece, pos)
+        assert found >= 0, f"{piece[:60]!r} not found after {pos}"
+        assert not original[pos:found].strip(), f"skipped {original[pos:found][:60]!r}"
+        pos = found + len(piece)
+    assert not original[pos:].strip(), f"lost the tail {original[pos:][:60]!r}"
+
+
+FENCE_MARK = re.compile(r"```[\w+#.-]*")
+
+
+def fence_lines(chunk: str) -> int:
+    return sum(1 for line in chunk.split("\n") if line.lstrip().startswith("```"))
+
+
+def check_markdown_chunks(rendered: str, chunks: list[str], limit: int, measure: object = len) -> None:
+    assert callable(measure)
+    for chunk in chunks:
+        assert measure(chunk) <= limit
+        assert chunk.strip()
+        assert fence_lines(chunk) % 2 == 0, chunk
+    assert_reassembles(FENCE_MARK.sub("", rendered), [FENCE_MARK.sub("", c) for c in chunks])
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def test_parse_builds_a_small_tree() -> None:
+    assert parse("a **b _c_** `d` [e](https://x.y)\n```py\nf\n```") == [
+        Text("a "),
+        Bold((Text("b "), Italic((Text("c"),)))),
+        Text(" "),
+        Code("d"),
+        Text(" "),
+        Link((Text("e"),), "https://x.y"),
+        Text("\n"),
+        CodeBlock("f", "py"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "2*3*4",
+        "snake_case_name",
+        "__init__ and __main__",
+        "a**b",
+        "**unclosed bold",
+        "_unclosed italic",
+        "a * b * c",
+        "* item\n* item",
+        "**not\n\nacross paragraphs**",
+        "[label](not a url)",
+        "[no link]",
+        "`unclosed code",
+        "x ``` y",
+    ],
+)
+def test_unbalanced_or_intraword_markers_stay_literal(source: str) -> None:
+    assert parse(source) == [Text(source)]
+    assert plain_text(source) == source
+
+
+# ---------------------------------------------------------------- Telegram
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("", ""),
+        ('plain & <tag> "q"', 'plain &amp; &lt;tag&gt; "q"'),
+        ("**bold** _it_ *it*", "<b>bold</b> <i>it</i> <i>it</i>"),
+        ("**bold _both_**", "<b>bold <i>both</i></b>"),
+        ("_it **both**_", "<i>it <b>both</b></i>"),
+        ("***x***", "<i><b>x</b></i>"),
+        ("`a < b && c`", "<code>a &lt; b &amp;&amp; c</code>"),
+        ("`**not bold** _x_`", "<code>**not bold** _x_</code>"),
+        ("``a ` b``", "<code>a ` b</code>"),
+        (
+            "```python\nif a < b:\n    print('&')\n```",
+            "<pre><code class=\"language-python\">if a &lt; b:\n    print('&amp;')</code></pre>",
+        ),
+        ("```\n**x**\n```", "<pre>**x**</pre>"),
+        ("before\n```js\nx\n```\nafter", 'before\n<pre><code class="language-js">x</code></pre>\nafter'),
+        ("```sh\nunclosed **x**", '<pre><code class="language-sh">unclosed **x**</code></pre>'),
+        ('[docs](https://x.com/?a=1&b="2")', '<a href="https://x.com/?a=1&amp;b=&quot;2&quot;">docs</a>'),
+        ("[**b** & c](https://x.com)", '<a href="https://x.com"><b>b</b> &amp; c</a>'),
+        ("[`code`](https://x.com)", '<a href="https://x.com">code</a>'),
+        ("[f(x)](https://x.com/f_(x))", '<a href="https://x.com/f_(x)">f(x)</a>'),
+        ("[run](javascript:alert(1))", "run (javascript:alert(1))"),
+        ("[a [b] c](https://u.v)", '<a href="https://u.v">a [b] c</a>'),
+        ("[a [b](https://u.v) c](https://w.x)", '[a <a href="https://u.v">b</a> c](https://w.x)'),
+        ("*a [b* c](https://u.v)", '*a <a href="https://u.v">b* c</a>'),
+        ("[`]`](https://u.v)", '<a href="https://u.v">]</a>'),
+        ("2*3*4 snake_case_name __init__", "2*3*4 snake_case_name __init__"),
+        ("**unclosed & _also", "**unclosed &amp; _also"),
+        ("这是**粗体**和_斜体_。", "这是<b>粗体</b>和<i>斜体</i>。"),
+        ("**注意：**请看", "<b>注意：</b>请看"),
+        ("emoji 😀 **👍🏽 ok**", "emoji 😀 <b>👍🏽 ok</b>"),
+    ],
+)
+def test_to_telegram_html(source: str, expected: str) -> None:
+    rendered = to_telegram_html(source)
+    assert rendered == expected
+    TelegramChunk(rendered)
+
+
+# ---------------------------------------------------------------- Slack
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("a & b < c > d", "a &amp; b &lt; c &gt; d"),
+        ("<!channel> hi", "&lt;!channel&gt; hi"),
+        ("**bold** _it_ *it*", "*bold* _it_ _it_"),
+        ("**bold _both_**", "*bold _both_*"),
+        ("`x < 1`", "`x &lt; 1`"),
+        ("`a`` b`", "`a\u02cb\u02cb b`"),
+        ("```py\na<b\n```", "```\na&lt;b\n```"),
+        ("[a & b](https://x.com/?q=1&r=2)", "<https://x.com/?q=1&amp;r=2|a &amp; b>"),
+        ("[https://x.com](https://x.com)", "<https://x.com>"),
+        ("[a|b](https://x.com/a|b)", "<https://x.com/a%7Cb|a|b>"),
+        ("2*3*4 snake_case_name", "2*3*4 snake_case_name"),
+        ("中文**粗体**中文", f"中文{ZWSP}*粗体*{ZWSP}中文"),
+        ("x ``` y", "x ``\u02cb y"),
+        ("```\na ```` b\n```", "```\na ``\u02cb\u02cb b\n```"),
+    ],
+)
+def test_to_slack_mrkdwn(source: str, expected: str) -> None:
+    assert to_slack_mrkdwn(source) == expected
+
+
+# ---------------------------------------------------------------- Discord
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("**bold** _it_ *it*", "**bold** *it* *it*"),
+        ("**bold _both_**", "**bold *both***"),
+        ("2*3*4 snake_case_name", r"2\*3\*4 snake\_case\_name"),
+        ("~~strike~~ |spoiler|", r"\~\~strike\~\~ \|spoiler\|"),
+        (
+            "> not a quote\n# not a heading\n-# not subtext\n- a list",
+            "\\> not a quote\n\\# not a heading\n\\-# not subtext\n- a list",
+        ),
+        ("**x** > y # z", "**x** > y # z"),
+        ("hi @everyone and @here", f"hi {ZWSP}@everyone and {ZWSP}@here"),
+        ("ping <@123> <#4> <t:5>", r"ping \<@123> \<#4> \<t:5>"),
+        ("see https://x.com/a_b_c now", "see https://x.com/a_b_c now"),
+        ("back\\slash", "back\\\\slash"),
+        ("`code_with*stars`", "`code_with*stars`"),
+        ("`a ` b`", "`a ` b\\`"),
+        ("``a ` b``", "`` a ` b ``"),
+        ("```py\nx = 1\n```", "```py\nx = 1\n```"),
+        ("```\na ```` b\n```", f"```\na `{ZWSP}`{ZWSP}`{ZWSP}` b\n```"),
+        ("[docs](https://x.com/a b)", "[docs](https://x.com/a b)"),
+        ("[docs](https://x.com/a_(b))", "[docs](<https://x.com/a_(b)>)"),
+        ("[**b**](https://x.com)", "[**b**](<https://x.com>)"),
+        ("[https://x.com](https://x.com)", "<https://x.com>"),
+        ("[x](ftp://host/f_1)", r"x (ftp://host/f\_1)"),
+        ("中文**粗体**中文 😀", "中文**粗体**中文 😀"),
+    ],
+)
+def test_to_discord_markdown(source: str, expected: str) -> None:
+    assert to_discord_markdown(source) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("**b** _i_ `c` [l](https://u.v)", "b i c l (https://u.v)"),
+        ("[https://u.v](https://u.v)", "https://u.v"),
+        ("intro\n```py\nx = 1\n```\nend", "intro\nx = 1\nend"),
+        ("2*3*4 <b>", "2*3*4 <b>"),
+    ],
+)
+def test_plain_text(source: str, expected: str) -> None:
+    assert plain_text(source) == expected
+
+
+# ---------------------------------------------------------------- splitting Telegram HTML
+
+
+def long_reply() -> str:
+    """About 10,000 characters: prose in English, Chinese and emoji around a long Python block."""
+    prose = [
+        "The **deploy** finished with _two_ warnings & one <note>; see [the log](https://ci.example/run?id=7&x=1).",
+        "部署已经完成，**但是**有两个警告。请查看日志并确认 `config.yaml` 的设置是否正确。",
+        "Emoji check 😀🎉👍🏽 and a family 👨‍👩‍👧 in the middle of a sentence, then more words follow here.",
+    ]
+    paragraphs = [" ".join(prose[(i + k) % 3] for k in range(3)) for i in range(16)]
+    code = "\n".join(f"    result_{i} = compute(a < b, c & d, '{'x' * (i % 7)}')  # 步骤 {i} 😀" for i in range(90))
+    text = (
+        "\n\n".join(paragraphs[:8]) + "\n\n```python\ndef main():\n" + code + "\n```\n\n" + "\n\n".join(paragraphs[8:])
+    )
+    assert 9_000 <= len(text) <= 11_000
+    return text
+
+
+@pytest.mark.parametrize("limit", [4096, 1000, 333])
+def test_long_reply_splits_into_valid_telegram_chunks(limit: int) -> None:
+    rendered = to_telegram_html(long_reply())
+    chunks = split_telegram_html(rendered, limit)
+    assert len(chunks) >= 2
+    for chunk in chunks:
+        assert utf16_len(visible(chunk)) <= limit
+    assert_reassembles(visible(rendered), [visible(c) for c in chunks])
+    reopened = [
+        c
+        for prev, c in zip(chunks, chunks[1:], strict=False)
+        if prev.endswith("</code></pre>") and c.startswith("<pre>")
+    ]
+    assert reopened and all(c.startswith('<pre><code class="language-python">') for c in reopened)
+
+
+def test_long_reply_prefers_paragraph_then_line_breaks() -> None:
+    rendered = to_telegram_html(long_reply())
+    for chunk in split_telegram_html(rendered, 4096)[:-1]:
+        text = visible(chunk)
+        # Each chunk ends where a paragraph or a line ended in the original, never mid-line.
+        assert visible(rendered).find(text.rstrip() + "\n") >= 0
+
+
+def test_short_and_empty_text() -> None:
+    assert split_telegram_html("") == []
+    assert split_telegram_html("  \n\n ") == []
+    assert split_telegram_html("<b></b>") == []
+    assert split_telegram_html("<b>hi</b> there") == ["<b>hi</b> there"]
+    assert split_markdown("", 2000) == []
+    assert split_markdown("\n \n", 2000) == []
+    assert split_markdown("hi", 2000) == ["hi"]
+
+
+def test_utf16_counting_with_an_emoji_at_the_boundary() -> None:
+    # 4095 + 2 units does not fit in 4096: the emoji moves whole to the next chunk.
+    assert split_telegram_html("a" * 4095 + "😀b") == ["a" * 4095, "😀b"]
+    # 4094 + 2 fits exactly.
+    assert split_telegram_html("a" * 4094 + "😀b") == ["a" * 4094 + "😀", "b"]
+    assert utf16_len("a" * 4094 + "😀") == 4096
+
+
+def test_never_splits_an_entity_or_a_grapheme_cluster() -> None:
+    assert split_telegram_html("a" * 9 + "&amp;" + "b" * 5, 10) == ["a" * 9 + "&amp;", "b" * 5]
+    assert split_telegram_html("a" * 10 + "&lt;" + "b", 10) == ["a" * 10, "&lt;b"]
+    family = "👨\u200d👩\u200d👧"  # 8 UTF-16 units
+    assert split_telegram_html("x" * 9 + family, 12) == ["x" * 9, family]
+
+
+def test_a_word_longer_than_the_limit_is_hard_split() -> None:
+    chunks = split_telegram_html("<b>" + "x" * 10_000 + "</b>")
+    assert chunks == ["<b>" + "x" * 4096 + "</b>"] * 2 + ["<b>" + "x" * 1808 + "</b>"]
+    assert split_markdown("y" * 4500, 2000) == ["y" * 2000, "y" * 2000, "y" * 500]
+
+
+def test_break_preference_paragraph_line_word() -> None:
+    assert split_telegram_html("A" * 60 + "\n\n" + "B" * 30 + "\n" + "C" * 20, 100) == [
+        "A" * 60,
+        "B" * 30 + "\n" + "C" * 20,
+    ]
+    # A paragraph break early in the window loses to a line break in its second half.
+    assert split_telegram_html("A" * 30 + "\n\n" + "B" * 40 + "\n" + "C" * 40, 100) == [
+        "A" * 30 + "\n\n" + "B" * 40,
+        "C" * 40,
+    ]
+    assert split_telegram_html("word " * 10, 12) == ["word word", "word word", "word word", "word word", "word word "]
+
+
+def test_tags_are_reopened_with_their_attributes() -> None:
+    rendered = to_telegram_html("[" + "label " * 10 + "](https://x.com/?a=1&b=2) after")
+    chunks = split_telegram_html(rendered, 25)
+    for chunk in chunks[:-1]:
+        assert chunk.startswith('<a href="https://x.com/?a=1&amp;b=2">') and chunk.endswith("</a>")
+    assert_reassembles(visible(rendered), [visible(c) for c in chunks])
+
+
+def test_limit_must_fit_a_surrogate_pair() -> None:
+    with pytest.raises(ValueError):
+        split_telegram_html("abc", 1)
+
+
+# ---------------------------------------------------------------- splitting Slack/Discord markdown
+
+
+@pytest.mark.parametrize(
+    ("render", "limit"), [(to_discord_markdown, 2000), (to_slack_mrkdwn, 3900), (to_discord_markdown, 500)]
+)
+def test_long_reply_splits_into_markdown_chunks(render: object, limit: int) -> None:
+    assert callable(render)
+    rendered = render(long_reply())
+    chunks = split_markdown(rendered, limit)
+    assert len(chunks) >= 2
+    check_markdown_chunks(rendered, chunks, limit)
+    lang = "```python\n" if render is to_discord_markdown else "```\n"
+    assert any(prev.endswith("\n```") and c.startswith(lang) for prev, c in zip(chunks, chunks[1:], strict=False))
+
+
+def test_a_code_block_crossing_a_boundary_is_closed_and_reopened() -> None:
+    code = "\n".join(f"line {i}" for i in range(30))
+    rendered = to_discord_markdown(f"intro\n```py\n{code}\n```\noutro")
+    chunks = split_markdown(rendered, 100)
+    assert chunks[0].startswith("intro\n```py\nline 0\n")
+    assert all(c.startswith("```py\nline ") for c in chunks[1:])
+    assert all(c.endswith("\n```") for c in chunks[:-1])
+    assert chunks[-1].endswith("line 29\n```\noutro")
+    check_markdown_chunks(rendered, chunks, 100)
+    assert not any("```py\n```" in c for c in chunks)
+
+
+def test_the_closing_fence_is_not_left_alone_in_a_chunk() -> None:
+    rendered = "```\n" + "a" * 20 + "\n```\ntail"
+    chunks = split_markdown(rendered, 28)
+    assert chunks == ["```\n" + "a" * 20 + "\n```", "tail"]
+
+
+def test_markdown_split_measures_utf16_and_keeps_links_whole() -> None:
+    rendered = to_slack_mrkdwn("see [the release notes](https://x.com/r?a=1&b=2) 😀😀😀")
+    chunks = split_markdown(rendered, 55, measure=utf16_len)
+    assert any("<https://x.com/r?a=1&amp;b=2|the release notes>" in c for c in chunks)
+    check_markdown_chunks(rendered, chunks, 55, utf16_len)
+
+
+# ---------------------------------------------------------------- property-style
+
+
+VOCABULARY = [
+    "hello", "world", "snake_case", "2*3*4", "a&b", "<tag>", '"q"', "it's", "中文", "测试文本，好的。", "😀", "👍🏽",
+    "👨\u200d👩\u200d👧", "🇯🇵", "e\u0301", "x" * 40, "**", "*", "_", "`", "[", "](https://x.com/?a=1&b=2)", "]", "(",
+    ")", "~", "|", ">", "#", "@everyone", "\\", "&amp;",
+]  # fmt: skip
+SEPARATORS = [" ", " ", " ", "", "\n", "\n\n"]
+
+
+def random_text(rng: random.Random) -> str:
+    parts: list[str] = []
+    for _ in range(rng.randint(0, 120)):
+        roll = rng.random()
+        if roll < 0.03:
+            lines = "\n".join(rng.choice(VOCABULARY) * rng.randint(1, 3) for _ in range(rng.randint(0, 8)))
+            closing = "\n```\n" if rng.random() < 0.8 else ""
+            parts.append(f"\n```{rng.choice(['', 'python', 'js'])}\n{lines}{closing}")
+        else:
+            parts.append(rng.choice(VOCABULARY) + rng.choice(SEPARATORS))
+    return "".join(parts)
+
+
+def test_invariants_hold_for_random_inputs() -> None:
+    rng = random.Random(0)
+    for _ in range(300):
+        text = random_text(rng)
+        rendered = to_telegram_html(text)
+        TelegramChunk(rendered)
+        limit = rng.randint(8, 150)
+        chunks = split_telegram_html(rendered, limit)
+        for chunk in chunks:
+            content = visible(chunk)
+            assert 0 < utf16_len(content) <= limit and content.strip()
+        assert_reassembles(visible(rendered), [visible(c) for c in chunks])
+
+        for render in (to_discord_markdown, to_slack_mrkdwn):
+            markdown = render(text)
+            md_limit = rng.randint(30, 200)
+            check_markdown_chunks(markdown, split_markdown(markdown, md_limit), md_limit)
+
+        assert not set(plain_text(text)) - set(text)
