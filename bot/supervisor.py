@@ -106,8 +106,16 @@ class Supervisor:
         if sender.is_bot:
             return
         if not allowed:
-            await self._refuse(event, event_key)
+            # Only when the bot was addressed: in a busy group, strangers' chatter gets no answer.
+            if event.is_direct or event.mentions_bot or not self._mention_required(event.chat):
+                await self._refuse(event, event_key)
             return
+        if not event.text.strip():
+            if not event.attachments:
+                return
+            # A photo or file without a caption: the agents see what arrived (media is metadata only).
+            kinds = ", ".join(sorted({a.kind for a in event.attachments}))
+            event = event.model_copy(update={"text": f"(sent {kinds} without text)"})
         chat_key = str(event.chat)
         pending = await self.runs.pending(chat_key)
         addressed = event.is_direct or event.mentions_bot or not self._mention_required(event.chat)

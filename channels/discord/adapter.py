@@ -1,0 +1,422 @@
+"""The Discord adapter: gateway events → bus events, outbound messages → REST calls (see the package docstring)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import discord
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from bot.bus import Bus, BusClosed
+from bot.events import Action, Attachment, ChatKey, InboundMessage, OutboundMessage, Sender
+from channels.discord.buttons import PayloadButton, is_ours, make_view
+from channels.discord.calls import DiscordError, Retrying, endpoints, parse_ref
+from channels.formatting import split_markdown, to_discord_markdown
+
+if TYPE_CHECKING:
+    from bot.settings import DiscordChannel as DiscordSettings
+
+log = logging.getLogger(__name__)
+
+MESSAGE_LIMIT = 2000
+INTERACTION_TTL_S = 14 * 60
+"""Interaction tokens live 15 minutes; past this, edits go through the channel."""
+INACTIVE_BUTTON = "This button is no longer active."
+
+
+class _Client(discord.Client):
+    """discord.py's client, wired to one adapter."""
+
+    def __init__(self, adapter: DiscordChannel) -> None:
+        # Only what the adapter reads: guilds (the channel and thread cache), messages, and their content
+        # (a privileged intent: enable "Message Content Intent" for the bot in the developer portal).
+        intents = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
+        # A text bot: discord.py's warnings about missing voice libraries would only confuse operators.
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        super().__init__(
+            intents=intents,
+            allowed_mentions=discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False),
+            max_ratelimit_timeout=30.0,
+        )
+        self.adapter = adapter
+        self.connected = asyncio.Event()
+
+    async def setup_hook(self) -> None:
+        # Presses on prompts from before a restart match the template, whatever message they are on.
+        self.add_dynamic_items(PayloadButton)
+
+    async def on_connect(self) -> None:
+        self.connected.set()
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.adapter.on_message(message)
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        await self.adapter.on_foreign_press(interaction)
+
+
+class DiscordChannel:
+    """The Discord adapter (the package docstring has the mapping)."""
+
+    name = "discord"
+
+    def __init__(
+        self,
+        cfg: DiscordSettings,
+        *,
+        typing_interval_s: float = 8.0,
+        typing_max_s: float = 120.0,
+        retry_attempts: int = 8,
+        retry_budget_s: float = 300.0,
+        connect_timeout_s: float = 30.0,
+    ) -> None:
+        self.cfg = cfg
+        self.press_check: Callable[[Action], Awaitable[str | None]] | None = None
+        self.typing_interval_s = typing_interval_s
+        self.typing_max_s = typing_max_s
+        self.retry = Retrying(retry_attempts, retry_budget_s)
+        self.connect_timeout_s = connect_timeout_s
+        self.interaction_ttl_s = INTERACTION_TTL_S
+        self._allowed = {str(c) for c in cfg.allowed_channels}
+        self._bus: Bus | None = None
+        self._client: _Client | None = None
+        self._stopped = False
+        self._login = asyncio.Lock()
+        self._inbound = asyncio.Lock()
+        self._gateway: asyncio.Task[None] | None = None
+        self._typing: dict[int, asyncio.Task[None]] = {}
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._interactions: dict[int, tuple[discord.Interaction[Any], float]] = {}
+        self._parents: dict[int, int | None] = {}
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self, bus: Bus) -> None:
+        """Log in (if ``send`` has not yet), connect to the gateway and return once it is up (or in 30 s)."""
+        self._bus = bus
+        self._stopped = False
+        client = await self._logged_in()
+        self._gateway = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+        connected = asyncio.create_task(client.connected.wait())
+        done, _ = await asyncio.wait(
+            {self._gateway, connected}, timeout=self.connect_timeout_s, return_when="FIRST_COMPLETED"
+        )
+        connected.cancel()
+        if self._gateway in done:
+            exc = self._gateway.exception()
+            await self.stop()
+            raise DiscordError(f"Discord gateway: could not connect: {exc or 'closed'}") from exc
+        if not done:
+            log.warning("discord: the gateway is not up after %.0f s; still trying", self.connect_timeout_s)
+        self._gateway.add_done_callback(_report_gateway_end)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        self._bus = None
+        for task in self._typing.values():
+            task.cancel()
+        await asyncio.gather(*self._typing.values(), return_exceptions=True)
+        self._typing.clear()
+        self._interactions.clear()
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        if self._gateway is not None:
+            await asyncio.gather(self._gateway, return_exceptions=True)
+            self._gateway = None
+
+    async def _logged_in(self) -> _Client:
+        async with self._login:
+            if self._client is None:
+                self._client = await self._new_client()
+            return self._client
+
+    async def _new_client(self) -> _Client:
+        if not self.cfg.token:
+            raise DiscordError("channels.discord.token is empty: set DISCORD_BOT_TOKEN")
+        api, gateway = endpoints(self.cfg.api_base, self.cfg.gateway_url)
+        Route.BASE = api
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
+        client = _Client(self)
+        try:
+            await self.retry("log in", lambda: client.login(self.cfg.token))
+        except BaseException:
+            await client.close()
+            raise
+        return client
+
+    @asynccontextmanager
+    async def _rest(self) -> AsyncIterator[_Client]:
+        """The logged-in client; after ``stop`` (runs draining) a short-lived one, closed afterwards."""
+        if not self._stopped:
+            yield await self._logged_in()
+            return
+        client = await self._new_client()
+        try:
+            yield client
+        finally:
+            await client.close()
+
+    # -- inbound ------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        # In gateway order: a message that needs a channel lookup holds back the ones after it.
+        async with self._inbound:
+            event = await self._inbound_message(message)
+            bus = self._bus
+            if event is not None and bus is not None:
+                await self._publish(bus, event)
+
+    async def _inbound_message(self, message: discord.Message) -> InboundMessage | None:
+        client = self._client
+        if self._bus is None or client is None or client.user is None:
+            return None
+        if message.author.bot or message.webhook_id is not None:
+            return None
+        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
+            return None
+        chat = await self._chat_of(message.channel, message.guild is not None)
+        if message.guild is not None and self._allowed and chat.chat_id not in self._allowed:
+            return None
+        text, mentioned = _strip_mention(message, client.user.id)
+        attachments = tuple(
+            Attachment(
+                kind=(a.content_type or "file").split("/")[0],
+                name=a.filename,
+                mime_type=a.content_type,
+                size=a.size,
+                ref=a.url,
+            )
+            for a in message.attachments
+        )
+        if not text and not attachments:
+            return None
+        reference = message.reference
+        return InboundMessage(
+            id=str(message.id),
+            chat=chat,
+            sender=Sender(id=str(message.author.id), name=message.author.display_name),
+            text=text,
+            is_direct=message.guild is None,
+            mentions_bot=mentioned or _replies_to(message, client.user.id),
+            reply_to=str(reference.message_id) if reference and reference.message_id else None,
+            attachments=attachments,
+        )
+
+    async def on_press(self, interaction: discord.Interaction[Any], payload: str) -> None:
+        """A press on one of our buttons: acknowledge now, check, then publish."""
+        try:
+            await interaction.response.defer()
+        except (discord.HTTPException, discord.InteractionResponded) as exc:
+            log.warning("discord: could not acknowledge press %s: %s", interaction.id, exc)
+        bus = self._bus
+        if bus is None or interaction.message is None:
+            return
+        user = interaction.user
+        action = Action(
+            id=str(interaction.id),
+            chat=await self._chat_of(interaction.channel, interaction.guild_id is not None, interaction.channel_id),
+            sender=Sender(id=str(user.id), name=user.display_name, is_bot=user.bot),
+            payload=payload,
+            message_ref=f"{interaction.message.channel.id}:{interaction.message.id}",
+            platform={"interaction_id": str(interaction.id), "application_id": str(interaction.application_id)},
+        )
+        if self.press_check is not None:
+            try:
+                refusal = await self.press_check(action)
+            except Exception:
+                # The gateway checks again in the chat's turn, where it is authoritative.
+                log.exception("discord: press check failed for %s; passing the press on", interaction.id)
+                refusal = None
+            if refusal:
+                try:
+                    await self.retry("answer a press", lambda: interaction.followup.send(refusal, ephemeral=True))
+                except DiscordError as exc:
+                    log.warning("discord: could not tell %s why their press was refused: %s", user.id, exc)
+                return
+        self._remember(interaction)
+        await self._publish(bus, action)
+
+    async def on_foreign_press(self, interaction: discord.Interaction[Any]) -> None:
+        """A component that is not ours (an old payload format): say so instead of letting it time out."""
+        if interaction.type is not discord.InteractionType.component or interaction.response.is_done():
+            return
+        data: dict[str, Any] = dict(interaction.data or {})
+        custom_id = str(data.get("custom_id", ""))
+        if not is_ours(custom_id):
+            await interaction.response.send_message(INACTIVE_BUTTON, ephemeral=True)
+
+    async def _publish(self, bus: Bus, event: InboundMessage | Action) -> None:
+        try:
+            await bus.publish(event)
+        except BusClosed:
+            log.info("discord: shutting down, event %s not taken", event.id)
+
+    async def _chat_of(self, channel: Any, in_guild: bool, channel_id: int | None = None) -> ChatKey:
+        """The chat key of a channel: a thread is keyed under its parent."""
+        cid = int(getattr(channel, "id", None) or channel_id or 0)
+        parent: int | None
+        if isinstance(channel, discord.Thread):
+            parent = channel.parent_id
+        elif not in_guild or isinstance(channel, discord.abc.GuildChannel):
+            parent = None
+        else:
+            parent = await self._parent_of(cid)
+        if parent is None:
+            return ChatKey(channel=self.name, chat_id=str(cid))
+        return ChatKey(channel=self.name, chat_id=str(parent), thread_id=str(cid))
+
+    async def _parent_of(self, channel_id: int) -> int | None:
+        """For a guild channel discord.py has not cached: its parent when it is a thread (asked once)."""
+        if channel_id not in self._parents:
+            try:
+                async with self._rest() as client:
+                    channel = await self.retry("look up a channel", lambda: client.fetch_channel(channel_id))
+            except DiscordError as exc:
+                log.warning("discord: channel %s is taken as a plain channel: %s", channel_id, exc)
+                return None
+            if len(self._parents) > 10_000:
+                self._parents.clear()
+            self._parents[channel_id] = channel.parent_id if isinstance(channel, discord.Thread) else None
+        return self._parents[channel_id]
+
+    def _remember(self, interaction: discord.Interaction[Any]) -> None:
+        now = time.monotonic()
+        for key in [k for k, (_, at) in self._interactions.items() if now - at > self.interaction_ttl_s]:
+            del self._interactions[key]
+        if interaction.message is not None:
+            self._interactions[interaction.message.id] = (interaction, now)
+
+    # -- outbound -----------------------------------------------------------------------
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        where = message.chat.thread_id or message.chat.chat_id
+        if not where.isdigit():
+            raise DiscordError(f"not a Discord channel: {message.chat}")
+        target = int(where)
+        if message.kind == "typing":
+            if not self._stopped:
+                client = await self._logged_in()
+                await self._type(client, target)
+                self._start_typing(client, target)
+            return None
+        if message.edit_of is not None:
+            return await self._edit(message.edit_of, message)
+        self._stop_typing(target)
+        lock = self._locks.get(target)
+        if lock is None:
+            lock = self._locks[target] = asyncio.Lock()
+        # One channel's messages go out one at a time, in order (chunks of a long text stay together).
+        async with lock, self._rest() as client:
+            return await self._post(client, target, message)
+
+    async def _post(self, client: _Client, target: int, message: OutboundMessage) -> str | None:
+        chunks = split_markdown(to_discord_markdown(message.text), MESSAGE_LIMIT) if message.text.strip() else []
+        view = make_view(message.buttons)
+        if not chunks:
+            if view is None:
+                return None
+            chunks = [""]
+        channel = client.get_partial_messageable(target)
+        reference = None
+        if message.reply_to and message.reply_to.isdigit():
+            reference = discord.MessageReference(
+                message_id=int(message.reply_to), channel_id=target, fail_if_not_exists=False
+            )
+        nonce = secrets.token_hex(8)
+        ref = None
+        for index, chunk in enumerate(chunks):
+            last = index == len(chunks) - 1
+            kwargs: dict[str, Any] = {"content": chunk or None, "nonce": f"{nonce}{index}"}
+            if last and view is not None:
+                kwargs["view"] = view
+            if index == 0 and reference is not None:
+                kwargs["reference"] = reference
+                kwargs["mention_author"] = False
+            sent = await self.retry("send a message", lambda kw=kwargs: channel.send(**kw))  # type: ignore[misc]
+            ref = f"{target}:{sent.id}"
+        return ref
+
+    async def _edit(self, edit_of: str, message: OutboundMessage) -> str:
+        channel_id, message_id = parse_ref(edit_of)
+        chunks = split_markdown(to_discord_markdown(message.text), MESSAGE_LIMIT) if message.text.strip() else []
+        # The reference is a prompt's last message; an edit that outgrew it keeps its end (the outcome).
+        content = chunks[-1] if chunks else "\u200b"
+        view = make_view(message.buttons)
+        fresh = self._interactions.get(message_id)
+        if fresh is not None and time.monotonic() - fresh[1] < self.interaction_ttl_s:
+            interaction = fresh[0]
+            try:
+                await self.retry(
+                    "edit a message", lambda: interaction.edit_original_response(content=content, view=view)
+                )
+                return edit_of
+            except DiscordError as exc:
+                log.info("discord: editing through the interaction failed (%s); using the channel", exc)
+        self._interactions.pop(message_id, None)
+        async with self._rest() as client:
+            target = client.get_partial_messageable(channel_id).get_partial_message(message_id)
+            await self.retry("edit a message", lambda: target.edit(content=content, view=view))
+        return edit_of
+
+    # -- typing -------------------------------------------------------------------------
+
+    async def _type(self, client: _Client, channel_id: int) -> None:
+        """Show "typing…" once (best effort: a lost indicator is no reason to fail a run)."""
+        try:
+            await client.http.send_typing(channel_id)
+        except (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.debug("discord: typing in %s failed: %s", channel_id, exc)
+
+    def _start_typing(self, client: _Client, channel_id: int) -> None:
+        self._stop_typing(channel_id)
+        self._typing[channel_id] = asyncio.create_task(
+            self._keep_typing(client, channel_id), name=f"discord-typing-{channel_id}"
+        )
+
+    def _stop_typing(self, channel_id: int) -> None:
+        task = self._typing.pop(channel_id, None)
+        if task is not None:
+            task.cancel()
+
+    async def _keep_typing(self, client: _Client, channel_id: int) -> None:
+        deadline = time.monotonic() + self.typing_max_s
+        try:
+            while time.monotonic() + self.typing_interval_s < deadline:
+                await asyncio.sleep(self.typing_interval_s)
+                await self._type(client, channel_id)
+        finally:
+            if self._typing.get(channel_id) is asyncio.current_task():
+                del self._typing[channel_id]
+
+
+def _strip_mention(message: discord.Message, bot_id: int) -> tuple[str, bool]:
+    """The text without the bot's own mention, and whether it was there."""
+    patterns = [rf"<@!?{bot_id}>"]
+    role = message.guild.self_role if message.guild is not None else None
+    if role is not None:
+        patterns.append(rf"<@&{role.id}>")
+    mentioned = any(u.id == bot_id for u in message.mentions) or (role is not None and role in message.role_mentions)
+    text, count = re.subn(rf"(?:{'|'.join(patterns)})[ \t]*", "", message.content)
+    return text.strip(), mentioned or count > 0
+
+
+def _replies_to(message: discord.Message, bot_id: int) -> bool:
+    resolved = message.reference.resolved if message.reference is not None else None
+    return isinstance(resolved, discord.Message) and resolved.author.id == bot_id
+
+
+def _report_gateway_end(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("discord: the gateway connection ended: %s", task.exception())

@@ -1,0 +1,491 @@
+"""The Telegram adapter on aiogram 3: updates in (polling or webhook), messages, edits and typing out."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import html
+import logging
+import re
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import PRODUCTION, TelegramAPIServer
+from aiogram.exceptions import (
+    ClientDecodeError,
+    TelegramAPIError,
+    TelegramBadRequest,
+    TelegramConflictError,
+    TelegramMigrateToChat,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+    TelegramServerError,
+    TelegramUnauthorizedError,
+)
+from aiogram.methods import (
+    AnswerCallbackQuery,
+    DeleteWebhook,
+    EditMessageReplyMarkup,
+    EditMessageText,
+    GetMe,
+    GetMyCommands,
+    GetUpdates,
+    SendChatAction,
+    SendMessage,
+    SetMyCommands,
+    SetWebhook,
+)
+from aiogram.types import (
+    BotCommand,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReplyParameters,
+    Update,
+)
+from aiogram.utils.token import TokenValidationError
+from aiohttp import web
+from pydantic import ValidationError
+
+from bot.bus import Bus, BusClosed
+from bot.events import Action, Button, ChatKey, OutboundMessage
+from bot.settings import ConfigError
+from bot.settings import TelegramChannel as TelegramSettings
+from channels.formatting import split_telegram_html, to_telegram_html
+from channels.telegram.delivery import Api, TelegramDeliveryError
+from channels.telegram.inbound import (
+    UPDATE_TYPES,
+    BotIdentity,
+    action_event,
+    chat_id_of,
+    message_event,
+    message_ref,
+    parse_ref,
+)
+
+log = logging.getLogger(__name__)
+
+TEXT_LIMIT = 4096
+"""Characters (UTF-16 units, after entity parsing) in one message."""
+TYPING_REFRESH_S = 4.0
+"""Telegram shows "typing…" for 5 s; refresh a little earlier."""
+TYPING_MAX_S = 120.0
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+ACCEPTED_TOAST = "✓"
+COMMANDS = (
+    ("start", "Introduction"),
+    ("help", "The list of commands"),
+    ("whoami", "Your id, role and chat"),
+    ("reset", "Forget this chat's history"),
+    ("cancel", "Cancel the pending or running request"),
+    ("pending", "What is waiting for an answer here"),
+    ("permissions", "Tools always allowed here"),
+    ("agents", "The agents you can address"),
+    ("trace", "How the last request was handled"),
+)
+"""The gateway's commands for everyone (admin commands stay out of the menu)."""
+_KEEP = 5000
+"""Recent update ids (and their message ids, for replies) remembered."""
+
+PressCheck = Callable[[Action], Awaitable[str | None]]
+
+
+class TelegramChannel:
+    """Telegram through the Bot API (aiogram 3): private chats, groups, forum topics, inline-button approvals.
+
+    Inbound: long polling (the webhook is deleted first; unconfirmed updates are
+    kept by Telegram while the bot is down) or a webhook on the shared HTTP server.
+    Every update becomes one event whose id is the ``update_id``, the gateway's
+    de-duplication key.  Outbound: the markdown subset as Telegram HTML, split at
+    4,096 characters, buttons as an inline keyboard, prompts edited in place.
+    """
+
+    name = "telegram"
+
+    def __init__(self, cfg: TelegramSettings) -> None:
+        self.cfg = cfg
+        self.press_check: PressCheck | None = None
+        """Set by the gateway: a refusal for a press (shown as a toast) or None to accept it."""
+        server = TelegramAPIServer.from_base(cfg.api_base) if cfg.api_base else PRODUCTION
+        try:
+            self.bot = Bot(cfg.token, session=AiohttpSession(api=server))
+        except TokenValidationError:
+            raise ConfigError("channels.telegram.token is not a bot token (expected 123456:ABC…)") from None
+        self.api = Api(self.bot)
+        self.me: BotIdentity | None = None
+        self._bus: Bus | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._inbox: asyncio.Queue[Update] | None = None
+        self._typing: dict[str, asyncio.Task[None]] = {}
+        self._chat_locks: dict[str, asyncio.Lock] = {}
+        self._seen: deque[int] = deque(maxlen=_KEEP)
+        self._replies: OrderedDict[str, int] = OrderedDict()
+        self._in_flight = 0
+        self._stopped = False
+
+    @property
+    def needs_http(self) -> bool:
+        return self.cfg.mode == "webhook"
+
+    def mount(self, http: Any) -> None:
+        """Add the webhook route to the shared HTTP server (before it starts)."""
+        http.app.router.add_post(self.cfg.webhook.path, self._webhook)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self, bus: Bus) -> None:
+        self._bus = bus
+        self._stopped = False
+        try:
+            me = await self.api.call(GetMe())
+        except TelegramUnauthorizedError:
+            raise ConfigError("channels.telegram.token was rejected by Telegram (401 Unauthorized)") from None
+        self.me = BotIdentity.from_user(me)
+        if self.cfg.commands_menu:
+            await self._sync_commands()
+        if self.cfg.mode == "webhook":
+            await self._register_webhook()
+            self._inbox = asyncio.Queue()
+            self._tasks.append(asyncio.create_task(self._drain_inbox(self._inbox), name="telegram-webhook"))
+        else:
+            # A leftover webhook makes getUpdates fail; pending updates stay (they are answered now).
+            await self.api.call(DeleteWebhook(drop_pending_updates=False))
+            self._tasks.append(asyncio.create_task(self._poll(), name="telegram-polling"))
+        log.info("telegram: started as @%s (%s)", self.me.username, self.cfg.mode)
+
+    async def stop(self) -> None:
+        """Stop receiving and close the HTTP session (a later ``send`` reopens and closes it again)."""
+        self._stopped = True
+        inbox, self._inbox = self._inbox, None
+        if inbox is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(inbox.join(), 5)  # updates already acknowledged with 200
+        tasks = [*self._tasks, *self._typing.values()]
+        self._tasks, self._typing = [], {}
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._in_flight == 0:
+            await self.bot.session.close()
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[None]:
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if self._stopped and self._in_flight == 0:
+                await self.bot.session.close()
+
+    async def _sync_commands(self) -> None:
+        wanted = [BotCommand(command=c, description=d) for c, d in COMMANDS]
+        try:
+            current = await self.api.call(GetMyCommands())
+            if [(c.command, c.description) for c in current] != list(COMMANDS):
+                await self.api.call(SetMyCommands(commands=wanted))
+                log.info("telegram: command menu updated")
+        except (TelegramAPIError, TelegramDeliveryError) as exc:
+            log.warning("telegram: could not set the command menu: %s", self.api.redact(str(exc)))
+
+    async def _register_webhook(self) -> None:
+        if not self.cfg.webhook.url:
+            log.info("telegram: webhook mode without webhook.url: assuming it is registered elsewhere")
+            return
+        await self.api.call(
+            SetWebhook(
+                url=self.cfg.webhook.url,
+                secret_token=self.cfg.webhook.secret_token,
+                allowed_updates=list(UPDATE_TYPES),
+                drop_pending_updates=False,
+            )
+        )
+
+    # -- inbound --------------------------------------------------------------------------
+
+    async def _poll(self) -> None:
+        offset: int | None = None
+        failures = 0
+        timeout = self.cfg.poll_timeout_s
+        while True:
+            method = GetUpdates(offset=offset, timeout=timeout, allowed_updates=list(UPDATE_TYPES))
+            try:
+                updates = await self.bot(method, request_timeout=timeout + 15)
+            except TelegramRetryAfter as exc:
+                await asyncio.sleep(exc.retry_after)
+                continue
+            except (TelegramConflictError, TelegramUnauthorizedError) as exc:
+                failures += 1
+                log.error("telegram: cannot poll: %s", self.api.redact(str(exc)))
+                await asyncio.sleep(min(60.0, 2.0**failures))
+                continue
+            except (TelegramNetworkError, TelegramServerError, ClientDecodeError) as exc:
+                failures += 1
+                log.warning("telegram: polling failed: %s", self.api.redact(str(exc)))
+                await asyncio.sleep(min(30.0, 0.5 * 2.0**failures))
+                continue
+            failures = 0
+            for update in updates:
+                if not await self._handle(update):
+                    return
+                offset = max(offset or 0, update.update_id + 1)  # confirmed by the next getUpdates
+
+    async def _webhook(self, request: web.Request) -> web.Response:
+        """Check the secret, queue the update, answer 200 at once (the model may take minutes)."""
+        given = request.headers.get(SECRET_HEADER, "")
+        expected = self.cfg.webhook.secret_token
+        if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+            log.warning("telegram: webhook request with a wrong secret token from %s", request.remote)
+            return web.Response(status=401, text="wrong secret token")
+        inbox = self._inbox
+        if inbox is None:
+            return web.Response(status=503, text="not ready")  # Telegram retries later
+        try:
+            update = Update.model_validate(await request.json(), context={"bot": self.bot})
+        except (ValueError, ValidationError):
+            return web.Response(status=400, text="not an update")
+        inbox.put_nowait(update)
+        return web.Response(status=200)
+
+    async def _drain_inbox(self, inbox: asyncio.Queue[Update]) -> None:
+        while True:
+            update = await inbox.get()
+            try:
+                if not await self._handle(update):
+                    return
+            finally:
+                inbox.task_done()
+
+    async def _handle(self, update: Update) -> bool:
+        """Turn one update into an event on the bus; False once the bus is closed."""
+        if update.update_id in self._seen:
+            return True  # redelivered (webhook retry); the store de-duplicates across restarts
+        assert self._bus is not None and self.me is not None
+        try:
+            if update.message is not None:
+                event = message_event(update.update_id, update.message, self.me)
+                if event is not None:
+                    self._remember_reply_target(event.id, update.message)
+                    await self._bus.publish(event)
+            elif update.callback_query is not None:
+                await self._on_press(update)
+        except BusClosed:
+            return False
+        except Exception:
+            # The receive loop's boundary: one bad update is logged and skipped, the stream goes on.
+            log.exception("telegram: cannot handle update %s", update.update_id)
+        self._seen.append(update.update_id)
+        return True
+
+    async def _on_press(self, update: Update) -> None:
+        query = update.callback_query
+        assert query is not None and self._bus is not None
+        action = action_event(update.update_id, query)
+        if action is None:
+            await self._answer(query.id, None)
+            return
+        refusal = None
+        if self.press_check is not None:
+            try:
+                refusal = await self.press_check(action)
+            except Exception:
+                # The pre-check only picks the toast; the gateway checks again, authoritatively, in the chat's turn.
+                log.exception("telegram: checking a button press failed")
+        # Answer first: Telegram shows a spinner on the button until the query is answered.
+        await self._answer(query.id, refusal or ACCEPTED_TOAST)
+        if refusal is None:
+            await self._bus.publish(action)
+
+    async def _answer(self, query_id: str, text: str | None) -> None:
+        async with self._session():
+            try:
+                await self.api.call(AnswerCallbackQuery(callback_query_id=query_id, text=text))
+            except (TelegramAPIError, TelegramDeliveryError) as exc:
+                # "query is too old" after a long downtime: the press still counts.
+                log.info("telegram: could not answer a button press: %s", self.api.redact(str(exc)))
+
+    def _remember_reply_target(self, event_id: str, message: Message) -> None:
+        if message.chat.type == "private":
+            return  # a private chat needs no quote to know what is answered
+        self._replies[event_id] = message.message_id
+        while len(self._replies) > _KEEP:
+            self._replies.popitem(last=False)
+
+    # -- outbound -------------------------------------------------------------------------
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        if message.kind == "typing":
+            if not self._stopped:
+                self._start_typing(message.chat)
+            return None
+        self._stop_typing(message.chat)
+        async with self._session(), self._lock(message.chat.chat_id):
+            if message.edit_of is not None:
+                return await self._edit(message, message.edit_of)
+            return await self._post(message)
+
+    def _lock(self, chat_id: str) -> asyncio.Lock:
+        """Messages to one chat go one at a time, so chunks stay in order and a flood wait holds the rest."""
+        lock = self._chat_locks.get(chat_id)
+        if lock is None:
+            if len(self._chat_locks) > _KEEP:
+                self._chat_locks = {k: v for k, v in self._chat_locks.items() if v.locked()}
+            lock = self._chat_locks[chat_id] = asyncio.Lock()
+        return lock
+
+    async def _post(self, message: OutboundMessage) -> str | None:
+        chunks = _chunks(message.text)
+        if not chunks:
+            if not message.buttons:
+                return None
+            chunks = ["…"]
+        chat_id = chat_id_of(message.chat.chat_id)
+        thread = int(message.chat.thread_id) if message.chat.thread_id else None
+        reply = self._replies.get(message.reply_to) if message.reply_to else None
+        sent: Message | None = None
+        for i, chunk in enumerate(chunks):
+            last = i == len(chunks) - 1
+            sent = await self._send_chunk(
+                chat_id,
+                thread,
+                chunk,
+                markup=_keyboard(message.buttons) if last and message.buttons else None,
+                reply=reply if i == 0 else None,
+                silent=message.kind == "notice",
+            )
+            chat_id = sent.chat.id  # a group upgraded to a supergroup has a new id
+        assert sent is not None
+        return message_ref(sent.chat.id, sent.message_id)
+
+    async def _send_chunk(
+        self,
+        chat_id: int | str,
+        thread: int | None,
+        text: str,
+        *,
+        markup: InlineKeyboardMarkup | None,
+        reply: int | None,
+        silent: bool,
+    ) -> Message:
+        parse_mode: str | None = "HTML"
+        for _ in range(5):
+            method = SendMessage(
+                chat_id=chat_id,
+                text=text,
+                parse_mode=parse_mode,
+                message_thread_id=thread,
+                reply_parameters=ReplyParameters(message_id=reply, allow_sending_without_reply=True) if reply else None,
+                reply_markup=markup,
+                disable_notification=True if silent else None,
+            )
+            try:
+                return await self.api.call(method, chat=str(chat_id), paced=True)
+            except TelegramMigrateToChat as exc:
+                chat_id = exc.migrate_to_chat_id
+            except TelegramBadRequest as exc:
+                problem = exc.message.lower()
+                if "can't parse entities" in problem and parse_mode is not None:
+                    log.warning("telegram: HTML refused (%s); sending plain text", exc.message)
+                    text, parse_mode = _html_to_plain(text), None
+                elif "thread not found" in problem and thread is not None:
+                    thread = None  # the topic was deleted: answer in the chat
+                elif "replied not found" in problem and reply is not None:
+                    reply = None
+                else:
+                    raise TelegramDeliveryError(f"telegram sendMessage to {chat_id}: {exc.message}") from None
+            except TelegramAPIError as exc:
+                raise TelegramDeliveryError(f"telegram sendMessage to {chat_id}: {exc.message}") from None
+        raise TelegramDeliveryError(f"telegram sendMessage to {chat_id}: gave up after repeated errors")
+
+    async def _edit(self, message: OutboundMessage, ref: str) -> str | None:
+        """Edit a message's text and replace its buttons (none: removed); a vanished message is sent anew."""
+        chat_id, message_id = parse_ref(ref)
+        markup = _keyboard(message.buttons) or InlineKeyboardMarkup(inline_keyboard=[])
+        chunks = _chunks(message.text)
+        # A prompt longer than one message went out in chunks and ``ref`` is the last one: it gets the tail.
+        text, parse_mode = (chunks[-1], "HTML") if chunks else ("", None)
+        for _ in range(2):
+            method: EditMessageText | EditMessageReplyMarkup
+            if text:
+                method = EditMessageText(
+                    chat_id=chat_id, message_id=message_id, text=text, parse_mode=parse_mode, reply_markup=markup
+                )
+            else:
+                method = EditMessageReplyMarkup(chat_id=chat_id, message_id=message_id, reply_markup=markup)
+            try:
+                await self.api.call(method, chat=str(chat_id), paced=True)
+                return ref
+            except TelegramBadRequest as exc:
+                problem = exc.message.lower()
+                if "message is not modified" in problem:
+                    return ref
+                if "can't parse entities" in problem and parse_mode is not None:
+                    text, parse_mode = _html_to_plain(text), None
+                    continue
+                if "message to edit not found" in problem or "message can't be edited" in problem:
+                    log.info("telegram: message %s cannot be edited (%s); sending it anew", ref, exc.message)
+                    return await self._post(message.model_copy(update={"edit_of": None}))
+                raise TelegramDeliveryError(f"telegram edit of {ref}: {exc.message}") from None
+            except TelegramAPIError as exc:
+                raise TelegramDeliveryError(f"telegram edit of {ref}: {exc.message}") from None
+        raise TelegramDeliveryError(f"telegram edit of {ref}: gave up after repeated errors")
+
+    # -- typing ---------------------------------------------------------------------------
+
+    def _start_typing(self, chat: ChatKey) -> None:
+        key = str(chat)
+        old = self._typing.pop(key, None)
+        if old is not None:
+            old.cancel()
+        self._typing[key] = asyncio.create_task(self._keep_typing(chat), name=f"telegram-typing:{key}")
+
+    def _stop_typing(self, chat: ChatKey) -> None:
+        task = self._typing.pop(str(chat), None)
+        if task is not None:
+            task.cancel()
+
+    async def _keep_typing(self, chat: ChatKey) -> None:
+        method = SendChatAction(
+            chat_id=chat_id_of(chat.chat_id),
+            action="typing",
+            message_thread_id=int(chat.thread_id) if chat.thread_id else None,
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TYPING_MAX_S
+        try:
+            while loop.time() < deadline:
+                try:
+                    await self.bot(method)
+                except TelegramAPIError as exc:
+                    log.debug("telegram: typing indicator failed: %s", self.api.redact(str(exc)))
+                await asyncio.sleep(TYPING_REFRESH_S)
+        finally:
+            if self._typing.get(str(chat)) is asyncio.current_task():
+                del self._typing[str(chat)]
+
+
+def _chunks(text: str) -> list[str]:
+    if not text.strip():
+        return []
+    return [c for c in split_telegram_html(to_telegram_html(text), TEXT_LIMIT) if c.strip()]
+
+
+def _keyboard(rows: tuple[tuple[Button, ...], ...]) -> InlineKeyboardMarkup | None:
+    """Buttons as an inline keyboard; the payload is the callback data (at most 64 bytes)."""
+    if not rows:
+        return None
+    return InlineKeyboardMarkup(
+        inline_keyboard=[[InlineKeyboardButton(text=b.label, callback_data=b.payload) for b in row] for row in rows]
+    )
+
+
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _html_to_plain(text: str) -> str:
+    """The fallback when Telegram refuses our HTML: the same text without markup (never lose a reply)."""
+    return html.unescape(_TAG.sub("", text)).strip() or "…"

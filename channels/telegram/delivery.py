@@ -1,0 +1,147 @@
+"""Calling the Bot API without losing messages: flood control, pacing, bounded retries.
+
+Telegram's limits (https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this):
+about one message a second per chat (short bursts are tolerated), 20 a minute in a
+group, 30 a second overall.  :class:`Pacer` keeps under them with token buckets; a
+429 anyway means waiting ``retry_after`` and sending again, up to a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from aiogram import Bot
+from aiogram.exceptions import (
+    ClientDecodeError,
+    TelegramEntityTooLarge,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+    TelegramServerError,
+)
+from aiogram.methods.base import TelegramMethod
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_FLOOD_WAIT_S = 600.0
+"""Longest total wait for flood control on one call; past it the call fails (and the gateway reports it)."""
+MAX_FLOOD_RETRIES = 10
+NETWORK_ATTEMPTS = 4
+NETWORK_BACKOFF_S = (0.5, 1.0, 2.0)
+
+
+class TelegramDeliveryError(RuntimeError):
+    """A Bot API call failed for good.  The text never contains the token."""
+
+
+@dataclass
+class _Bucket:
+    capacity: float
+    rate: float
+    """Tokens per second."""
+    tokens: float = -1.0
+    stamp: float = field(default_factory=time.monotonic)
+    blocked_until: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.tokens < 0:
+            self.tokens = self.capacity
+
+    def delay(self, now: float) -> float:
+        """Take a token and return how long to wait before using it."""
+        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        self.tokens -= 1
+        wait = -self.tokens / self.rate if self.tokens < 0 else 0.0
+        return max(wait, self.blocked_until - now)
+
+
+class Pacer:
+    """Per-chat and global token buckets, plus the holds a 429 imposes."""
+
+    PRIVATE = (5, 1.0)
+    """(burst, messages per second) for a private chat."""
+    GROUP = (5, 20 / 60)
+    GLOBAL = (30, 30.0)
+    KEEP = 10_000
+    """Chats whose bucket is remembered (least recently used go first)."""
+
+    def __init__(self) -> None:
+        self._chats: OrderedDict[str, _Bucket] = OrderedDict()
+        self._global = _Bucket(*self.GLOBAL)
+
+    def _bucket(self, chat: str) -> _Bucket:
+        bucket = self._chats.get(chat)
+        if bucket is None:
+            # Group and channel ids are negative, users' ids positive.
+            bucket = self._chats[chat] = _Bucket(*(self.GROUP if chat.startswith("-") else self.PRIVATE))
+            while len(self._chats) > self.KEEP:
+                self._chats.popitem(last=False)
+        self._chats.move_to_end(chat)
+        return bucket
+
+    async def wait(self, chat: str | None) -> None:
+        now = time.monotonic()
+        delay = self._global.delay(now)
+        if chat is not None:
+            delay = max(delay, self._bucket(chat).delay(now))
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    def hold(self, chat: str, seconds: float) -> None:
+        """Nothing more goes to ``chat`` for ``seconds`` (after a 429)."""
+        bucket = self._bucket(chat)
+        bucket.blocked_until = max(bucket.blocked_until, time.monotonic() + seconds)
+
+
+class Api:
+    """One place that calls the Bot API: pacing, 429 waits and network retries, errors without the token."""
+
+    def __init__(self, bot: Bot) -> None:
+        self.bot = bot
+        self.pacer = Pacer()
+
+    def redact(self, text: str) -> str:
+        return text.replace(self.bot.token, "***")
+
+    async def call(self, method: TelegramMethod[T], *, chat: str | None = None, paced: bool = False) -> T:
+        """Send ``method``; ``paced`` calls (messages, edits) count against ``chat``'s flood limits.
+
+        Telegram's own errors (bad request, forbidden, …) propagate as aiogram exceptions
+        for the caller to interpret; flood waits and network failures are retried here.
+        """
+        name = type(method).__name__
+        flood_waited, floods, failures = 0.0, 0, 0
+        while True:
+            if paced:
+                await self.pacer.wait(chat)
+            try:
+                return await self.bot(method)
+            except TelegramRetryAfter as exc:
+                wait = float(exc.retry_after)
+                floods += 1
+                if floods > MAX_FLOOD_RETRIES or flood_waited + wait > MAX_FLOOD_WAIT_S:
+                    raise TelegramDeliveryError(
+                        f"telegram {name}: still rate-limited after waiting {flood_waited:.0f} s (chat {chat})"
+                    ) from None
+                log.warning("telegram %s: flood control in chat %s, retrying in %.0f s", name, chat, wait)
+                if chat is not None:
+                    self.pacer.hold(chat, wait)
+                await asyncio.sleep(wait)
+                flood_waited += wait
+            except TelegramEntityTooLarge as exc:
+                raise TelegramDeliveryError(f"telegram {name}: {self.redact(str(exc))}") from None
+            except (TelegramNetworkError, TelegramServerError, ClientDecodeError) as exc:
+                failures += 1
+                reason = self.redact(str(exc))
+                if failures >= NETWORK_ATTEMPTS:
+                    raise TelegramDeliveryError(f"telegram {name}: failed {failures} times: {reason}") from None
+                backoff = NETWORK_BACKOFF_S[min(failures, len(NETWORK_BACKOFF_S)) - 1]
+                log.warning("telegram %s: %s; retrying in %.1f s", name, reason, backoff)
+                await asyncio.sleep(backoff)

@@ -1,0 +1,516 @@
+"""A fake of Discord's REST API and gateway for driving the real discord.py in tests.
+
+One aiohttp server on a free 127.0.0.1 port serves both halves:
+
+* the gateway websocket at ``/gateway``: HELLO (op 10), IDENTIFY (op 2) answered with READY and one
+  GUILD_CREATE (a guild with two text channels and a thread), heartbeats (op 1) acknowledged (op 11),
+  RESUME (op 6) answered with RESUMED; tests then inject ``MESSAGE_CREATE`` (:meth:`FakeDiscord.message`)
+  and ``INTERACTION_CREATE`` button presses (:meth:`FakeDiscord.press`) on the newest connection;
+* the REST API under ``/api/v10``: the calls discord.py makes for logging in, sending and editing messages,
+  typing, interaction callbacks and followups.  Responses carry ``Content-Type: application/json`` exactly
+  (discord.py parses nothing else).  Every call is recorded (:attr:`FakeDiscord.calls`); an unknown route is
+  answered 404 and listed in :attr:`FakeDiscord.unexpected`.
+
+Messages the bot posts are kept with their components, so a press can carry the message it was made on
+(discord.py rebuilds the dynamic button from it), and edits change them.  :meth:`FakeDiscord.rate_limit`
+makes the next matching REST calls answer 429, with the ``Via`` header discord.py needs to retry by itself,
+or without it (what a proxy or Cloudflare sends, which discord.py raises instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+BOT_ID = "900000000000000001"
+APP_ID = "900000000000000002"
+GUILD_ID = "910000000000000001"
+CHANNEL_ID = "920000000000000001"
+"""``#general``."""
+OTHER_CHANNEL_ID = "920000000000000002"
+"""``#random``."""
+THREAD_ID = "930000000000000001"
+"""A thread in ``#general``."""
+NEW_THREAD_ID = "930000000000000002"
+"""A thread in ``#general`` that GUILD_CREATE did not list (discord.py has to look it up)."""
+DM_CHANNEL_ID = "940000000000000001"
+
+BOT_USER = {"id": BOT_ID, "username": "helper", "global_name": None, "discriminator": "0", "avatar": None, "bot": True}
+ALICE = {"id": "950000000000000001", "username": "alice", "global_name": "Alice", "discriminator": "0", "avatar": None}
+MALLORY = {"id": "950000000000000002", "username": "mallory", "global_name": None, "discriminator": "0", "avatar": None}
+OTHER_BOT = {"id": "950000000000000003", "username": "otherbot", "discriminator": "0", "avatar": None, "bot": True}
+
+
+@dataclass
+class Call:
+    """One REST request the client made."""
+
+    method: str
+    path: str
+    """Below ``/api/v10``, e.g. ``/channels/920000000000000001/messages``."""
+    body: Any
+    status: int = 200
+
+
+@dataclass
+class _Limit:
+    pattern: re.Pattern[str]
+    times: int
+    via: bool
+    retry_after: float
+
+
+@dataclass
+class _Connection:
+    ws: web.WebSocketResponse
+    seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    identified: bool = False
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _member(user: dict[str, Any]) -> dict[str, Any]:
+    return {"user": user, "roles": [], "joined_at": _now(), "deaf": False, "mute": False, "flags": 0, "nick": None}
+
+
+def _text_channel(channel_id: str, name: str, position: int) -> dict[str, Any]:
+    return {
+        "id": channel_id,
+        "type": 0,
+        "guild_id": GUILD_ID,
+        "name": name,
+        "position": position,
+        "permission_overwrites": [],
+        "nsfw": False,
+        "parent_id": None,
+        "topic": None,
+        "last_message_id": None,
+        "rate_limit_per_user": 0,
+    }
+
+
+def _thread(thread_id: str = THREAD_ID) -> dict[str, Any]:
+    return {
+        "id": thread_id,
+        "type": 11,
+        "guild_id": GUILD_ID,
+        "parent_id": CHANNEL_ID,
+        "owner_id": ALICE["id"],
+        "name": "deploy questions",
+        "last_message_id": None,
+        "rate_limit_per_user": 0,
+        "message_count": 0,
+        "member_count": 1,
+        "flags": 0,
+        "thread_metadata": {
+            "archived": False,
+            "auto_archive_duration": 1440,
+            "archive_timestamp": _now(),
+            "locked": False,
+        },
+    }
+
+
+def _guild() -> dict[str, Any]:
+    return {
+        "id": GUILD_ID,
+        "name": "Team",
+        "icon": None,
+        "owner_id": ALICE["id"],
+        "unavailable": False,
+        "large": False,
+        "member_count": 3,
+        "verification_level": 0,
+        "default_message_notifications": 0,
+        "explicit_content_filter": 0,
+        "mfa_level": 0,
+        "premium_tier": 0,
+        "nsfw_level": 0,
+        "preferred_locale": "en-US",
+        "features": [],
+        "emojis": [],
+        "stickers": [],
+        "roles": [
+            {
+                "id": GUILD_ID,
+                "name": "@everyone",
+                "permissions": "1071698660929",
+                "position": 0,
+                "color": 0,
+                "hoist": False,
+                "managed": False,
+                "mentionable": False,
+                "flags": 0,
+            }
+        ],
+        "members": [_member(BOT_USER)],
+        "channels": [_text_channel(CHANNEL_ID, "general", 0), _text_channel(OTHER_CHANNEL_ID, "random", 1)],
+        "threads": [_thread()],
+        "voice_states": [],
+        "presences": [],
+        "stage_instances": [],
+        "guild_scheduled_events": [],
+        "joined_at": _now(),
+    }
+
+
+class FakeDiscord:
+    """The fake server; ``await start()``, point discord.py at :attr:`url`, ``await stop()``."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.unexpected: list[str] = []
+        self.messages: dict[str, dict[str, Any]] = {}
+        """Messages the bot posted (by id), edits applied."""
+        self.identifies = 0
+        self.intents = 0
+        """The intents of the last IDENTIFY."""
+        self._ids = itertools.count(int(datetime.now(UTC).timestamp() * 1000 - 1420070400000) << 22)
+        self._connections: list[_Connection] = []
+        self._limits: list[_Limit] = []
+        self._changed = asyncio.Condition()
+        self._interactions: dict[str, dict[str, Any]] = {}
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        self._runner = web.AppRunner(app, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        for conn in self._connections:
+            await conn.ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def snowflake(self) -> str:
+        return str(next(self._ids))
+
+    # -- gateway ------------------------------------------------------------------------
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        conn = _Connection(ws)
+        self._connections.append(conn)
+        await ws.send_json({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None})
+        async for msg in ws:
+            if msg.type is not WSMsgType.TEXT:
+                continue
+            frame = json.loads(msg.data)
+            op = frame.get("op")
+            if op == 1:
+                await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
+            elif op == 2:
+                await self._identify(conn, frame["d"])
+            elif op == 6:
+                await self._send(conn, "RESUMED", {})
+        return ws
+
+    async def _identify(self, conn: _Connection, data: dict[str, Any]) -> None:
+        ready = {
+            "v": 10,
+            "user": BOT_USER,
+            "guilds": [{"id": GUILD_ID, "unavailable": True}],
+            "session_id": f"session-{self.snowflake()}",
+            "resume_gateway_url": f"ws://127.0.0.1:{self.port}/gateway",
+            "application": {"id": APP_ID, "flags": 0},
+            "private_channels": [],
+            "relationships": [],
+        }
+        await self._send(conn, "READY", ready)
+        await self._send(conn, "GUILD_CREATE", _guild())
+        async with self._changed:
+            conn.identified = True
+            self.identifies += 1
+            self.intents = data.get("intents", 0)
+            self._changed.notify_all()
+
+    async def _send(self, conn: _Connection, event: str, data: dict[str, Any]) -> None:
+        await conn.ws.send_json({"op": 0, "t": event, "s": next(conn.seq), "d": data})
+
+    async def wait_identified(self, count: int = 1, timeout: float = 10) -> None:
+        """Until ``count`` IDENTIFYs were answered (READY and GUILD_CREATE sent)."""
+        await self.wait_for(lambda: self.identifies >= count, timeout)
+
+    async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        """Send a dispatch event on the newest identified, open connection."""
+        live = [c for c in self._connections if c.identified and not c.ws.closed]
+        assert live, "no client is connected to the fake gateway"
+        await self._send(live[-1], event, data)
+
+    # -- injected events ----------------------------------------------------------------
+
+    async def message(
+        self,
+        content: str,
+        *,
+        channel_id: str = CHANNEL_ID,
+        author: dict[str, Any] = ALICE,
+        mentions: tuple[dict[str, Any], ...] = (),
+        dm: bool = False,
+        reply_to: str | None = None,
+        attachments: tuple[dict[str, Any], ...] = (),
+    ) -> str:
+        """A user's message arriving over the gateway; returns its id."""
+        message_id = self.snowflake()
+        data: dict[str, Any] = {
+            "id": message_id,
+            "channel_id": DM_CHANNEL_ID if dm else channel_id,
+            "author": author,
+            "content": content,
+            "timestamp": _now(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [
+                user if dm else {**user, "member": {k: v for k, v in _member(user).items() if k != "user"}}
+                for user in mentions
+            ],
+            "mention_roles": [],
+            "attachments": list(attachments),
+            "embeds": [],
+            "pinned": False,
+            "type": 19 if reply_to else 0,
+            "flags": 0,
+            "components": [],
+        }
+        if reply_to is not None:
+            data["message_reference"] = {"message_id": reply_to, "channel_id": data["channel_id"], "type": 0}
+            if reply_to in self.messages:
+                data["referenced_message"] = self.messages[reply_to]
+        if not dm:
+            data["guild_id"] = GUILD_ID
+            data["member"] = {k: v for k, v in _member(author).items() if k != "user"}
+        await self.dispatch("MESSAGE_CREATE", data)
+        return message_id
+
+    async def press(self, custom_id: str, *, message_id: str, user: dict[str, Any] = ALICE) -> str:
+        """A button press (``INTERACTION_CREATE`` type 3) on a message the bot posted; returns the interaction id."""
+        message = self.messages[message_id]
+        channel_id = message["channel_id"]
+        interaction_id = self.snowflake()
+        data: dict[str, Any] = {
+            "id": interaction_id,
+            "application_id": APP_ID,
+            "type": 3,
+            "data": {"custom_id": custom_id, "component_type": 2},
+            "channel_id": channel_id,
+            "token": f"token-{interaction_id}",
+            "version": 1,
+            "message": message,
+            "locale": "en-US",
+            "app_permissions": "0",
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "attachment_size_limit": 8 * 1024 * 1024,
+        }
+        if channel_id == DM_CHANNEL_ID:
+            data["channel"] = {"id": channel_id, "type": 1, "recipients": [user]}
+            data["user"] = user
+            data["context"] = 1
+        else:
+            data["guild_id"] = GUILD_ID
+            data["guild_locale"] = "en-US"
+            thread = channel_id in (THREAD_ID, NEW_THREAD_ID)
+            channel = _thread(channel_id) if thread else _text_channel(channel_id, "general", 0)
+            data["channel"] = channel
+            data["member"] = {**_member(user), "permissions": "1071698660929"}
+            data["context"] = 0
+        self._interactions[data["token"]] = {"id": interaction_id, "message_id": message_id}
+        await self.dispatch("INTERACTION_CREATE", data)
+        return interaction_id
+
+    # -- REST ---------------------------------------------------------------------------
+
+    def rate_limit(self, pattern: str, *, times: int = 1, via: bool = True, retry_after: float = 0.05) -> None:
+        """The next ``times`` calls whose ``METHOD /path`` matches ``pattern`` answer 429."""
+        self._limits.append(_Limit(re.compile(pattern), times, via, retry_after))
+
+    def _limited(self, line: str) -> _Limit | None:
+        for limit in self._limits:
+            if limit.times > 0 and limit.pattern.search(line):
+                limit.times -= 1
+                return limit
+        return None
+
+    async def _rest(self, request: web.Request) -> web.Response:
+        path = "/" + request.match_info["tail"]
+        raw = await request.read()
+        body: Any = json.loads(raw) if raw and request.content_type == "application/json" else None
+        line = f"{request.method} {path}"
+        limit = self._limited(line)
+        if limit is not None:
+            await self._record(Call(request.method, path, body, 429))
+            headers = {"Retry-After": str(limit.retry_after)}
+            if limit.via:
+                headers["Via"] = "1.1 google"
+            error = {"message": "You are being rate limited.", "retry_after": limit.retry_after, "global": False}
+            return _json(error, 429, headers)
+        status, result = self._answer(request.method, path, body)
+        await self._record(Call(request.method, path, body, status))
+        if status == 404:
+            self.unexpected.append(line)
+        if result is None:
+            return web.Response(status=204)
+        return _json(result, status)
+
+    def _answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        parts = path.strip("/").split("/")
+        if method == "GET" and path == "/users/@me":
+            return 200, BOT_USER
+        if method == "GET" and path == "/oauth2/applications/@me":
+            return 200, self._application()
+        if parts[0] == "channels" and len(parts) >= 2:
+            return self._channel_call(method, parts[1], parts[2:], body)
+        if parts[0] == "interactions" and method == "POST" and parts[-1] == "callback":
+            return 200, {"interaction": {"id": parts[1], "type": 3}}
+        if parts[0] == "webhooks" and len(parts) >= 3:
+            interaction = self._interactions.get(parts[2])
+            if interaction is None:
+                return 404, {"message": "Unknown Webhook", "code": 10015}
+            if method == "PATCH" and parts[3:] == ["messages", "@original"]:
+                return 200, self._edit(interaction["message_id"], body)
+            if method == "POST" and len(parts) == 3:
+                return 200, self._followup(interaction, body)
+        return 404, {"message": "404: Not Found", "code": 0}
+
+    def _channel_call(self, method: str, channel_id: str, rest: list[str], body: Any) -> tuple[int, Any]:
+        if method == "GET" and not rest:
+            if channel_id in (THREAD_ID, NEW_THREAD_ID):
+                return 200, _thread(channel_id)
+            return 200, _text_channel(channel_id, "general", 0)
+        if method == "POST" and rest == ["typing"]:
+            return 204, None
+        if method == "POST" and rest == ["messages"]:
+            return 200, self._create(channel_id, body)
+        if method == "PATCH" and len(rest) == 2 and rest[0] == "messages":
+            if rest[1] not in self.messages:
+                return 404, {"message": "Unknown Message", "code": 10008}
+            return 200, self._edit(rest[1], body)
+        return 404, {"message": "404: Not Found", "code": 0}
+
+    def _create(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        message = {
+            "id": self.snowflake(),
+            "channel_id": channel_id,
+            "author": BOT_USER,
+            "content": body.get("content") or "",
+            "timestamp": _now(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 19 if body.get("message_reference") else 0,
+            "flags": 0,
+            "components": body.get("components") or [],
+        }
+        if channel_id != DM_CHANNEL_ID:
+            message["guild_id"] = GUILD_ID
+        if body.get("nonce"):
+            message["nonce"] = body["nonce"]
+        if body.get("message_reference"):
+            message["message_reference"] = body["message_reference"]
+        self.messages[message["id"]] = message
+        return message
+
+    def _edit(self, message_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        message = self.messages[message_id]
+        if "content" in body:
+            message["content"] = body["content"] or ""
+        if "components" in body:
+            message["components"] = body["components"] or []
+        message["edited_timestamp"] = _now()
+        return message
+
+    def _followup(self, interaction: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        channel_id = self.messages[interaction["message_id"]]["channel_id"]
+        message = self._create(channel_id, body)
+        message.update(flags=body.get("flags", 0), webhook_id=APP_ID)
+        return message
+
+    def _application(self) -> dict[str, Any]:
+        return {
+            "id": APP_ID,
+            "name": "helper",
+            "icon": None,
+            "description": "",
+            "bot_public": False,
+            "bot_require_code_grant": False,
+            "verify_key": "0" * 64,
+            "flags": 0,
+            "owner": ALICE,
+            "team": None,
+            "interactions_endpoint_url": None,
+        }
+
+    async def _record(self, call: Call) -> None:
+        async with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+
+    # -- for assertions -----------------------------------------------------------------
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10) -> None:
+        async def until() -> None:
+            async with self._changed:
+                await self._changed.wait_for(predicate)
+
+        await asyncio.wait_for(until(), timeout)
+
+    def called(self, method: str, pattern: str) -> list[Call]:
+        """Successful calls whose path matches ``pattern`` (a regular expression)."""
+        return [c for c in self.calls if c.method == method and c.status < 400 and re.search(pattern, c.path)]
+
+    def posts(self, channel_id: str | None = None) -> list[Call]:
+        """Messages created through ``POST /channels/{id}/messages``."""
+        channel = channel_id or r"\d+"
+        return self.called("POST", rf"^/channels/{channel}/messages$")
+
+    def texts(self, channel_id: str | None = None) -> list[str]:
+        return [str(c.body.get("content") or "") for c in self.posts(channel_id)]
+
+    def message_with_buttons(self) -> dict[str, Any]:
+        """The newest posted message that still has components."""
+        for message in reversed(list(self.messages.values())):
+            if message["components"]:
+                return message
+        raise AssertionError("no message with buttons was posted")
+
+
+def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The buttons of a message payload, row by row flattened."""
+    return [c for row in message.get("components") or [] for c in row.get("components", [])]
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    # discord.py parses a body only when Content-Type is exactly application/json (no charset).
+    return web.Response(
+        body=json.dumps(data).encode(), status=status, headers={**(headers or {}), "Content-Type": "application/json"}
+    )
