@@ -238,13 +238,20 @@ def show(name: Annotated[str, typer.Argument(help="The agent's name.")], config:
 @agents_app.command("validate")
 def validate(
     all_files: Annotated[bool, typer.Option("--all", help="Also check the user and built-in files.")] = False,
+    mcp: Annotated[
+        bool, typer.Option("--mcp", help="Start the MCP servers the agents use and check their tool names.")
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Check agent files: fields, regexes, schemas, handoff targets, tool and MCP server names.
 
     Without --all only the project files are reported, though references are
     resolved against every layer (a project agent may hand off to a built-in one).
+    MCP tools (``mcp.<server>.<tool>``) are checked by their server: it must be
+    configured and, with --mcp, list the tool.
     """
+    from bot.mcp_cli import mcp_problems
+
     settings = _settings(config)
     registry = _load(settings, check=True)
     errors, specs = registry.errors, list(registry)
@@ -252,6 +259,7 @@ def validate(
         project = _project_dirs(settings)
         errors = [e for e in errors if _inside(e.file, project)]
         specs = [s for s in specs if s.scope == "project"]
+    errors = [*errors, *mcp_problems(settings, specs, connect=mcp)]
     for error in errors:
         typer.echo(_problem(error))
     if errors:

@@ -19,6 +19,7 @@ from bot.catalog import AgentCatalog, AgentDef
 from bot.events import ChatKey, OutboundMessage
 from bot.http import HttpServer
 from bot.interrupts import InterruptService
+from bot.mcp_pool import McpPool
 from bot.outbox import Outbox
 from bot.recovery import RecoveryReport, recover
 from bot.routing import Router
@@ -133,13 +134,14 @@ class Gateway:
         ]
         self.catalog = AgentCatalog.load(settings, plan_factory=plan_runner_factory(settings))
         self.router = Router(self.catalog.targets(), self.model)
+        self.mcp = McpPool(settings, self._send)
         self.manager = RunManager(
             settings=settings,
             store=self.store,
             runs=self.runs,
             catalog=self.catalog,
             model=self.model,
-            send=self._send,
+            send=self.mcp.sending(self._send),
             tools=self.tool_pool,
             tracing=self.tracing,
         )
@@ -162,9 +164,13 @@ class Gateway:
         self.recovery: RecoveryReport | None = None
         self._started = False
 
-    async def tool_pool(self, agent: AgentDef) -> list[Tool]:
-        """Every tool ``agent`` could be offered; the catalog then applies its MCP servers and allow/deny."""
-        return list(self.tools)
+    async def tool_pool(self, agent: AgentDef, chat: ChatKey | None = None) -> list[Tool]:
+        """Every tool ``agent`` could be offered: built-in, gateway and its MCP servers' tools (connected lazily).
+
+        The catalog then applies the agent's MCP servers and allow/deny.  An MCP server that cannot serve is
+        left out; ``chat`` (or else the run's first message) gets one notice per outage.
+        """
+        return [*self.tools, *await self.mcp.tools(agent, chat)]
 
     async def _pending_scheduled(self, chat: ChatKey) -> list[str]:
         rows = await self.scheduled.pending(str(chat))
@@ -187,6 +193,7 @@ class Gateway:
 
     async def start(self) -> None:
         await self.store.start()
+        self.mcp.start()
         await self.tracing.start()
         self.bus.subscribe(
             self.supervisor.handle, urgent=self.supervisor.is_urgent, on_urgent=self.supervisor.handle_urgent
@@ -219,12 +226,17 @@ class Gateway:
         """Stop receiving, let in-flight work finish (up to ``timeout``), then close everything."""
         self._started = False
         for channel in self.channels:
-            await channel.stop()
+            await channel.stop()  # stop receiving; in-flight runs may still send
         await self.bus.close(timeout)
+        for channel in self.channels:
+            close = getattr(channel, "close", None)
+            if close is not None:
+                await close()
         if self.interrupts.scheduler.running:
             self.interrupts.scheduler.shutdown(wait=False)
         if self.http is not None:
             await self.http.stop()
+        await self.mcp.aclose()
         await self.model.aclose()
         await self.tracing.stop()
         await self.store.close()

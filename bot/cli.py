@@ -15,6 +15,7 @@ import typer
 import yaml
 
 from bot.agents_cli import agents_app
+from bot.mcp_cli import mcp_app
 from bot.settings import ConfigError, Settings, load_settings
 
 app = typer.Typer(
@@ -26,6 +27,7 @@ app = typer.Typer(
 config_app = typer.Typer(help="Inspect the effective configuration.", add_completion=False)
 app.add_typer(config_app, name="config")
 app.add_typer(agents_app, name="agents")
+app.add_typer(mcp_app, name="mcp")
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="Project config file (default: config/bot.yaml if present).")

@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agents.tools.config import ToolsConfig
+from agents.tools.mcp.config import McpConfig, McpServerConfig
 
 USER_CONFIG = Path("~/.config/bot/bot.yaml")
 PROJECT_CONFIG = Path("config/bot.yaml")
@@ -184,31 +185,19 @@ class TracingSection(_Section):
     otel: OtelSection = Field(default_factory=OtelSection)
 
 
-class McpServer(_Section):
-    """One MCP server: stdio (``command``) or streamable HTTP (``url``)."""
-
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: Path | None = None
-    url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    timeout_s: float = Field(30, gt=0)
-    enabled: bool = True
-    risk: Literal["safe", "low", "medium", "high"] = "medium"
-    tools: dict[str, Literal["safe", "low", "medium", "high"]] = Field(default_factory=dict)
-    """Per-tool risk overrides."""
-    require_confirmation: list[str] = Field(default_factory=list)
+McpServer = McpServerConfig
+"""One MCP server (``mcp.servers.<name>``); defined and documented in :mod:`agents.tools.mcp.config`."""
 
 
-class McpSection(_Section):
-    servers: dict[str, McpServer] = Field(default_factory=dict)
+class McpSection(McpConfig):
+    """``mcp``: ``servers`` by name (letters, digits, ``_``, ``-``); their tools are ``mcp.<name>.<tool>``."""
 
 
 class ChannelSection(BaseModel):
     """Keys every channel has (Conventions); platform keys are added per channel."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Platform ids are numbers on Telegram and Discord; YAML reads them unquoted as ints.
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
     enabled: bool = False
     api_base: str | None = None
