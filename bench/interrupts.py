@@ -50,7 +50,7 @@ class InstantModel(Model):
         return ModelResponse(tool_calls=(ToolCall(id="c1", name="purge", args={"target": "cache"}),))
 
 
-@tool(risk="high")
+@tool(risk="medium", confirm=True)  # built-in agents see up to medium risk; confirm=True asks anyway
 async def purge(target: str) -> str:
     """Purge something (a no-op)."""
     return f"purged {target}"

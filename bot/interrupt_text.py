@@ -30,10 +30,21 @@ NO = frozenset(
 )
 
 
+_pool = bytearray()
+
+
 def new_id(length: int = 10) -> str:
-    """A random id over a 32-letter alphabet (5 bits per character, one urandom call)."""
-    # 256 is a multiple of 32, so the low five bits of each byte are uniform.
-    return "".join(_ALPHABET[b & 31] for b in secrets.token_bytes(length))
+    """An unguessable id over a 32-letter alphabet (button nonces rely on it).
+
+    Bytes come from ``secrets`` in 4 KiB draws: one system call serves hundreds
+    of ids.  256 is a multiple of 32, so the low five bits of each byte are uniform.
+    """
+    global _pool
+    if len(_pool) < length:
+        _pool = bytearray(secrets.token_bytes(4096))
+    chunk = _pool[-length:]
+    del _pool[-length:]
+    return "".join(_ALPHABET[b & 31] for b in chunk)
 
 
 _fast = random.Random(secrets.token_bytes(32))

@@ -81,7 +81,7 @@ class RunManager:
     catalog: AgentCatalog
     model: Model
     send: Send
-    tools: Callable[[AgentDef], Awaitable[Sequence[Tool]]]
+    tools: Callable[[AgentDef, ChatKey], Awaitable[Sequence[Tool]]]
     """The tool pool offered to an agent (built-in, gateway and its MCP servers' tools), before allow/deny."""
     on_pause: Callable[[InterruptRow], None] | None = None
     tracing: Tracing | None = None
@@ -127,7 +127,7 @@ class RunManager:
             correlation_id=run.correlation_id,
             user_id=run.user_id,
             run_id=run.id,
-            tools=agent.tools(await self.tools(agent)),
+            tools=agent.tools(await self.tools(agent, chat)),
             ledger=RunLedger(self.runs, resumed),
             needs_confirmation=needs_confirmation,
             system_extra=handoff.render() if handoff is not None else "",
@@ -177,7 +177,7 @@ class RunManager:
             reason = f"the agent {checkpoint['agent']!r} is no longer available"
             await self.finish(run, "failed", [], _notice(chat, f"⚠️ I cannot continue this request: {reason}."))
             return
-        await self.runs.set_run(run.id, status="running")
+        self.runs.set_run_later(run.id, status="running")
         chain = list(checkpoint.get("handoff_chain") or [agent.name])
         handed = checkpoint.get("handoff") or {}
         handoff = HandoffContext.from_json(handed["context"]) if handed.get("context") else None
@@ -257,7 +257,7 @@ class RunManager:
             line = template.replace("{from}", leg.agent.name).replace("{to}", target.name)
             await self.send(_notice(chat, line.replace("{reason}", request.reason)))
         ctx = await self.context(run, target, resumed=False, chain=chain, handoff=handoff)
-        await self.runs.set_run(run.id, agent=target.name)
+        self.runs.set_run_later(run.id, agent=target.name)
         return _Leg(target, ctx, chain, request.message, prefix, handoff)
 
     async def _guard(self, leg: _Leg, answer: FinalAnswer) -> FinalAnswer:

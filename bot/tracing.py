@@ -91,17 +91,17 @@ class Redactor:
         return value
 
     def value(self, value: Any, key: str = "") -> Any:
-        if key and SECRET_KEY.search(key) and value not in (None, "", [], {}):
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if key and SECRET_KEY.search(key) and value not in ("", [], {}):
             return REDACTED
         if isinstance(value, str):
-            value = self.text(value)
+            value = self.text(value) if self.secrets else value
             return value if len(value) <= MAX_FIELD_CHARS else value[:MAX_FIELD_CHARS] + "…"
         if isinstance(value, dict):
             return {str(k): self.value(v, str(k)) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.value(v) for v in value]
-        if isinstance(value, (int, float, bool)) or value is None:
-            return value
         return self.text(str(value))
 
 

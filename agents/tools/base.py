@@ -52,14 +52,20 @@ class Tool:
     """The tool's own flag: always ask the user before running it."""
     toolset: str = "builtin"
     wants_context: bool = False
+    _validator: Any = field(default=None, init=False, repr=False, compare=False)
 
     def declaration(self, name: str | None = None) -> ToolDeclaration:
         return ToolDeclaration(name=name or self.name, description=self.description, parameters=self.parameters)
 
     def validate(self, args: dict[str, Any]) -> None:
         """Raise :class:`ToolError` naming the problem when ``args`` do not fit the schema."""
+        validator = self._validator
+        if validator is None:
+            # Built once per tool: jsonschema.validate() would re-check the schema on every call.
+            validator = jsonschema.validators.validator_for(self.parameters)(self.parameters)
+            object.__setattr__(self, "_validator", validator)
         try:
-            jsonschema.validate(args, self.parameters)
+            validator.validate(args)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
             raise ToolError(f"invalid arguments for {self.name}: {where}: {exc.message}") from None

@@ -98,6 +98,7 @@ class Router:
     def set_targets(self, targets: list[RouteTarget]) -> None:
         self.targets = list(targets)
         self.rules = RuleRouter(self.targets)
+        self._llm: LlmRouter | None = None  # built on first use, for these targets
 
     @property
     def names(self) -> set[str]:
@@ -114,7 +115,10 @@ class Router:
                 return self._from_rule(text, strategy, rule, started)
             if strategy == "rule":
                 return self._fallback(text, strategy, "no rule matched", started, rule=rule)
-        llm = LlmRouter(self.llm_model, self.targets, timeout_s=config.llm.timeout_ms / 1000)
+        timeout_s = config.llm.timeout_ms / 1000
+        llm = self._llm
+        if llm is None or llm.timeout_s != timeout_s or llm.model is not self.llm_model:
+            llm = self._llm = LlmRouter(self.llm_model, self.targets, timeout_s=timeout_s)
         decision = await llm.route(text)
         if decision.agent is not None:
             return RouteDecision(

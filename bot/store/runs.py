@@ -156,6 +156,10 @@ class RunStore:
     async def set_run(self, run_id: str, **fields: Any) -> None:
         await self.store.write([self._update_run(run_id, **fields)])
 
+    def set_run_later(self, run_id: str, **fields: Any) -> None:
+        """Queue a change of the run's row without waiting (later writes of the run commit after it)."""
+        self.store.write_later([self._update_run(run_id, **fields)], what=f"updating run {run_id}")
+
     def _update_run(self, run_id: str, **fields: Any) -> Step:
         if "checkpoint" in fields and fields["checkpoint"] is not None:
             fields["checkpoint"] = json.dumps(fields["checkpoint"], ensure_ascii=False, separators=(",", ":"))
@@ -286,17 +290,13 @@ class RunStore:
         if interrupt_id is not None:
             steps.append(Step("UPDATE interrupts SET prompt_ref = ? WHERE id = ?", (ref, interrupt_id)))
 
-        def committed(_r: WriteResult) -> None:
-            if interrupt_id is not None:
-                for slot in self._pending.lru._data.values():
-                    if slot.row is not None and slot.row.id == interrupt_id:
-                        slot.row.prompt_ref = ref
-
-        if interrupt_id is None:
-            # A plain reply: nothing waits on this mark, and later writes commit after it.
-            self.store.write_later(steps, what=f"marking outbox entry {outbox_id} sent")
-            return
-        await self.store.write(steps, on_commit=committed)
+        if interrupt_id is not None:
+            # The cache first (a press right after reads it); the database follows in write order.
+            for slot in self._pending.lru._data.values():
+                if slot.row is not None and slot.row.id == interrupt_id:
+                    slot.row.prompt_ref = ref
+        # Nothing waits on this mark, and later writes commit after it.
+        self.store.write_later(steps, what=f"marking outbox entry {outbox_id} sent")
 
     async def unsent(self) -> list[OutboxRow]:
         rows = await self.store.read(
@@ -329,7 +329,9 @@ class RunStore:
 
     async def ledger_finished(self, run_id: str, result: ToolResult) -> None:
         status: LedgerStatus = "failed" if result.is_error else "succeeded"
-        await self.store.write(
+        # Not awaited: whatever the run writes next commits after it.  Lost in a crash, the call
+        # reads as started, which is reported as interrupted and never re-run.
+        self.store.write_later(
             [
                 Step(
                     "INSERT INTO tool_ledger (run_id, call_id, name, status, result, updated_at) "
@@ -337,7 +339,8 @@ class RunStore:
                     "status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
                     (run_id, result.call_id, result.name, status, result.model_dump_json(), utcnow()),
                 )
-            ]
+            ],
+            what=f"recording the result of tool call {result.call_id}",
         )
 
     # -- audit --------------------------------------------------------------------------
