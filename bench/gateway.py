@@ -158,6 +158,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "http": {"enabled": False},
                 "log": {"level": "WARNING"},
                 "tracing": {"enabled": not args.no_tracing},
+                "routing": {"strategy": args.strategy},
             },
         )
         channel = ReplyChannel()
@@ -174,6 +175,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "throughput_msgs_per_s": round(total / elapsed, 1),
         "tracing": not args.no_tracing,
+        "routing": args.strategy,
         "p50_ms": round(_quantile(latencies, 0.50), 2),
         "p99_ms": round(_quantile(latencies, 0.99), 2),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -195,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="closed-loop duration")
     parser.add_argument("--rate", type=float, default=200.0, help="open-loop messages per second")
     parser.add_argument("--open-seconds", type=float, default=5.0, help="open-loop duration")
+    parser.add_argument("--strategy", default="hybrid", choices=["rule", "llm", "hybrid"], help="routing strategy")
     parser.add_argument("--no-tracing", action="store_true", help="Measure without trace events.")
     parser.add_argument("--synchronous", default="FULL", choices=["OFF", "NORMAL", "FULL", "EXTRA"])
     args = parser.parse_args(argv)
