@@ -6,7 +6,7 @@ file is removed first (a trigger only that message supports would be memorised,
 not learned). Unmatched messages go to the fallback agent (``chat``), as with
 the ``rule`` strategy and ``fallback: default_agent``.
 
-    python bench/routing_accuracy.py ../shared/routing-dev.tsv
+    python bench/routing_accuracy.py tests/data/routing-dev.tsv
 """
 
 from __future__ import annotations

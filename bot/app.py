@@ -232,6 +232,7 @@ class Gateway:
             close = getattr(channel, "close", None)
             if close is not None:
                 await close()
+        await self.interrupts.drain()
         if self.interrupts.scheduler.running:
             self.interrupts.scheduler.shutdown(wait=False)
         if self.http is not None:

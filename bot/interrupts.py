@@ -11,6 +11,7 @@ down expires at start-up.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,6 +50,9 @@ class InterruptService:
         self.runs = runs
         self.manager = manager
         self.scheduler = AsyncIOScheduler(timezone="UTC")
+        """APScheduler, for the gateway's scheduled messages."""
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._expiring: set[asyncio.Task[None]] = set()
 
     # -- buttons --------------------------------------------------------------------------
 
@@ -196,22 +200,35 @@ class InterruptService:
     # -- expiry ---------------------------------------------------------------------------
 
     def schedule(self, row: InterruptRow) -> None:
+        """Expire ``row`` at its deadline: an event-loop timer (cheap; re-made from the table at start)."""
         if row.expires_at is None:
             return
-        self.scheduler.add_job(
-            self.expire,
-            "date",
-            run_date=row.expires_at,
-            args=[row.id],
-            id=row.id,
-            replace_existing=True,
-            misfire_grace_time=None,
-        )
+        self._unschedule(row.id)
+        delay = max(0.0, (row.expires_at - utcnow()).total_seconds())
+        self._timers[row.id] = asyncio.get_running_loop().call_later(delay, self._due, row.id)
+
+    def _due(self, interrupt_id: str) -> None:
+        self._timers.pop(interrupt_id, None)
+        task = asyncio.create_task(self.expire(interrupt_id), name=f"expire-{interrupt_id}")
+        self._expiring.add(task)
+        task.add_done_callback(self._expiring.discard)
 
     def _unschedule(self, interrupt_id: str) -> None:
-        job = self.scheduler.get_job(interrupt_id)
-        if job is not None:
-            job.remove()
+        handle = self._timers.pop(interrupt_id, None)
+        if handle is not None:
+            handle.cancel()
+
+    def stop_timers(self) -> None:
+        """Forget every expiry timer (at shutdown; the next start re-reads the deadlines)."""
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+
+    async def drain(self) -> None:
+        """Stop the timers and let expiries already running finish."""
+        self.stop_timers()
+        if self._expiring:
+            await asyncio.gather(*list(self._expiring), return_exceptions=True)
 
     async def expire(self, interrupt_id: str) -> None:
         row = await self.runs.get_interrupt(interrupt_id)

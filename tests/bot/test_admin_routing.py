@@ -11,7 +11,7 @@ from typing import Any
 
 from agents.models.scripted import ScriptedModel, call
 
-DEV = Path(__file__).resolve().parents[3] / "shared" / "routing-dev.tsv"
+DEV = Path(__file__).resolve().parents[1] / "data" / "routing-dev.tsv"  # a copy of shared/routing-dev.tsv
 
 
 async def test_explicit_agent_and_auto(make_harness: Any) -> None:
