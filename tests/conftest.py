@@ -14,7 +14,7 @@ import pytest
 from agents.models.scripted import ScriptedModel
 from bot.app import Gateway
 from bot.bus import Bus
-from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender
 from bot.settings import Settings, load_settings
 from tests.fakes.gemini_server import FakeGemini
 
@@ -91,6 +91,35 @@ class RecordingChannel:
 
         await asyncio.wait_for(enough(), timeout)
         return self.texts()
+
+
+class RecordingBus:
+    """Where the adapter publishes, for looking at the events themselves."""
+
+    def __init__(self) -> None:
+        self.events: list[InboundEvent] = []
+        self._published = asyncio.Condition()
+
+    async def wait_for(self, count: int) -> None:
+        async def enough() -> None:
+            async with self._published:
+                await self._published.wait_for(lambda: len(self.events) >= count)
+
+        await asyncio.wait_for(enough(), 5)
+
+    def subscribe(self, *args: object, **kw: object) -> None:
+        return None
+
+    async def publish(self, event: InboundEvent) -> None:
+        async with self._published:
+            self.events.append(event)
+            self._published.notify_all()
+
+    async def join(self) -> None:
+        return None
+
+    async def close(self, timeout: float | None = None) -> None:
+        return None
 
 
 class Harness:

@@ -70,15 +70,17 @@ Answer in JSON.
 """
 
 
+def write_agents(folder: Path, texts: dict[str, str]) -> Path:
+    folder.mkdir()
+    for name, text in texts.items():
+        (folder / f"{name}.md").write_text(text)
+    return folder
+
+
 @pytest.fixture
 def agents_dir(tmp_path: Path) -> Path:
-    folder = tmp_path / "agents"
-    folder.mkdir()
-    for name, text in AGENTS.items():
-        (folder / f"{name}.md").write_text(text)
-    for policy in ("repair", "reject", "warn"):
-        (folder / f"json-{policy}.md").write_text(SCHEMA_AGENT.format(name=f"json-{policy}", policy=policy))
-    return folder
+    schema_agents = {f"json-{p}": SCHEMA_AGENT.format(name=f"json-{p}", policy=p) for p in ("repair", "reject", "warn")}
+    return write_agents(tmp_path / "agents", {**AGENTS, **schema_agents})
 
 
 def toolbox(ran: list[str]) -> list[Tool]:

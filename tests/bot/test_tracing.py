@@ -16,7 +16,7 @@ from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
 from bot.cli import _trace
 from bot.tracing import OtelSink, Redactor, TraceEvent, timeline
-from tests.bot.test_handoffs import AGENTS, toolbox, transfer
+from tests.bot.test_handoffs import AGENTS, toolbox, transfer, write_agents
 from tests.fakes.gemini_server import FakeGemini, call_body, function_call_part, text_body
 
 API_KEY = "AIzaSy-REAL-gemini-key-0123456789"
@@ -25,11 +25,7 @@ BOT_TOKEN = "123456:AAF-real-telegram-token-abcdef"
 
 @pytest.fixture
 def agents_dir(tmp_path: Path) -> Path:
-    folder = tmp_path / "agents"
-    folder.mkdir()
-    for name, text in AGENTS.items():
-        (folder / f"{name}.md").write_text(text)
-    return folder
+    return write_agents(tmp_path / "agents", AGENTS)
 
 
 async def test_one_correlation_id_across_handoff_interrupt_and_restart(

@@ -9,26 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.events import Action, Button, ChatKey, InboundEvent, InboundMessage, OutboundMessage
+from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage
 from channels.console import ConsoleChannel
-
-
-class RecordingBus:
-    def __init__(self) -> None:
-        self.events: list[InboundEvent] = []
-
-    def subscribe(self, handler: object) -> None:
-        return None
-
-    async def publish(self, event: InboundEvent) -> None:
-        self.events.append(event)
-
-    async def join(self) -> None:
-        return None
-
-    async def close(self, timeout: float | None = None) -> None:
-        return None
-
+from tests.conftest import RecordingBus
 
 CHAT = ChatKey(channel="console", chat_id="local")
 

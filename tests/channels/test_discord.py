@@ -3,7 +3,6 @@ gateway (store in tmp_path) and a scripted model."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
@@ -14,10 +13,11 @@ import pytest
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
 from bot.app import Gateway
-from bot.events import Action, Button, ChatKey, InboundEvent, InboundMessage, OutboundMessage
+from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage
 from bot.settings import Settings
 from channels.discord import DiscordChannel
 from channels.discord.calls import endpoints
+from tests.conftest import RecordingBus
 from tests.fakes.discord_server import (
     ALICE,
     BOT_ID,
@@ -328,35 +328,6 @@ def test_endpoints_and_button_rows() -> None:
         "wss://gw.example/",
     )
     assert endpoints(None)[0] == "https://discord.com/api/v10"
-
-
-class RecordingBus:
-    """Where the adapter publishes, for looking at the events themselves."""
-
-    def __init__(self) -> None:
-        self.events: list[InboundEvent] = []
-        self._published = asyncio.Condition()
-
-    async def wait_for(self, count: int) -> None:
-        async def enough() -> None:
-            async with self._published:
-                await self._published.wait_for(lambda: len(self.events) >= count)
-
-        await asyncio.wait_for(enough(), 5)
-
-    def subscribe(self, handler: object, **kw: object) -> None:
-        return None
-
-    async def publish(self, event: InboundEvent) -> None:
-        async with self._published:
-            self.events.append(event)
-            self._published.notify_all()
-
-    async def join(self) -> None:
-        return None
-
-    async def close(self, timeout: float | None = None) -> None:
-        return None
 
 
 async def test_inbound_mapping_chat_keys_mentions_replies_and_attachments(make_bot: Any, fake: FakeDiscord) -> None:

@@ -19,11 +19,12 @@ import pytest
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
 from bot.app import Gateway
-from bot.events import Button, ChatKey, InboundEvent, OutboundMessage
+from bot.events import Button, ChatKey, OutboundMessage
 from bot.settings import ConfigError, Settings
 from channels.slack import SlackChannel, delivery
 from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError
 from channels.slack.inbound import BotIdentity, chat_key, inbound_message, post_from_event
+from tests.conftest import RecordingBus
 from tests.fakes.slack_server import FakeSlack
 
 SECRET = "test-signing-secret"
@@ -36,23 +37,6 @@ def sign(body: str, *, ts: int | None = None, secret: str = SECRET) -> dict[str,
     stamp = str(int(time.time()) if ts is None else ts)
     digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
     return {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={digest}"}
-
-
-class RecordingBus:
-    def __init__(self) -> None:
-        self.events: list[InboundEvent] = []
-
-    def subscribe(self, *args: Any, **kw: Any) -> None:
-        return None
-
-    async def publish(self, event: InboundEvent) -> None:
-        self.events.append(event)
-
-    async def join(self) -> None:
-        return None
-
-    async def close(self, timeout: float | None = None) -> None:
-        return None
 
 
 class Counter:
