@@ -73,6 +73,7 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         # Short values would redact ordinary words; real keys and tokens are long.
         self.secrets = sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True)
+        self._keys: dict[str, bool] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Redactor:
@@ -87,6 +88,14 @@ class Redactor:
             values += [str(v) for v in server.env.values()] + [str(v) for v in server.headers.values()]
         return cls(values)
 
+    def _secret_key(self, key: str) -> bool:
+        known = self._keys.get(key)
+        if known is None:
+            known = self._keys[key] = bool(SECRET_KEY.search(key))
+            if len(self._keys) > 10_000:  # keys come from tool arguments too: stay bounded
+                self._keys.clear()
+        return known
+
     def text(self, value: str) -> str:
         for secret in self.secrets:
             if secret in value:
@@ -96,7 +105,7 @@ class Redactor:
     def value(self, value: Any, key: str = "") -> Any:
         if value is None or isinstance(value, (bool, int, float)):
             return value
-        if key and SECRET_KEY.search(key) and value not in ("", [], {}):
+        if key and self._secret_key(key) and value not in ("", [], {}):
             return REDACTED
         if isinstance(value, str):
             value = self.text(value) if self.secrets else value
