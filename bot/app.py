@@ -170,7 +170,9 @@ class Gateway:
         The catalog then applies the agent's MCP servers and allow/deny.  An MCP server that cannot serve is
         left out; ``chat`` (or else the run's first message) gets one notice per outage.
         """
-        return [*self.tools, *await self.mcp.tools(agent, chat)]
+        extra = await self.mcp.tools(agent, chat)
+        # The same list object while there is nothing to add: agents remember their selection from it.
+        return [*self.tools, *extra] if extra else self.tools
 
     async def _pending_scheduled(self, chat: ChatKey) -> list[str]:
         rows = await self.scheduled.pending(str(chat))

@@ -50,6 +50,7 @@ class AgentDef:
     source: str = "builtin"
     handoffs: list[HandoffTarget] = field(default_factory=list)
     guardrails: list[GuardrailRule] = field(default_factory=list)
+    _selected: tuple[Sequence[Tool], list[Tool]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def system_prompt(self) -> str:
@@ -59,9 +60,18 @@ class AgentDef:
         return next((h for h in self.handoffs if h.to == name), None)
 
     def tools(self, available: Sequence[Tool]) -> list[Tool]:
-        """The tools this agent may see: its MCP servers, then allow/deny (deny wins)."""
+        """The tools this agent may see: its MCP servers, then allow/deny (deny wins).
+
+        Remembered for the last pool seen (the gateway hands out the same list object while
+        no MCP tool changes), so the per-message path does not filter again.
+        """
+        last = self._selected
+        if last is not None and last[0] is available:
+            return last[1]
         pool = [t for t in available if not t.toolset.startswith("mcp.") or self._mcp_allowed(t.toolset)]
-        return select_tools(pool, self.allow, self.deny)
+        selected = select_tools(pool, self.allow, self.deny)
+        self._selected = (available, selected)
+        return selected
 
     def _mcp_allowed(self, toolset: str) -> bool:
         server = toolset.removeprefix("mcp.")

@@ -103,10 +103,12 @@ class RunManager:
     ) -> RunContext:
         chat = ChatKey.parse(run.chat_key)
         state = await self.store.chat_state(run.chat_key)
-        before = [m for i, m in zip(state.ids, state.messages, strict=True) if i < run.history_cutoff]
+        budget = self.settings.store.context_chars
         if agent.context_mode == "isolated":
-            before = own_turns(before, agent.name)
-        history = fit_context(before, self.settings.store.context_chars)
+            before = [m for i, m in zip(state.ids, state.messages, strict=True) if i < run.history_cutoff]
+            history = fit_context(own_turns(before, agent.name), budget)
+        else:
+            history = state.window(run.history_cutoff, budget)
         grants = set(await self.grants(chat))
 
         def needs_confirmation(tool: Tool, call: ToolCall) -> bool:
@@ -127,7 +129,8 @@ class RunManager:
             correlation_id=run.correlation_id,
             user_id=run.user_id,
             run_id=run.id,
-            tools=agent.tools(await self.tools(agent, chat)),
+            # A chat agent has no tools: its runner never sees them, so no MCP server is woken for it.
+            tools=agent.tools(await self.tools(agent, chat)) if agent.kind != "chat" else (),
             ledger=RunLedger(self.runs, resumed),
             needs_confirmation=needs_confirmation,
             system_extra=handoff.render() if handoff is not None else "",

@@ -48,6 +48,8 @@ class ChatState:
     last_id: int = 0
     pending: Any = UNKNOWN
     extra: dict[str, Any] = field(default_factory=dict)
+    sizes: deque[int] = field(default_factory=deque)
+    """``Message.size()`` of each message, computed once (the context window is cut by it)."""
 
     @classmethod
     def loaded(cls, rows: list[tuple[int, Message]], limit: int) -> ChatState:
@@ -55,7 +57,28 @@ class ChatState:
             deque((m for _, m in rows), maxlen=limit),
             deque((i for i, _ in rows), maxlen=limit),
             rows[-1][0] if rows else 0,
+            sizes=deque((m.size() for _, m in rows), maxlen=limit),
         )
+
+    def window(self, before_id: int, max_chars: int) -> list[Message]:
+        """The newest messages with ids below ``before_id`` that fit in ``max_chars``, starting at a user turn.
+
+        The same cut as :func:`agents.messages.fit_context`, on the cached sizes.
+        """
+        ids, sizes = self.ids, self.sizes
+        end = len(ids)
+        while end and ids[end - 1] >= before_id:
+            end -= 1
+        total, start = 0, end
+        for i in range(end - 1, -1, -1):
+            total += sizes[i]
+            if total > max_chars and start < end:
+                break
+            start = i
+        messages = self.messages
+        while start < end and messages[start].role != "user":
+            start += 1
+        return list(itertools.islice(messages, start, end))
 
     def add(self, row_id: int, message: Message) -> None:
         # Ids grow in commit order (one writer), so an id at or below the last one
@@ -63,11 +86,13 @@ class ChatState:
         if row_id > self.last_id:
             self.messages.append(message)
             self.ids.append(row_id)
+            self.sizes.append(message.size())
             self.last_id = row_id
 
     def clear(self) -> None:
         self.messages.clear()
         self.ids.clear()
+        self.sizes.clear()
         # SQLite may reuse the ids of deleted rows, so the next id may be smaller.
         self.last_id = 0
 
