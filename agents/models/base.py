@@ -74,6 +74,8 @@ class Model(abc.ABC):
     """A chat model: messages in, text and/or tool calls out."""
 
     name: str = "model"
+    understands: bool = True
+    """False for the offline stand-in: it cannot judge text, so routing trusts the rules over it."""
 
     @abc.abstractmethod
     async def request(

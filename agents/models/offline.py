@@ -66,6 +66,7 @@ class OfflineModel(Model):
     """A labelled stand-in used when no model key is configured."""
 
     name = "offline"
+    understands = False
 
     async def request(
         self,

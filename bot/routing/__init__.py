@@ -110,7 +110,9 @@ class Router:
         if not config.enabled:
             return self._fallback(text, strategy, "routing is disabled", started, method="disabled")
         rule = self.rules.route(text)
-        if strategy == "rule" or (strategy == "hybrid" and self._confident(rule, config)):
+        # Without a model that understands text (the offline stand-in), any rule match beats asking it.
+        trust_rules = strategy == "hybrid" and rule.best is not None and not self.llm_model.understands
+        if strategy == "rule" or trust_rules or (strategy == "hybrid" and self._confident(rule, config)):
             if rule.best is not None:
                 return self._from_rule(text, strategy, rule, started)
             if strategy == "rule":

@@ -9,6 +9,7 @@ import pytest
 
 from agents.models.base import ModelError
 from agents.models.gemini import GeminiModel
+from agents.models.offline import OfflineModel
 from agents.models.scripted import ScriptedModel, call, calls
 from bot.routing import Router, parse_target
 from bot.routing.rule import RouteTarget, RuleRouter, required_literal
@@ -101,6 +102,15 @@ async def test_hybrid_uses_rule_above_threshold_and_llm_below() -> None:
     assert (low.agent, low.method) == ("plan", "llm")
     assert {t.name for t in model.requests[0].tools} == {"transfer_to_chat", "transfer_to_react", "transfer_to_plan"}
     model.assert_complete()
+
+
+async def test_hybrid_with_the_offline_model_trusts_any_rule_match() -> None:
+    router = Router(TARGETS, OfflineModel())
+    weak = await router.decide("plan my team offsite", config(), "hybrid")
+    assert (weak.agent, weak.method, weak.confidence) == ("plan", "rule", 10.0)
+    # No rule at all: the offline stand-in still gets asked, and picks something.
+    nothing = await router.decide("zzz qqq", config(), "hybrid")
+    assert nothing.method in ("llm", "fallback")
 
 
 async def test_hybrid_llm_failure_keeps_the_rules_guess() -> None:
