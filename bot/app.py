@@ -141,7 +141,7 @@ class Gateway:
             runs=self.runs,
             catalog=self.catalog,
             model=self.model,
-            send=self.mcp.sending(self._send),
+            send=self._send,
             tools=self.tool_pool,
             tracing=self.tracing,
         )
@@ -168,7 +168,7 @@ class Gateway:
         """Every tool ``agent`` could be offered: built-in, gateway and its MCP servers' tools (connected lazily).
 
         The catalog then applies the agent's MCP servers and allow/deny.  An MCP server that cannot serve is
-        left out; ``chat`` (or else the run's first message) gets one notice per outage.
+        left out; ``chat`` (the run's chat) gets one notice per outage.
         """
         extra = await self.mcp.tools(agent, chat)
         # The same list object while there is nothing to add: agents remember their selection from it.

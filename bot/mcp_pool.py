@@ -4,15 +4,12 @@ The tools of the servers an agent lists are added to its tool pool (servers
 are connected lazily, the first time such an agent runs).  When a server
 cannot serve, the run goes on without it, and the chat gets one notice per
 outage: not one per message, and again only after the server recovered and
-failed anew.  The notice is sent to the chat of the run that met the outage:
-at once when the pool knows the chat, otherwise just before the run's first
-message (the typing indicator the run manager sends right after building the
-run's context, in the same task).
+failed anew.  The notice goes to the chat of the run that met the outage, as
+soon as its tool pool is built.
 """
 
 from __future__ import annotations
 
-import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -26,9 +23,6 @@ from bot.settings import Settings
 log = logging.getLogger(__name__)
 
 Send = Callable[[OutboundMessage], Awaitable[str | None]]
-
-_UNTOLD: contextvars.ContextVar[list[Outage] | None] = contextvars.ContextVar("mcp_untold_outages", default=None)
-"""Outages met while building a run's tool pool, to be told to that run's chat."""
 
 
 def outage_notice(outage: Outage) -> str:
@@ -58,29 +52,10 @@ class McpPool:
         if not agent.mcp_servers:
             return []
         found = await self.manager.tools_for(agent.mcp_servers)
-        for outage in found.outages:
-            if chat is not None:
+        if chat is not None:  # a run's chat hears of each outage once; callers outside a run tell nobody
+            for outage in found.outages:
                 await self.tell(chat, outage)
-            else:
-                untold = _UNTOLD.get()
-                if untold is None:
-                    untold = []
-                    _UNTOLD.set(untold)
-                untold.append(outage)
         return found.tools
-
-    def sending(self, send: Send) -> Send:
-        """``send`` that first tells the message's chat about outages its run met (see the module doc)."""
-
-        async def send_with_notices(message: OutboundMessage) -> str | None:
-            untold = _UNTOLD.get()
-            if untold:
-                _UNTOLD.set(None)
-                for outage in untold:
-                    await self.tell(message.chat, outage)
-            return await send(message)
-
-        return send_with_notices
 
     async def tell(self, chat: ChatKey, outage: Outage) -> None:
         """Send the outage notice to ``chat`` unless it was told about this outage already."""
