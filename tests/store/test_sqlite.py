@@ -125,3 +125,17 @@ def test_sigkill_right_after_commits_loses_nothing_acknowledged(tmp_path: Path) 
     assert set(events) <= stored_events
     assert {(f"chat:{key.split('-')[1]}", key) for key in events} <= stored
     assert set(replies) <= stored
+
+
+def test_datetimes_are_stored_in_sqlalchemys_text_form() -> None:
+    from datetime import UTC, datetime
+
+    from bot.store.sqlite import _sqlite_datetime
+
+    form = "%Y-%m-%d %H:%M:%S.%f"
+    for value in (datetime(2026, 11, 23, 14, 5, 9, 120034), datetime(2026, 1, 2, 3, 4, 5)):
+        assert _sqlite_datetime(value) == value.strftime(form)
+    aware = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    assert _sqlite_datetime(aware) == aware.strftime(form)
+    conn = sqlite3.connect(":memory:")
+    assert conn.execute("SELECT ?", (datetime(2026, 1, 2, 3, 4, 5),)).fetchone()[0] == "2026-01-02 03:04:05.000000"
