@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +51,8 @@ class Supervisor:
     router: Router
     commands: CommandRegistry = field(default_factory=CommandRegistry)
     _busy: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
-    _routing_cache: tuple[Any, RoutingSection, dict[str, str]] | None = None
+    _stopping: set[str] = field(default_factory=set)
+    _routing_cache: tuple[int, RoutingSection, dict[str, str]] | None = None
     pending_extra: Any = None
     """Lines for /pending beyond the interrupt (scheduled messages), set by the gateway."""
     cancel_scheduled: Any = None
@@ -154,27 +156,39 @@ class Supervisor:
         sender, allowed = self.resolve_sender(event.chat, event.sender)
         if not allowed or not await self._accept(event, f"{event.chat.channel}:{event.id}", None):
             return
-        task = self._busy.get(str(event.chat))
+        key = str(event.chat)
+        task = self._busy.get(key)
         if task is not None:
+            self._stopping.add(key)
             task.cancel()
             await self.notice(event.chat, "🚫 Stopped the running request.")
         else:
             cancelled = await self.interrupts.cancel(event.chat, sender)
             await self.notice(event.chat, "Cancelled." if cancelled else "Nothing to cancel.")
 
-    async def _run_tracked(self, event: InboundMessage, work: Any) -> None:
+    async def _run_tracked(self, event: InboundMessage, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the chat's own task, which ``/cancel`` may cancel while it runs.
+
+        No task of its own: the chat's bus worker runs it.  A cancellation that
+        ``/cancel`` asked for (``_stopping``) ends here; any other (shutdown) goes on.
+        """
         key = str(event.chat)
-        task = asyncio.ensure_future(work)
+        task = asyncio.current_task()
+        assert task is not None
         self._busy[key] = task
         try:
-            await asyncio.wait([task])
+            await work
+        except asyncio.CancelledError:
+            if key not in self._stopping:
+                raise
+            task.uncancel()
+            await self._abandon_running(key)
+        except Exception:
+            log.exception("chat %s: run crashed", key)
+            await self.notice(event.chat, "⚠️ Something went wrong while answering; the error was logged.")
         finally:
             self._busy.pop(key, None)
-        if task.cancelled():
-            await self._abandon_running(key)
-        elif task.exception() is not None:
-            log.error("chat %s: run crashed", key, exc_info=task.exception())
-            await self.notice(event.chat, "⚠️ Something went wrong while answering; the error was logged.")
+            self._stopping.discard(key)
 
     async def _abandon_running(self, chat_key: str) -> None:
         for run in await self.runs.runs_with_status("running"):
@@ -185,14 +199,12 @@ class Supervisor:
 
     async def effective_routing(self) -> tuple[RoutingSection, dict[str, str]]:
         """``routing.*`` with the admins' global changes on top, and the layer of each key."""
-        overrides = {
-            k.removeprefix("routing."): v
-            for k, v in (await self.store.chat_settings(GLOBAL)).items()
-            if k.startswith("routing.")
-        }
-        stamp = tuple(sorted((k, repr(v)) for k, v in overrides.items()))
-        if self._routing_cache is not None and self._routing_cache[0] == stamp:
-            return self._routing_cache[1], self._routing_cache[2]
+        glob = await self.store.settings_view(GLOBAL)
+        version = self.store.settings_changes
+        cached = self._routing_cache
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        overrides = {k.removeprefix("routing."): v for k, v in glob.items() if k.startswith("routing.")}
         data = self.settings.routing.model_dump()
         origins = {}
         from bot.admin_commands import ROUTING_KEYS
@@ -207,21 +219,22 @@ class Supervisor:
             cursor[parts[-1]] = value
             origins[key] = "admin (global)"
         config = RoutingSection.model_validate(data)
-        self._routing_cache = (stamp, config, origins)
+        self._routing_cache = (version, config, origins)
         return config, origins
 
     async def effective_strategy(self, chat: ChatKey) -> tuple[str, str]:
-        own = (await self.store.chat_settings(chat.settings_key)).get("strategy")
+        own = (await self.store.settings_view(chat.settings_key)).get("strategy")
         if own:
             return own, "this chat (admin)"
-        glob = (await self.store.chat_settings(GLOBAL)).get("strategy")
+        glob = (await self.store.settings_view(GLOBAL)).get("strategy")
         if glob:
             return glob, "admin (global)"
         return self.settings.routing.strategy, self.settings.origin("routing.strategy")
 
-    async def decide_route(self, chat: ChatKey, text: str) -> RouteDecision:
-        config, _ = await self.effective_routing()
-        targeting = parse_target(text, set(self.agents))
+    async def decide_route(self, chat: ChatKey, text: str, config: RoutingSection | None = None) -> RouteDecision:
+        if config is None:
+            config, _ = await self.effective_routing()
+        targeting = parse_target(text, self.catalog.agents)
         if targeting.agent is not None:
             return RouteDecision(targeting.agent, "explicit", "explicit", 100.0, text=targeting.text)
         strategy = targeting.strategy or (await self.effective_strategy(chat))[0]
@@ -231,7 +244,8 @@ class Supervisor:
         return self.router.apply_fallback(decision, config)
 
     async def _route_and_run(self, event: InboundMessage) -> None:
-        decision = await self.decide_route(event.chat, event.text)
+        config, _ = await self.effective_routing()
+        decision = await self.decide_route(event.chat, event.text, config)
         if decision.note and decision.method == "fallback":
             log.info("chat %s: routing fell back: %s", event.chat, decision.note)
         agent = self.agents.get(decision.agent) if decision.agent else None
@@ -239,7 +253,6 @@ class Supervisor:
             if decision.fallback == "prompt_user":
                 await self.send(OutboundMessage(chat=event.chat, text=self.router.agent_list(), reply_to=event.id))
             return
-        config, _ = await self.effective_routing()
         if config.notify:
             await self.notice(event.chat, f"🎯 routed to {decision.summary()}")
         correlation_id = f"{event.chat.channel}:{event.id}"

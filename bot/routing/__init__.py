@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -67,7 +68,7 @@ class Targeting:
     error: str | None = None
 
 
-def parse_target(text: str, known: set[str]) -> Targeting:
+def parse_target(text: str, known: Container[str]) -> Targeting:
     """Split ``@name``/``@auto --strategy=…`` off the start of ``text``."""
     match = _TARGET.match(text.strip())
     if not match:

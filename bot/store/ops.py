@@ -60,11 +60,13 @@ class Write:
     """
 
     steps: Sequence[Step]
-    future: asyncio.Future[WriteResult]
+    future: asyncio.Future[WriteResult] | None
+    """None for a write nobody waits on (its failure is logged, naming ``what``)."""
     on_commit: OnCommit | None = None
     grows: str | None = None
     events: int = 0
     prune: bool = False
+    what: str = ""
 
 
 def run_guarded(steps: Sequence[Step], execute: Callable[[Step], tuple[int, list[tuple[Any, ...]]]]) -> WriteResult:

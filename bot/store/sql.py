@@ -9,12 +9,11 @@ applying each committed write to them (:mod:`bot.store.cache`).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -91,6 +90,8 @@ class SqlStore:
         self.retention_interval_s = retention_interval_s
         self.dialect = "postgresql" if url.split(":", 1)[0].startswith("postgres") else "sqlite"
         self._rules: list[RetentionRule] = []
+        self.settings_changes = 0
+        """Counts loads and committed changes of chat settings: derived values cached on it stay valid."""
         self._writer: GroupCommit | None = None
         self._reader: Reader | None = None
         self._tempdir: str | None = None
@@ -185,7 +186,7 @@ class SqlStore:
             raise StoreError("the store is not started")
         return await self._writer.submit(steps, on_commit=on_commit, grows=grows, events=events)
 
-    def write_later(self, steps: Sequence[Step], *, what: str = "write") -> asyncio.Future[WriteResult]:
+    def write_later(self, steps: Sequence[Step], *, what: str = "write") -> None:
         """Queue ``steps`` for the next group commit without waiting for it.
 
         For bookkeeping nobody waits on (a run's start row, an outbox entry marked
@@ -193,19 +194,7 @@ class SqlStore:
         """
         if self._writer is None:
             raise StoreError("the store is not started")
-        future = self._writer.submit(steps)
-
-        def done(f: asyncio.Future[WriteResult]) -> None:
-            if f.cancelled():
-                return
-            exc = f.exception()
-            if exc is not None:
-                log.error("store: %s failed: %s", what, exc)
-            elif not f.result().ok:
-                log.error("store: %s was not applied", what)
-
-        future.add_done_callback(done)
-        return future
+        self._writer.submit_unwaited(steps, what)
 
     async def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """A query on the read path (not for the per-message path: use the caches)."""
@@ -287,6 +276,18 @@ class SqlStore:
             raise StoreError("the store is not started")
         return dict(await self._settings.get(settings_key))
 
+    async def settings_view(self, settings_key: str) -> Mapping[str, Any]:
+        """The cached settings themselves, not a copy: for reading on the per-message path.
+
+        A hit costs no await and no copy; the mapping changes when a setting commits.
+        """
+        cached = self._settings.lru.get(settings_key)
+        if cached is not None:
+            return cached
+        if self._reader is None:
+            raise StoreError("the store is not started")
+        return await self._settings.get(settings_key)
+
     async def set_chat_setting(self, settings_key: str, name: str, value: Any, *, extra: Sequence[Step] = ()) -> None:
         """Set (``None`` deletes) a setting; ``extra`` steps (an audit row) commit with it."""
         if value is None:
@@ -297,6 +298,7 @@ class SqlStore:
         cached = None if value is None else json.loads(step.params[2])
 
         def apply(settings: dict[str, Any]) -> None:
+            self.settings_changes += 1
             if cached is None:
                 settings.pop(name, None)
             else:
@@ -313,6 +315,7 @@ class SqlStore:
 
     async def _load_settings(self, settings_key: str) -> dict[str, Any]:
         rows = await self.read(SELECT_SETTINGS, (settings_key,))
+        self.settings_changes += 1
         return {name: json.loads(value) for name, value in rows}
 
 

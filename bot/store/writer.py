@@ -67,6 +67,12 @@ class GroupCommit(abc.ABC):
         self._enqueue(Write(steps, future, on_commit, grows, events, prune))
         return future
 
+    def submit_unwaited(self, steps: Sequence[Step], what: str) -> None:
+        """Queue a write nobody waits on: no future; a failure is logged as ``what`` failed."""
+        if self._closed or self._loop is None:
+            raise StoreError("the store is not open")
+        self._enqueue(Write(steps, None, what=what))
+
     @abc.abstractmethod
     def _enqueue(self, write: Write) -> None: ...
 
@@ -103,12 +109,18 @@ class GroupCommit(abc.ABC):
                     except Exception:
                         log.exception("store: a post-commit callback failed")
         for i, write in enumerate(writes):
-            if write.future.done():  # the waiter was cancelled; the write still counts
+            future = write.future
+            if future is None:
+                if results is None:
+                    log.error("store: %s failed: %s", write.what, _store_error(error))
+                elif not results[i].ok:
+                    log.error("store: %s was not applied", write.what)
+            elif future.done():  # the waiter was cancelled; the write still counts
                 continue
-            if results is not None:
-                write.future.set_result(results[i])
+            elif results is not None:
+                future.set_result(results[i])
             else:
-                write.future.set_exception(_store_error(error))
+                future.set_exception(_store_error(error))
 
 
 def _store_error(error: BaseException | None) -> StoreError:
