@@ -36,6 +36,7 @@ from agents.models.base import Model, ModelResponse, ToolDeclaration
 from bot.app import Gateway
 from bot.bus import Bus
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.runtime import tune_gc
 from bot.settings import load_settings
 
 
@@ -164,6 +165,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         channel = ReplyChannel()
         gateway = Gateway(settings, model=InstantModel(), channels=[channel])
         await gateway.start()
+        tune_gc(settings.runtime)  # as `bot run` does
         try:
             # Warm up: every chat's history is loaded once (the only reads of the run).
             await asyncio.gather(*(_roundtrip(gateway, channel, _message(c, f"warm-{c}")) for c in range(args.chats)))
@@ -180,6 +182,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "p99_ms": round(_quantile(latencies, 0.99), 2),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "synchronous": settings.store.synchronous,
+        "gc_threshold": settings.runtime.gc_threshold,
         "chats": args.chats,
         "closed_loop_s": args.seconds,
         "closed_loop_msgs": total,

@@ -29,6 +29,7 @@ from agents.tools.base import tool
 from bot.app import Gateway
 from bot.bus import Bus
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.runtime import tune_gc
 from bot.settings import load_settings
 
 
@@ -124,6 +125,7 @@ async def run(chats: int, cycles: int, synchronous: str) -> dict[str, Any]:
         channel = Channel()
         gateway = Gateway(settings, model=InstantModel(), channels=[channel], tools=[purge])
         await gateway.start()
+        tune_gc(settings.runtime)  # as `bot run` does
         try:
             await asyncio.gather(*(cycle(gateway, channel, f"w{i}", 0) for i in range(min(chats, 20))))
             await gateway.store.flush()
@@ -156,6 +158,7 @@ async def run(chats: int, cycles: int, synchronous: str) -> dict[str, Any]:
         "writes_per_cycle": round((after["writes"] - before_stats["writes"]) / total, 2),
         "bytes_written_per_cycle": round(max(0, written) / total),
         "synchronous": synchronous,
+        "gc_threshold": settings.runtime.gc_threshold,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "note": "bytes = bytes the process wrote (wchar), database and WAL included",
     }

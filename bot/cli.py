@@ -71,6 +71,9 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
         typer.echo(f"could not start: {exc}", err=True)
         await gateway.stop(timeout=5)
         return 1
+    from bot.runtime import tune_gc
+
+    tune_gc(settings.runtime)
     waiters = [asyncio.create_task(stop.wait())]
     if until_console_done:
         from channels.console import ConsoleChannel

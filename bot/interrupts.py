@@ -67,11 +67,13 @@ class InterruptService:
 
     async def _check(self, action: Action) -> tuple[str | None, InterruptRow | None, str]:
         press = parse_payload(action.payload)
-        row = await self.runs.get_interrupt(press.interrupt_id) if press is not None else None
-        if press is None or row is None or row.nonce != press.nonce or row.chat_key != str(action.chat):
+        if press is None:
             return NOT_PENDING, None, ""
-        if row.status != "pending":
-            return NOT_PENDING, row, press.choice
+        # The chat's pending interrupt is cached; a payload naming any other is not pending
+        # (at most one per chat), so forged and stale presses cost no read either.
+        row = await self.runs.pending(str(action.chat))
+        if row is None or row.id != press.interrupt_id or row.nonce != press.nonce:
+            return NOT_PENDING, None, ""
         if not self._may_answer(row, action.sender):
             return NOT_YOURS, row, press.choice
         if press.choice not in {value for _label, value in row.choices}:
@@ -147,7 +149,7 @@ class InterruptService:
             granted = sorted(set(current) | set(names))
             await self.runs.change_setting(by.id, chat.settings_key, "grants", current or None, granted)
         await self._edit_prompt(row, self._outcome_text(row, resolution, by))
-        run = await self.runs.get_run(row.run_id)
+        run = await self.runs.paused_run(row.run_id)
         if run is not None:
             choice = resolution.get("choice")
             self.manager.trace("interrupt", run, kind=row.kind, status="resolved", by=by.id, choice=choice)
@@ -175,7 +177,7 @@ class InterruptService:
             return False
         self._unschedule(row.id)
         await self._edit_prompt(row, outcome)
-        run = await self.runs.get_run(row.run_id)
+        run = await self.runs.paused_run(row.run_id)
         if run is None:
             return True
         self.manager.trace("interrupt", run, kind=row.kind, status=status)

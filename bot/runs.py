@@ -33,6 +33,7 @@ from bot.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
 from bot.events import ChatKey, OutboundMessage
 from bot.interrupt_text import buttons_for, new_id, new_nonce, tool_confirm_choices
 from bot.settings import Settings
+from bot.store.cache import Lru
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
@@ -86,6 +87,8 @@ class RunManager:
     on_pause: Callable[[InterruptRow], None] | None = None
     tracing: Tracing | None = None
     models: dict[str, Model] | None = None
+    _ledgers: Lru[RunLedger] = field(default_factory=lambda: Lru(1000))
+    """Ledgers of runs this process paused, complete in memory: resuming them reads nothing."""
 
     # -- context -------------------------------------------------------------------------
 
@@ -100,6 +103,7 @@ class RunManager:
         resumed: bool,
         chain: list[str] | None = None,
         handoff: HandoffContext | None = None,
+        ledger: RunLedger | None = None,
     ) -> RunContext:
         chat = ChatKey.parse(run.chat_key)
         state = await self.store.chat_state(run.chat_key)
@@ -131,7 +135,7 @@ class RunManager:
             run_id=run.id,
             # A chat agent has no tools: its runner never sees them, so no MCP server is woken for it.
             tools=agent.tools(await self.tools(agent, chat)) if agent.kind != "chat" else (),
-            ledger=RunLedger(self.runs, resumed),
+            ledger=ledger if ledger is not None else RunLedger(self.runs, resumed),
             needs_confirmation=needs_confirmation,
             system_extra=handoff.render() if handoff is not None else "",
             # Handoffs are tools of ReAct agents; chat agents have no tools and plans run their own steps.
@@ -184,7 +188,9 @@ class RunManager:
         chain = list(checkpoint.get("handoff_chain") or [agent.name])
         handed = checkpoint.get("handoff") or {}
         handoff = HandoffContext.from_json(handed["context"]) if handed.get("context") else None
-        ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff)
+        ledger = self._ledgers.peek(run.id)
+        self._ledgers.pop(run.id)
+        ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff, ledger=ledger)
         state = checkpoint["state"]
         first = (state.get("messages") or [None])[0]
         leg = _Leg(
@@ -315,11 +321,13 @@ class RunManager:
                 "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in leg.prefix],
             }
         outbox_id = await self.runs.pause(run, checkpoint, interrupt, prompt.model_dump_json())
+        if isinstance(leg.ctx.ledger, RunLedger) and not leg.ctx.ledger.resumed:
+            self._ledgers.put(run.id, leg.ctx.ledger)
         self.trace("interrupt", run, agent.name, kind=request.kind, status="raised", interrupt_id=interrupt_id)
         if self.on_pause is not None:
             self.on_pause(interrupt)
         ref = await self.send(prompt)
-        await self.runs.sent(outbox_id, ref, interrupt.id)
+        await self.runs.sent(outbox_id, ref, interrupt)
 
     async def _choices(self, chat: ChatKey, request: InterruptRequest) -> list[tuple[str, str]]:
         if request.kind == "tool_confirm":
@@ -333,6 +341,7 @@ class RunManager:
         self, run: RunRow, status: str, messages: tuple[Message, ...] | list[Message], reply: OutboundMessage | None
     ) -> None:
         self.trace("run", run, status=status)
+        self._ledgers.pop(run.id)
         try:
             outbox_id = await self.runs.finish_run(run, status, messages, reply.model_dump_json() if reply else None)
         except Exception:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus
-from bot.store.cache import CachedMap
+from bot.store.cache import CachedMap, Lru
 from bot.store.ops import INSERT_MESSAGE, Step, WriteResult, utcnow
 from bot.store.sql import SqlStore, _row
 
@@ -119,6 +119,8 @@ class RunStore:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self._pending: CachedMap[_Pending] = CachedMap(store.cache_chats, self._load_pending)
+        self._paused: Lru[tuple[RunRow, str]] = Lru(store.cache_chats)
+        """Runs paused by this process: the row and its checkpoint's JSON, as committed (no read to resume)."""
 
     # -- runs -----------------------------------------------------------------------
 
@@ -146,6 +148,21 @@ class RunStore:
         rows = await self.store.read(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,))
         return _run(rows[0]) if rows else None
 
+    async def paused_run(self, run_id: str) -> RunRow | None:
+        """The paused run an interrupt belongs to, for ending its pause (taken from memory when this process paused it).
+
+        Only the one that resolved the interrupt calls this (the conditional update makes it
+        one), so the memory entry is taken, not copied.
+        """
+        kept = self._paused.peek(run_id)
+        if kept is None:
+            return await self.get_run(run_id)
+        self._paused.pop(run_id)
+        row, saved = kept
+        checkpoint = json.loads(saved)
+        # As the database has it: a handoff before the pause changed the run's agent there too.
+        return replace(row, status="paused", agent=checkpoint.get("agent") or row.agent, checkpoint=checkpoint)
+
     async def runs_with_status(self, *statuses: str) -> list[RunRow]:
         marks = ", ".join("?" for _ in statuses)
         rows = await self.store.read(
@@ -162,7 +179,7 @@ class RunStore:
 
     def _update_run(self, run_id: str, **fields: Any) -> Step:
         if "checkpoint" in fields and fields["checkpoint"] is not None:
-            fields["checkpoint"] = json.dumps(fields["checkpoint"], ensure_ascii=False, separators=(",", ":"))
+            fields["checkpoint"] = checkpoint_json(fields["checkpoint"])
         fields["updated_at"] = utcnow()
         sets = ", ".join(f"{k} = ?" for k in fields)
         return Step(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
@@ -204,8 +221,9 @@ class RunStore:
     async def pause(self, run: RunRow, checkpoint: dict[str, Any], interrupt: InterruptRow, prompt: str) -> int:
         """Checkpoint, interrupt row and the prompt's outbox entry in one transaction; returns the outbox id."""
         now = utcnow()
+        saved = checkpoint_json(checkpoint)
         steps = [
-            self._update_run(run.id, status="paused", checkpoint=checkpoint),
+            self._update_run(run.id, status="paused", checkpoint=saved),
             Step(
                 f"INSERT INTO interrupts ({_INT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -234,9 +252,12 @@ class RunStore:
                 returning=True,
             ),
         ]
-        result = await self.store.write(
-            steps, on_commit=lambda _r: self._pending.committed(interrupt.chat_key, lambda s: _set(s, interrupt))
-        )
+
+        def committed(_result: WriteResult) -> None:
+            self._pending.committed(interrupt.chat_key, lambda slot: _set(slot, interrupt))
+            self._paused.put(run.id, (run, saved))
+
+        result = await self.store.write(steps, on_commit=committed)
         return int(result.rows[0][0])
 
     async def pending(self, chat_key: str) -> InterruptRow | None:
@@ -284,17 +305,19 @@ class RunStore:
 
     # -- outbox -----------------------------------------------------------------------
 
-    async def sent(self, outbox_id: int, ref: str | None, interrupt_id: str | None = None) -> None:
-        """Mark an outbox entry sent; a prompt's message reference is kept on its interrupt."""
-        steps = [Step("UPDATE outbox SET status = 'sent', ref = ? WHERE id = ?", (ref, outbox_id))]
-        if interrupt_id is not None:
-            steps.append(Step("UPDATE interrupts SET prompt_ref = ? WHERE id = ?", (ref, interrupt_id)))
+    async def sent(self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None) -> None:
+        """Mark an outbox entry sent; a prompt's message reference is kept on its interrupt.
 
-        if interrupt_id is not None:
-            # The cache first (a press right after reads it); the database follows in write order.
-            for slot in self._pending.lru._data.values():
-                if slot.row is not None and slot.row.id == interrupt_id:
-                    slot.row.prompt_ref = ref
+        ``interrupt``: the prompt's interrupt row (its cached copy learns the reference at
+        once, for a press that comes right after) or only its id (after a restart).
+        """
+        steps = [Step("UPDATE outbox SET status = 'sent', ref = ? WHERE id = ?", (ref, outbox_id))]
+        if interrupt is not None:
+            interrupt_id = interrupt if isinstance(interrupt, str) else interrupt.id
+            steps.append(Step("UPDATE interrupts SET prompt_ref = ? WHERE id = ?", (ref, interrupt_id)))
+            if isinstance(interrupt, InterruptRow):
+                # The cache holds this very row: the database follows in write order.
+                interrupt.prompt_ref = ref
         # Nothing waits on this mark, and later writes commit after it.
         self.store.write_later(steps, what=f"marking outbox entry {outbox_id} sent")
 
@@ -386,6 +409,13 @@ class RunStore:
             f"SELECT {_INT_COLS} FROM interrupts WHERE chat_key = ? AND status = 'pending'", (chat_key,)
         )
         return _Pending(_interrupt(rows[0]) if rows else None)
+
+
+def checkpoint_json(checkpoint: dict[str, Any] | str) -> str:
+    """A checkpoint as stored (compact JSON); text passes through."""
+    if isinstance(checkpoint, str):
+        return checkpoint
+    return json.dumps(checkpoint, ensure_ascii=False, separators=(",", ":"))
 
 
 def _set(slot: _Pending, row: InterruptRow) -> None:
