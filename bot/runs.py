@@ -206,7 +206,7 @@ class RunManager:
     async def _drive(self, run: RunRow, leg: _Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""
         chat = ChatKey.parse(run.chat_key)
-        await self.send(OutboundMessage(chat=chat, kind="typing"))
+        await self.send(_typing(chat))
         try:
             result = await step()
             while isinstance(result, HandoffRequest):
@@ -366,6 +366,19 @@ class _Leg:
     prefix: list[Message] = field(default_factory=list)
     """Turns of the agents that handed off, stored before this agent's own."""
     handoff: HandoffContext | None = None
+
+
+_TYPING: dict[ChatKey, OutboundMessage] = {}
+
+
+def _typing(chat: ChatKey) -> OutboundMessage:
+    """The chat's typing indicator (frozen, so one serves every run of the chat)."""
+    message = _TYPING.get(chat)
+    if message is None:
+        if len(_TYPING) >= 4096:
+            _TYPING.clear()
+        message = _TYPING[chat] = OutboundMessage(chat=chat, kind="typing")
+    return message
 
 
 def _notice(chat: ChatKey, text: str) -> OutboundMessage:

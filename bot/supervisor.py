@@ -78,8 +78,10 @@ class Supervisor:
         config = self.channel_config(chat)
         if config is None:
             return sender.model_copy(update={"is_admin": False}), False
-        resolved = sender.model_copy(update={"is_admin": config.is_admin(sender.id)})
-        return resolved, config.allows(sender.id) or resolved.is_admin
+        is_admin = config.is_admin(sender.id)
+        if sender.is_admin != is_admin:
+            sender = sender.model_copy(update={"is_admin": is_admin})
+        return sender, config.allows(sender.id) or is_admin
 
     async def check_press(self, action: Action) -> str | None:
         """For adapters, before they publish a press: why it would be refused (a toast), or None."""
@@ -99,7 +101,8 @@ class Supervisor:
 
     async def handle(self, event: InboundEvent) -> None:
         sender, allowed = self.resolve_sender(event.chat, event.sender)
-        event = event.model_copy(update={"sender": sender})
+        if sender is not event.sender:
+            event = event.model_copy(update={"sender": sender})
         event_key = f"{event.chat.channel}:{event.id}"
         if isinstance(event, Action):
             if allowed and await self._accept(event, event_key, None):

@@ -41,6 +41,7 @@ MAX_FIELD_CHARS = 2000
 PLAIN = frozenset({int, float, bool})
 """Values that cannot hold a secret (a bare ``type()`` check: cheap on the per-message path)."""
 type_of = type
+_data_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 @dataclass
@@ -206,7 +207,7 @@ class Tracing:
                 e.run_id,
                 e.agent,
                 e.type,
-                json.dumps(e.data, ensure_ascii=False, default=str),
+                _data_json(e.data),
                 e.at,
             )
             for e in events

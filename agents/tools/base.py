@@ -62,10 +62,16 @@ class Tool:
         validator = self._validator
         if validator is None:
             # Built once per tool: jsonschema.validate() would re-check the schema on every call.
-            validator = jsonschema.validators.validator_for(self.parameters)(self.parameters)
+            validator = (
+                jsonschema.validators.validator_for(self.parameters)(self.parameters),
+                plainly_valid(self.parameters),
+            )
             object.__setattr__(self, "_validator", validator)
+        full, quick = validator
+        if quick is not None and quick(args):
+            return
         try:
-            validator.validate(args)
+            full.validate(args)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
             raise ToolError(f"invalid arguments for {self.name}: {where}: {exc.message}") from None
@@ -75,6 +81,54 @@ class Tool:
         if self.wants_context:
             return await self.func(ctx or ToolContext(), **args)
         return await self.func(**args)
+
+
+_PLAIN_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) in (int, float),
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+}
+_PLAIN_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "description", "title"})
+_PLAIN_PROPERTY_KEYS = frozenset({"type", "description", "title", "default"})
+
+
+def plainly_valid(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+    """A quick test that says True only for arguments the schema certainly accepts.
+
+    For the shape most tools have: an object whose properties are strings, numbers,
+    booleans or null (``required``, ``additionalProperties: false`` honoured).  Other
+    schemas get None; a False answer means "ask jsonschema" (it explains the error,
+    and accepts what this test is too strict for, like 1.0 as an integer).  A
+    jsonschema pass cost 60-100 µs per call; this costs about 2.
+    """
+    if schema.get("type") != "object" or not set(schema) <= _PLAIN_KEYS:
+        return None
+    checks: dict[str, Callable[[Any], bool]] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        if not isinstance(kind, str) or kind not in _PLAIN_TYPES or not set(prop) <= _PLAIN_PROPERTY_KEYS:
+            return None
+        checks[name] = _PLAIN_TYPES[kind]
+    required = frozenset(schema.get("required") or ())
+    closed = schema.get("additionalProperties", True) is False
+    if not isinstance(schema.get("additionalProperties", True), bool):
+        return None
+
+    def quick(args: Any) -> bool:
+        if type(args) is not dict or not required <= args.keys():
+            return False
+        for key, value in args.items():
+            check = checks.get(key)
+            if check is None:
+                if closed:
+                    return False
+            elif not check(value):
+                return False
+        return True
+
+    return quick
 
 
 def _schema_from_signature(func: Callable[..., Any], skip_first: bool) -> dict[str, Any]:

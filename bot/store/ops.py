@@ -10,6 +10,7 @@ writes in one transaction and hands each its :class:`WriteResult`.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,9 @@ class WriteResult:
 
 
 OnCommit = Callable[[WriteResult], None]
+
+to_json: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Compact JSON for stored values (``json.dumps`` with options builds a new encoder per call)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -101,6 +105,8 @@ _E = ProcessedEvent.__tablename__
 
 INSERT_EVENT = f"INSERT INTO {_E} (event_key, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING"
 INSERT_MESSAGE = f"INSERT INTO {_M} (chat_key, role, agent, data, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"
+INSERT_MESSAGES_HEAD = f"INSERT INTO {_M} (chat_key, role, agent, data, created_at) VALUES "
+MESSAGE_ROW = "(?, ?, ?, ?, ?)"
 DELETE_HISTORY = f"DELETE FROM {_M} WHERE chat_key = ?"
 UPSERT_SETTING = (
     f"INSERT INTO {_S} (settings_key, name, value, updated_at) VALUES (?, ?, ?, ?) "

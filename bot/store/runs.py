@@ -20,8 +20,8 @@ from typing import Any
 from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus
 from bot.store.cache import CachedMap, Lru
-from bot.store.ops import INSERT_MESSAGE, Step, WriteResult, utcnow
-from bot.store.sql import SqlStore, _row
+from bot.store.ops import Step, WriteResult, to_json, utcnow
+from bot.store.sql import SqlStore, add_rows, insert_messages
 
 _RUN_COLS = "id, chat_key, agent, status, correlation_id, user_id, reply_to, history_cutoff, checkpoint"
 _INT_COLS = (
@@ -192,7 +192,7 @@ class RunStore:
         Returns the outbox id of the reply (None without one).
         """
         now = utcnow()
-        steps = [Step(INSERT_MESSAGE, _row(run.chat_key, m, now), returning=True) for m in messages]
+        steps = insert_messages(run.chat_key, messages, now) if messages else []
         steps.append(self._update_run(run.id, status=status, checkpoint=None))
         if outbound is not None:
             steps.append(
@@ -206,12 +206,9 @@ class RunStore:
         history = self.store._history
 
         def committed(result: WriteResult) -> None:
-            def apply(state: Any) -> None:
-                for (row_id, *_), message in zip(result.rows, messages, strict=False):
-                    state.add(row_id, message)
-
             if messages:
-                history.committed(run.chat_key, apply)
+                rows = result.rows[: len(messages)]
+                history.committed(run.chat_key, lambda state: add_rows(state, rows, messages))
 
         result = await self.store.write(steps, on_commit=committed, grows=run.chat_key if messages else None)
         return int(result.rows[-1][0]) if outbound is not None else None
@@ -232,8 +229,8 @@ class RunStore:
                     interrupt.run_id,
                     interrupt.kind,
                     interrupt.prompt,
-                    json.dumps(interrupt.payload, ensure_ascii=False),
-                    json.dumps(interrupt.choices, ensure_ascii=False),
+                    to_json(interrupt.payload),
+                    to_json(interrupt.choices),
                     interrupt.nonce,
                     interrupt.requester,
                     "pending",
@@ -277,7 +274,7 @@ class RunStore:
         step = Step(
             "UPDATE interrupts SET status = ?, resolution = ?, resolved_by = ?, resolved_at = ? "
             "WHERE id = ? AND status = 'pending'",
-            (status, json.dumps(resolution, ensure_ascii=False) if resolution else None, by, utcnow(), row.id),
+            (status, to_json(resolution) if resolution else None, by, utcnow(), row.id),
             guard=True,
         )
 
@@ -415,7 +412,7 @@ def checkpoint_json(checkpoint: dict[str, Any] | str) -> str:
     """A checkpoint as stored (compact JSON); text passes through."""
     if isinstance(checkpoint, str):
         return checkpoint
-    return json.dumps(checkpoint, ensure_ascii=False, separators=(",", ":"))
+    return to_json(checkpoint)
 
 
 def _set(slot: _Pending, row: InterruptRow) -> None:

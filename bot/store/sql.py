@@ -28,6 +28,8 @@ from bot.store.ops import (
     DELETE_SETTING,
     INSERT_EVENT,
     INSERT_MESSAGE,
+    INSERT_MESSAGES_HEAD,
+    MESSAGE_ROW,
     SELECT_HISTORY,
     SELECT_SETTINGS,
     UPSERT_SETTING,
@@ -240,15 +242,10 @@ class SqlStore:
     async def append(self, chat_key: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
-        now = utcnow()
-        steps = [Step(INSERT_MESSAGE, _row(chat_key, m, now), returning=True) for m in messages]
+        steps = insert_messages(chat_key, messages, utcnow())
 
         def committed(result: WriteResult) -> None:
-            def apply(state: ChatState) -> None:
-                for (row_id, *_), message in zip(result.rows, messages, strict=True):
-                    state.add(row_id, message)
-
-            self._history.committed(chat_key, apply)
+            self._history.committed(chat_key, lambda state: add_rows(state, result.rows, messages))
 
         await self.write(steps, on_commit=committed, grows=chat_key)
 
@@ -321,6 +318,29 @@ class SqlStore:
 
 def _row(chat_key: str, message: Message, at: Any) -> tuple[Any, ...]:
     return (chat_key, message.role, message.agent, message.model_dump_json(exclude_defaults=True), at)
+
+
+_MESSAGE_ROWS_PER_INSERT = 100
+
+
+def insert_messages(chat_key: str, messages: Sequence[Message], at: Any) -> list[Step]:
+    """Multi-row inserts of ``messages`` (one statement per 100; each row returns its id)."""
+    steps = []
+    for i in range(0, len(messages), _MESSAGE_ROWS_PER_INSERT):
+        chunk = messages[i : i + _MESSAGE_ROWS_PER_INSERT]
+        sql = INSERT_MESSAGES_HEAD + ", ".join([MESSAGE_ROW] * len(chunk)) + " RETURNING id"
+        steps.append(Step(sql, tuple(v for m in chunk for v in _row(chat_key, m, at)), returning=True))
+    return steps
+
+
+def add_rows(state: ChatState, rows: Sequence[tuple[Any, ...]], messages: Sequence[Message]) -> None:
+    """Apply committed message rows to a cached chat state.
+
+    RETURNING does not promise the order of rows, but ids are given in insertion
+    order (one writer), so sorted ids line up with the messages.
+    """
+    for row_id, message in zip(sorted(r[0] for r in rows), messages, strict=True):
+        state.add(row_id, message)
 
 
 def open_store(url: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 5000, **options: Any) -> SqlStore:
