@@ -53,3 +53,13 @@ def test_choices_and_rows() -> None:
     rows = buttons_for("abcdefghij", "nonce1", two)
     assert [len(r) for r in rows] == [3, 1]
     assert rows[0][0].payload == "v1:abcdefghij:nonce1:a"
+
+
+def test_fast_ids_are_unique_and_sort_in_creation_order() -> None:
+    from bot.interrupt_text import fast_id
+
+    ids = [fast_id() for _ in range(20_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(len(i) == 16 and int(i, 16) >= 0 for i in ids)
+    assert ids == sorted(ids)
+    assert len(fast_id(24)) == 24
