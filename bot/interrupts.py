@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -138,7 +138,7 @@ class InterruptService:
     # -- resolution -----------------------------------------------------------------------
 
     async def resolve(self, row: InterruptRow, resolution: dict[str, Any], by: Sender) -> bool:
-        if not await self.runs.resolve(row, "resolved", resolution, by.id):
+        if not await self.runs.resolve(row, "resolved", resolution, by.id, run_status="running"):
             await self._notice(ChatKey.parse(row.chat_key), NOT_PENDING)
             return False
         self._unschedule(row.id)
@@ -153,7 +153,7 @@ class InterruptService:
         if run is not None:
             choice = resolution.get("choice")
             self.manager.trace("interrupt", run, kind=row.kind, status="resolved", by=by.id, choice=choice)
-            await self.manager.resume(run, resolution)
+            await self.manager.resume(replace(run, status="running"), resolution, running=True)
         return True
 
     def _outcome_text(self, row: InterruptRow, resolution: dict[str, Any], by: Sender) -> str:

@@ -169,8 +169,11 @@ class RunManager:
         ctx = await self.context(run, agent, resumed=False)
         await self._drive(run, _Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
 
-    async def resume(self, run: RunRow, resolution: dict[str, Any]) -> None:
-        """Continue a paused run from its checkpoint with the human's ``resolution``."""
+    async def resume(self, run: RunRow, resolution: dict[str, Any], *, running: bool = False) -> None:
+        """Continue a paused run from its checkpoint with the human's ``resolution``.
+
+        ``running``: the run's row already says so (the resolution's write changed it).
+        """
         chat = ChatKey.parse(run.chat_key)
         try:
             checkpoint = load_checkpoint(run.checkpoint)
@@ -184,7 +187,8 @@ class RunManager:
             reason = f"the agent {checkpoint['agent']!r} is no longer available"
             await self.finish(run, "failed", [], _notice(chat, f"⚠️ I cannot continue this request: {reason}."))
             return
-        self.runs.set_run_later(run.id, status="running")
+        if not running:
+            self.runs.set_run_later(run.id, status="running")
         chain = list(checkpoint.get("handoff_chain") or [agent.name])
         handed = checkpoint.get("handoff") or {}
         handoff = HandoffContext.from_json(handed["context"]) if handed.get("context") else None

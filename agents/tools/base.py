@@ -53,9 +53,16 @@ class Tool:
     toolset: str = "builtin"
     wants_context: bool = False
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
+    _declaration: ToolDeclaration | None = field(default=None, init=False, repr=False, compare=False)
 
     def declaration(self, name: str | None = None) -> ToolDeclaration:
-        return ToolDeclaration(name=name or self.name, description=self.description, parameters=self.parameters)
+        if name is not None and name != self.name:
+            return ToolDeclaration(name=name, description=self.description, parameters=self.parameters)
+        declared = self._declaration
+        if declared is None:  # built once: an agent's loop declares its tools on every model call
+            declared = ToolDeclaration(name=self.name, description=self.description, parameters=self.parameters)
+            object.__setattr__(self, "_declaration", declared)
+        return declared
 
     def validate(self, args: dict[str, Any]) -> None:
         """Raise :class:`ToolError` naming the problem when ``args`` do not fit the schema."""

@@ -269,20 +269,32 @@ class RunStore:
         rows = await self.store.read(f"SELECT {_INT_COLS} FROM interrupts WHERE status = 'pending'")
         return [_interrupt(r) for r in rows]
 
-    async def resolve(self, row: InterruptRow, status: str, resolution: dict[str, Any] | None, by: str | None) -> bool:
-        """Move a pending interrupt to ``status``; False when it was no longer pending (exactly once)."""
+    async def resolve(
+        self,
+        row: InterruptRow,
+        status: str,
+        resolution: dict[str, Any] | None,
+        by: str | None,
+        *,
+        run_status: str | None = None,
+    ) -> bool:
+        """Move a pending interrupt to ``status``; False when it was no longer pending (exactly once).
+
+        ``run_status``: the interrupt's run changes to it in the same transaction (a resumed run is running).
+        """
         step = Step(
             "UPDATE interrupts SET status = ?, resolution = ?, resolved_by = ?, resolved_at = ? "
             "WHERE id = ? AND status = 'pending'",
             (status, to_json(resolution) if resolution else None, by, utcnow(), row.id),
             guard=True,
         )
+        steps = [step] if run_status is None else [step, self._update_run(row.run_id, status=run_status)]
 
         def committed(result: WriteResult) -> None:
             if result.ok:
                 self._pending.committed(row.chat_key, lambda slot: _clear(slot, row.id))
 
-        result = await self.store.write([step], on_commit=committed)
+        result = await self.store.write(steps, on_commit=committed)
         return result.ok
 
     async def mark_reprompted(self, row: InterruptRow) -> None:
