@@ -5,7 +5,7 @@ method is one write (one transaction) so the orders the design relies on hold:
 a checkpoint and its interrupt row commit together before the prompt is sent;
 resolving an interrupt is a conditional update on ``status = 'pending'``
 (exactly once, whoever presses first); a reply is committed to the outbox
-before it is sent and marked sent after.  The pending interrupt of a chat is
+before it is sent and removed from it after.  The pending interrupt of a chat is
 cached, so the per-message path does not read the database.
 """
 
@@ -315,12 +315,14 @@ class RunStore:
     # -- outbox -----------------------------------------------------------------------
 
     async def sent(self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None) -> None:
-        """Mark an outbox entry sent; a prompt's message reference is kept on its interrupt.
+        """An outbox entry was sent: it is removed; a prompt's message reference is kept on its interrupt.
 
+        The outbox holds only what is committed and not yet sent, so it stays a few
+        rows long however long the bot runs (marking rows sent grew it forever).
         ``interrupt``: the prompt's interrupt row (its cached copy learns the reference at
         once, for a press that comes right after) or only its id (after a restart).
         """
-        steps = [Step("UPDATE outbox SET status = 'sent', ref = ? WHERE id = ?", (ref, outbox_id))]
+        steps = [Step("DELETE FROM outbox WHERE id = ?", (outbox_id,))]
         if interrupt is not None:
             interrupt_id = interrupt if isinstance(interrupt, str) else interrupt.id
             steps.append(Step("UPDATE interrupts SET prompt_ref = ? WHERE id = ?", (ref, interrupt_id)))
@@ -328,7 +330,7 @@ class RunStore:
                 # The cache holds this very row: the database follows in write order.
                 interrupt.prompt_ref = ref
         # Nothing waits on this mark, and later writes commit after it.
-        self.store.write_later(steps, what=f"marking outbox entry {outbox_id} sent")
+        self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}")
 
     async def unsent(self) -> list[OutboxRow]:
         rows = await self.store.read(

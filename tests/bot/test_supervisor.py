@@ -116,3 +116,12 @@ async def test_history_respects_context_budget(make_harness, scripted) -> None:
     sent = model.requests[2].messages
     assert sent[0].role == "user" and all("x" not in (m.text or "") for m in sent)
     assert sent[-1] == Message.user("z" * 10)
+
+
+async def test_the_outbox_keeps_only_what_is_not_sent_yet(make_harness, scripted) -> None:
+    h = await make_harness(scripted("one", "two", "three"))
+    for text in ("a", "b", "c"):
+        await h.say(text)
+    await h.gateway.store.flush()
+    # Each reply passed through the outbox (committed before it was sent) and left it once sent.
+    assert await h.gateway.store.read("SELECT count(*) FROM outbox") == [(0,)]
