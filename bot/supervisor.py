@@ -52,6 +52,7 @@ class Supervisor:
     commands: CommandRegistry = field(default_factory=CommandRegistry)
     _busy: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     _stopping: set[str] = field(default_factory=set)
+    _senders: dict[tuple[str, Sender], Sender] = field(default_factory=dict)
     _routing_cache: tuple[int, RoutingSection, dict[str, str]] | None = None
     pending_extra: Any = None
     """Lines for /pending beyond the interrupt (scheduled messages), set by the gateway."""
@@ -80,7 +81,14 @@ class Supervisor:
             return sender.model_copy(update={"is_admin": False}), False
         is_admin = config.is_admin(sender.id)
         if sender.is_admin != is_admin:
-            sender = sender.model_copy(update={"is_admin": is_admin})
+            # Senders are frozen: the resolved copy of a frequent sender is made once.
+            key = (chat.channel, sender)
+            resolved = self._senders.get(key)
+            if resolved is None:
+                if len(self._senders) >= 4096:
+                    self._senders.clear()
+                resolved = self._senders[key] = sender.model_copy(update={"is_admin": is_admin})
+            sender = resolved
         return sender, config.allows(sender.id) or is_admin
 
     async def check_press(self, action: Action) -> str | None:

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import chain
 from typing import Any, Protocol
 
 from bot.interrupt_text import fast_id
@@ -217,7 +218,7 @@ class Tracing:
         for i in range(0, len(rows), ROWS_PER_INSERT):
             chunk = rows[i : i + ROWS_PER_INSERT]
             sql = INSERT_HEAD + ", ".join([ROW] * len(chunk))
-            steps.append(Step(sql, tuple(v for row in chunk for v in row)))
+            steps.append(Step(sql, tuple(chain.from_iterable(chunk))))
         await self.store.write(steps)
         self.written += len(events)
         for sink in self.sinks:

@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from agents.messages import Message, ToolCall, ToolResult
@@ -181,8 +182,7 @@ class RunStore:
         if "checkpoint" in fields and fields["checkpoint"] is not None:
             fields["checkpoint"] = checkpoint_json(fields["checkpoint"])
         fields["updated_at"] = utcnow()
-        sets = ", ".join(f"{k} = ?" for k in fields)
-        return Step(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
+        return Step(_update_sql(tuple(fields)), (*fields.values(), run_id))
 
     async def finish_run(
         self, run: RunRow, status: str, messages: Sequence[Message], outbound: str | None
@@ -420,6 +420,11 @@ class RunStore:
             f"SELECT {_INT_COLS} FROM interrupts WHERE chat_key = ? AND status = 'pending'", (chat_key,)
         )
         return _Pending(_interrupt(rows[0]) if rows else None)
+
+
+@lru_cache(maxsize=64)
+def _update_sql(names: tuple[str, ...]) -> str:
+    return f"UPDATE runs SET {', '.join(f'{k} = ?' for k in names)} WHERE id = ?"
 
 
 def checkpoint_json(checkpoint: dict[str, Any] | str) -> str:

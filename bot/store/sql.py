@@ -14,6 +14,7 @@ import logging
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -329,7 +330,7 @@ def insert_messages(chat_key: str, messages: Sequence[Message], at: Any) -> list
     for i in range(0, len(messages), _MESSAGE_ROWS_PER_INSERT):
         chunk = messages[i : i + _MESSAGE_ROWS_PER_INSERT]
         sql = INSERT_MESSAGES_HEAD + ", ".join([MESSAGE_ROW] * len(chunk)) + " RETURNING id"
-        steps.append(Step(sql, tuple(v for m in chunk for v in _row(chat_key, m, at)), returning=True))
+        steps.append(Step(sql, tuple(chain.from_iterable(_row(chat_key, m, at) for m in chunk)), returning=True))
     return steps
 
 

@@ -200,7 +200,10 @@ class SqliteWriter(GroupCommit):
         return True
 
     def _execute(self, step: Step) -> tuple[int, list[tuple[Any, ...]]]:
-        cur = self._require_conn().execute(step.sql, step.params)
+        conn = self._conn
+        if conn is None:
+            raise StoreError("the store is not open")
+        cur = conn.execute(step.sql, step.params)
         if step.returning:
             rows = cur.fetchall()
             return len(rows), rows
