@@ -246,21 +246,25 @@ class Tracing:
         """The events of the chat's last ``last`` requests (by correlation id), oldest request first."""
         await self.flush()
         rows = await self.store.read(
-            "SELECT correlation_id, MAX(created_at) AS newest FROM trace_events WHERE chat_key = ? "
+            "SELECT correlation_id, MAX(seq) AS newest FROM trace_events WHERE chat_key = ? "
             "GROUP BY correlation_id ORDER BY newest DESC LIMIT ?",
             (chat_key, max(1, last)),
         )
         out = []
         for correlation_id, _newest in reversed(rows):
-            out.append(await self.events(correlation_id))
+            out.append(await self.events(correlation_id, chat_key))
         return out
 
-    async def events(self, correlation_id: str) -> list[TraceEvent]:
-        rows = await self.store.read(
-            "SELECT id, chat_key, correlation_id, run_id, agent, type, data, created_at FROM trace_events "
-            "WHERE correlation_id = ? ORDER BY created_at, seq",
-            (correlation_id,),
-        )
+    async def events(self, correlation_id: str, chat_key: str | None = None) -> list[TraceEvent]:
+        """The events of one request, in the order they happened (``chat_key`` makes it an index lookup)."""
+        columns = "id, chat_key, correlation_id, run_id, agent, type, data, created_at"
+        if chat_key is None:
+            sql = f"SELECT {columns} FROM trace_events WHERE correlation_id = ? ORDER BY seq"
+            params: tuple[str, ...] = (correlation_id,)
+        else:
+            sql = f"SELECT {columns} FROM trace_events WHERE chat_key = ? AND correlation_id = ? ORDER BY seq"
+            params = (chat_key, correlation_id)
+        rows = await self.store.read(sql, params)
         return [
             TraceEvent(
                 id=r[0],
@@ -279,7 +283,12 @@ class Tracing:
 INSERT_HEAD = "INSERT INTO trace_events (id, chat_key, correlation_id, run_id, agent, type, data, created_at) VALUES "
 ROW = "(?, ?, ?, ?, ?, ?, ?, ?)"
 ROWS_PER_INSERT = 100  # 800 parameters: within every SQLite build's and PostgreSQL's limits
-PRUNE = "DELETE FROM trace_events WHERE created_at < ?"
+PRUNE = (
+    # Rows are in time order by seq: delete the prefix older than the cutoff (no index on the time).
+    "DELETE FROM trace_events WHERE seq < COALESCE("
+    "(SELECT seq FROM trace_events WHERE created_at >= ? ORDER BY seq LIMIT 1), "
+    "(SELECT COALESCE(MAX(seq), 0) + 1 FROM trace_events))"
+)
 
 
 # -- presentation ------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
 
@@ -142,12 +143,15 @@ class TraceEventRow(SQLModel, table=True):
 
     __tablename__ = "trace_events"
 
+    __table_args__ = (Index("ix_trace_events_chat_key_correlation_id", "chat_key", "correlation_id"),)
+
     seq: int | None = Field(default=None, primary_key=True)
-    id: str = Field(unique=True, max_length=32)
+    """Time order (events are written in the order they happen); retention deletes a prefix."""
+    id: str = Field(max_length=32)
     chat_key: str = Field(max_length=255)
-    correlation_id: str = Field(index=True, max_length=255)
+    correlation_id: str = Field(max_length=255)
     run_id: str | None = Field(default=None, max_length=32)
     agent: str | None = Field(default=None, max_length=64)
     type: str = Field(max_length=32)
     data: str
-    created_at: datetime = Field(index=True)
+    created_at: datetime

@@ -1,0 +1,78 @@
+"""Trace events in the store (SQLite and PostgreSQL): the 0006 migration keeps them; retention by age."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from bot.settings import TracingSection
+from bot.store.migrate import MIGRATIONS, async_url
+from bot.store.ops import Step, utcnow
+from bot.tracing import INSERT_HEAD, ROW, Tracing
+
+
+async def _upgrade_to(url: str, revision: str) -> None:
+    def run(connection: Any) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+    engine = create_async_engine(async_url(url))
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(run)
+    finally:
+        await engine.dispose()
+
+
+def _row(n: int, correlation: str, at: Any, chat: str = "console:c") -> tuple[Any, ...]:
+    return (f"e{n}", chat, correlation, "run", "react", "llm_call", "{}", at)
+
+
+async def test_events_written_before_the_one_index_migration_are_kept(db_url: str, make_store: Any) -> None:
+    await _upgrade_to(db_url, "0005")
+    engine = create_async_engine(async_url(db_url))
+    try:
+        async with engine.begin() as conn:
+            for n in range(3):
+                await conn.execute(
+                    text(
+                        "INSERT INTO trace_events (id, chat_key, correlation_id, run_id, agent, type, data, "
+                        "created_at) VALUES (:id, 'console:c', 'm1', 'run', 'react', 'route', '{}', :at)"
+                    ),
+                    {"id": f"old{n}", "at": utcnow()},
+                )
+    finally:
+        await engine.dispose()
+    store = await make_store()  # migrates to head
+    tracing = Tracing(store, TracingSection())
+    tracing.record("run", "console:c", "m1", run_id="run", agent="react", status="done")
+    await tracing.flush()
+    events = await tracing.events("m1", "console:c")
+    assert [e.id for e in events][:3] == ["old0", "old1", "old2"]  # kept, in order, before the new one
+    assert [e.type for e in events] == ["route", "route", "route", "run"]
+    assert [e.correlation_id for e in (await tracing.runs("console:c"))[0]] == ["m1"] * 4
+
+
+async def test_retention_drops_events_older_than_the_configured_days(make_store: Any) -> None:
+    store = await make_store(retention_interval_s=3600)
+    tracing = Tracing(store, TracingSection(retention_days=1))
+    await tracing.start()
+    try:
+        old, recent = utcnow() - timedelta(days=2), utcnow() - timedelta(hours=1)
+        rows = [_row(0, "m-old", old), _row(1, "m-old", old), _row(2, "m-new", recent)]
+        await store.write([Step(INSERT_HEAD + ", ".join([ROW] * 3), tuple(v for r in rows for v in r))])
+        tracing.record("run", "console:c", "m-now", run_id="run", agent="react", status="done")
+        await tracing.flush()
+        await store.prune()
+        kept = [[e.id for e in run] for run in await tracing.runs("console:c", last=5)]
+        assert kept[0] == ["e2"] and len(kept) == 2 and kept[1][0] != "e0"
+        assert await tracing.events("m-old") == []
+    finally:
+        await tracing.stop()
