@@ -248,8 +248,12 @@ class SqliteWriter(GroupCommit):
 
     def _checkpointed(self, future: asyncio.Future[None]) -> None:
         self._checkpointing = None
-        if not future.cancelled() and future.exception() is not None:
+        if future.cancelled():
+            return
+        if future.exception() is not None:
             log.warning("store: WAL checkpoint failed (retried later): %s", future.exception())
+        else:
+            self.stats.checkpoints += 1
 
     def _close_checkpointer(self) -> None:
         conn, self._ckpt_conn = self._ckpt_conn, None

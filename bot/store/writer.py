@@ -36,6 +36,8 @@ class WriterStats:
     failed_batches: int = 0
     largest_batch: int = 0
     retention_passes: int = 0
+    checkpoints: int = 0
+    """WAL checkpoints taken beside the writer (SQLite)."""
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
