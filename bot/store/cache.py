@@ -50,14 +50,18 @@ class ChatState:
     extra: dict[str, Any] = field(default_factory=dict)
     sizes: deque[int] = field(default_factory=deque)
     """``Message.size()`` of each message, computed once (the context window is cut by it)."""
+    total: int = 0
+    """The sum of ``sizes``: when everything fits, the window needs no walk over the messages."""
 
     @classmethod
     def loaded(cls, rows: list[tuple[int, Message]], limit: int) -> ChatState:
+        sizes = deque((m.size() for _, m in rows), maxlen=limit)
         return cls(
             deque((m for _, m in rows), maxlen=limit),
             deque((i for i, _ in rows), maxlen=limit),
             rows[-1][0] if rows else 0,
-            sizes=deque((m.size() for _, m in rows), maxlen=limit),
+            sizes=sizes,
+            total=sum(sizes),
         )
 
     def window(self, before_id: int, max_chars: int) -> list[Message]:
@@ -67,14 +71,19 @@ class ChatState:
         """
         ids, sizes = self.ids, self.sizes
         end = len(ids)
+        later = 0
         while end and ids[end - 1] >= before_id:
             end -= 1
-        total, start = 0, end
-        for i in range(end - 1, -1, -1):
-            total += sizes[i]
-            if total > max_chars and start < end:
-                break
-            start = i
+            later += sizes[end]
+        if self.total - later <= max_chars:
+            start = 0  # all of it fits: the common case, no walk
+        else:
+            total, start = 0, end
+            for i, size in enumerate(reversed(list(itertools.islice(sizes, 0, end)))):
+                total += size
+                if total > max_chars and start < end:
+                    break
+                start = end - 1 - i
         messages = self.messages
         while start < end and messages[start].role != "user":
             start += 1
@@ -84,15 +93,21 @@ class ChatState:
         # Ids grow in commit order (one writer), so an id at or below the last one
         # is a row the load already saw.
         if row_id > self.last_id:
+            sizes = self.sizes
+            if sizes.maxlen is not None and len(sizes) == sizes.maxlen:
+                self.total -= sizes[0]  # the oldest leaves the bounded deques
+            size = message.size()
             self.messages.append(message)
             self.ids.append(row_id)
-            self.sizes.append(message.size())
+            sizes.append(size)
+            self.total += size
             self.last_id = row_id
 
     def clear(self) -> None:
         self.messages.clear()
         self.ids.clear()
         self.sizes.clear()
+        self.total = 0
         # SQLite may reuse the ids of deleted rows, so the next id may be smaller.
         self.last_id = 0
 

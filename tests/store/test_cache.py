@@ -82,3 +82,27 @@ def test_lru_forgets_the_least_recently_used() -> None:
     assert lru.get("a") == 1
     lru.put("c", 3)
     assert "b" not in lru and lru.peek("a") == 1 and len(lru) == 2
+
+
+def test_window_cuts_like_fit_context_including_after_eviction() -> None:
+    import random
+
+    from agents.messages import Message, fit_context
+    from bot.store.cache import ChatState
+
+    rng = random.Random(7)
+    state = ChatState.loaded([], limit=30)
+    kept: list[tuple[int, Message]] = []
+    for row_id in range(1, 120):
+        role = rng.choice(["user", "assistant", "assistant"])
+        text = "x" * rng.randint(1, 400)
+        message = Message.user(text) if role == "user" else Message.assistant(text)
+        state.add(row_id, message)
+        kept = [*kept, (row_id, message)][-30:]
+        assert state.total == sum(m.size() for _, m in kept)
+        for budget in (0, 50, 500, 2000, 10**6):
+            for before in (row_id + 1, row_id, max(1, row_id - 3), kept[0][0]):
+                expected = fit_context([m for i, m in kept if i < before], budget)
+                assert state.window(before, budget) == expected, (row_id, budget, before)
+    state.clear()
+    assert state.total == 0 and state.window(10**9, 100) == []
