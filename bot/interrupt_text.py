@@ -8,7 +8,6 @@ press to one prompt; the id finds the row.
 
 from __future__ import annotations
 
-import itertools
 import random
 import re
 import secrets
@@ -51,19 +50,26 @@ def new_id(length: int = 10) -> str:
     return chunk.translate(_LETTERS).decode("ascii")
 
 
-_sequence = itertools.count(random.Random(secrets.token_bytes(8)).getrandbits(12))
+_last_stamp = 0
 
 
 def fast_id(length: int = 16) -> str:
     """A unique, time-ordered id for rows nobody can press (runs, trace events): lowercase hex.
 
-    Microseconds since the epoch (13 hex digits) and a per-process sequence
-    (3 digits): ids made later sort later, so inserts append to the primary-key
-    index instead of splitting pages all over it, and no system call is needed
-    (``os.urandom`` costs tens of microseconds on some hosts; nonces that guard
-    buttons still use :func:`new_id`).  ``length`` above 16 pads with random digits.
+    Microseconds since the epoch, 16 hex digits, strictly increasing in this
+    process (a second id in the same microsecond, or after the clock stepped
+    back, takes the next one): ids made later sort later, so inserts append to
+    the primary-key index instead of splitting pages all over it, and no system
+    call is needed (``os.urandom`` costs tens of microseconds on some hosts;
+    nonces that guard buttons still use :func:`new_id`).  ``length`` above 16
+    pads with random digits.
     """
-    text = f"{time.time_ns() // 1000:013x}{next(_sequence) & 0xFFF:03x}"
+    global _last_stamp
+    stamp = time.time_ns() // 1000
+    if stamp <= _last_stamp:
+        stamp = _last_stamp + 1
+    _last_stamp = stamp
+    text = f"{stamp:016x}"
     if length > 16:
         return text + f"{_fast.getrandbits(4 * (length - 16)):0{length - 16}x}"
     return text[16 - length :]

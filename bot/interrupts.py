@@ -23,6 +23,7 @@ from bot.checkpoints import closed_messages, load_checkpoint
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.interrupt_text import parse_payload, yes_no
 from bot.runs import NEVER_GRANTED, RunManager
+from bot.store.base import StoreError
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunStore
 
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 NOT_PENDING = "This request is no longer pending."
 NOT_YOURS = "Only the person who was asked (or an admin) can answer this."
+NOT_SAVED = "⚠️ I could not save your answer, so nothing was run; the request is still open. Please answer again."
 DENIED_EXPIRED = "denied: not confirmed in time"
 DENIED_SUPERSEDED = "denied: the user moved on to a new request"
 DENIED_CANCELLED = "denied: cancelled by the user"
@@ -80,12 +82,23 @@ class InterruptService:
             return NOT_PENDING, row, press.choice
         return None, row, press.choice
 
-    async def on_action(self, action: Action) -> None:
+    async def on_action(self, action: Action, event_key: str | None = None) -> None:
+        """A button press, in the chat's turn.  ``event_key`` de-duplicates it (platforms redeliver):
+        recorded with the resolution in one write, or alone when the press is refused."""
         refusal, row, choice = await self._check(action)
         if refusal is not None or row is None:
-            await self._notice(action.chat, refusal or NOT_PENDING)
+            if event_key is None or await self._first_time(event_key, action.chat):
+                await self._notice(action.chat, refusal or NOT_PENDING)
             return
-        await self.resolve(row, self._resolution(row, choice), action.sender)
+        await self.resolve(row, self._resolution(row, choice), action.sender, event_key=event_key)
+
+    async def _first_time(self, event_key: str, chat: ChatKey) -> bool:
+        try:
+            return await self.runs.store.accept(event_key, str(chat), None)
+        except StoreError as exc:
+            log.error("chat %s: could not record a button press: %s", chat, exc)
+            await self._notice(chat, NOT_SAVED)
+            return False
 
     @staticmethod
     def _may_answer(row: InterruptRow, sender: Sender) -> bool:
@@ -137,8 +150,21 @@ class InterruptService:
 
     # -- resolution -----------------------------------------------------------------------
 
-    async def resolve(self, row: InterruptRow, resolution: dict[str, Any], by: Sender) -> bool:
-        if not await self.runs.resolve(row, "resolved", resolution, by.id, run_status="running"):
+    async def resolve(
+        self, row: InterruptRow, resolution: dict[str, Any], by: Sender, *, event_key: str | None = None
+    ) -> bool:
+        try:
+            resolved = await self.runs.resolve(
+                row, "resolved", resolution, by.id, run_status="running", event_key=event_key
+            )
+        except StoreError as exc:
+            # Nothing changed: the request is still pending and the same answer works again.
+            log.error("chat %s: could not store the answer to %s: %s", row.chat_key, row.id, exc)
+            await self._notice(ChatKey.parse(row.chat_key), NOT_SAVED)
+            return False
+        if resolved is None:  # this very press was handled before
+            return False
+        if not resolved:
             await self._notice(ChatKey.parse(row.chat_key), NOT_PENDING)
             return False
         self._unschedule(row.id)

@@ -113,8 +113,9 @@ class Supervisor:
             event = event.model_copy(update={"sender": sender})
         event_key = f"{event.chat.channel}:{event.id}"
         if isinstance(event, Action):
-            if allowed and await self._accept(event, event_key, None):
-                await self.interrupts.on_action(event)
+            if allowed:
+                # De-duplicated inside: recorded in the same write as the resolution it makes.
+                await self.interrupts.on_action(event, event_key)
             return
         if sender.is_bot:
             return

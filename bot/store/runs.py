@@ -21,7 +21,7 @@ from typing import Any
 from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus
 from bot.store.cache import CachedMap, Lru
-from bot.store.ops import Step, WriteResult, to_json, utcnow
+from bot.store.ops import INSERT_EVENT, Step, WriteResult, to_json, utcnow
 from bot.store.sql import SqlStore, add_rows, insert_messages
 
 _RUN_COLS = "id, chat_key, agent, status, correlation_id, user_id, reply_to, history_cutoff, checkpoint"
@@ -277,10 +277,13 @@ class RunStore:
         by: str | None,
         *,
         run_status: str | None = None,
-    ) -> bool:
+        event_key: str | None = None,
+    ) -> bool | None:
         """Move a pending interrupt to ``status``; False when it was no longer pending (exactly once).
 
         ``run_status``: the interrupt's run changes to it in the same transaction (a resumed run is running).
+        ``event_key``: the press that answers it is recorded in the same transaction; None is returned
+        when that press was seen before (a platform's redelivery), and nothing changed.
         """
         step = Step(
             "UPDATE interrupts SET status = ?, resolution = ?, resolved_by = ?, resolved_at = ? "
@@ -289,12 +292,16 @@ class RunStore:
             guard=True,
         )
         steps = [step] if run_status is None else [step, self._update_run(row.run_id, status=run_status)]
+        if event_key is not None:
+            steps.insert(0, Step(INSERT_EVENT, (event_key, utcnow()), guard=True))
 
         def committed(result: WriteResult) -> None:
             if result.ok:
                 self._pending.committed(row.chat_key, lambda slot: _clear(slot, row.id))
 
-        result = await self.store.write(steps, on_commit=committed)
+        result = await self.store.write(steps, on_commit=committed, events=1 if event_key is not None else 0)
+        if event_key is not None and not result.ok and result.counts == [0]:
+            return None
         return result.ok
 
     async def mark_reprompted(self, row: InterruptRow) -> None:

@@ -291,3 +291,41 @@ async def test_expiry_during_downtime_expires_at_start(make_harness: Any) -> Non
     assert counter.runs == []
     model.assert_complete()
     model2.assert_complete()
+
+
+async def test_a_redelivered_press_is_answered_once(make_harness: Any) -> None:
+    counter = Counter()
+    model = ScriptedModel([DELETE, "done"])
+    h = await confirm_harness(make_harness, model, counter)
+    await h.say("@react delete the build cache")
+    payload = h.payload("Approve")
+    assert (await h.send(h.press(payload, id="press-1")))[-1] == "done"
+    assert await h.send(h.press(payload, id="press-1")) == []  # the platform sent it again
+    assert await h.send(h.press(payload, id="press-2")) == ["This request is no longer pending."]
+    assert counter.runs == ["delete /tmp/build"]
+    model.assert_complete()
+
+
+async def test_an_answer_the_database_did_not_take_changes_nothing(make_harness: Any) -> None:
+    import sqlite3
+
+    counter = Counter()
+    model = ScriptedModel([DELETE, "done"])
+    h = await confirm_harness(make_harness, model, counter, store={"busy_timeout_ms": 50})
+    await h.say("@react delete the build cache")
+    payload = h.payload("Approve")
+    await h.gateway.store.flush()
+    path = h.gateway.settings.store.database_url().split(":///", 1)[1]
+    locker = sqlite3.connect(path, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        refused = await h.send(h.press(payload, id="press-1"))
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert len(refused) == 1 and "could not save your answer" in refused[0] and counter.runs == []
+    assert await h.gateway.runs.pending(str(h.chat())) is not None  # still open
+    # The same press, redelivered, now goes through (it was not recorded either).
+    assert (await h.send(h.press(payload, id="press-1")))[-1] == "done"
+    assert counter.runs == ["delete /tmp/build"]
+    model.assert_complete()
