@@ -48,8 +48,18 @@ def _sqlite_datetime(value: datetime) -> str:
     # both read the same rows and text order is time order.  ``isoformat`` is about
     # ten times faster than ``strftime``, and as an adapter it runs inside sqlite3's
     # C binding, with no per-parameter Python loop.
+    global _last_datetime
+    last = _last_datetime
+    if last[0] is value:  # utcnow() hands out one object per millisecond
+        return last[1]
     text = (value if value.tzinfo is None else value.replace(tzinfo=None)).isoformat(" ")
-    return text if value.microsecond else text + ".000000"
+    if not value.microsecond:
+        text += ".000000"
+    _last_datetime = (value, text)  # one tuple, replaced whole: the writer's threads bind datetimes too
+    return text
+
+
+_last_datetime: tuple[datetime | None, str] = (None, "")
 
 
 sqlite3.register_adapter(datetime, _sqlite_datetime)
