@@ -90,6 +90,11 @@ class Redactor:
             values += [str(v) for v in server.env.values()] + [str(v) for v in server.headers.values()]
         return cls(values)
 
+    def plain_key(self, key: str) -> bool:
+        """The key does not look like it names a secret."""
+        known = self._keys.get(key)
+        return not known if known is not None else not self._secret_key(key)
+
     def _secret_key(self, key: str) -> bool:
         known = self._keys.get(key)
         if known is None:
@@ -168,8 +173,20 @@ class Tracing:
     ) -> None:
         if not self.config.enabled:
             return
-        value = self.redactor.value
-        data = {k: v if type_of(v) in PLAIN else value(v, k) for k, v in fields.items() if v is not None}
+        redactor = self.redactor
+        value = redactor.value
+        if redactor.secrets:
+            data = {k: v if type_of(v) in PLAIN else value(v, k) for k, v in fields.items() if v is not None}
+        else:
+            # No secret values to look for: a short string under an ordinary key is kept as is.
+            plain_key = redactor.plain_key
+            data = {
+                k: v
+                if type_of(v) in PLAIN or (type_of(v) is str and len(v) <= MAX_FIELD_CHARS and plain_key(k))
+                else value(v, k)
+                for k, v in fields.items()
+                if v is not None
+            }
         self._buffer.append(TraceEvent(type, chat_key, correlation_id, run_id, agent, data))
         if len(self._buffer) >= self.config.max_buffer:
             self._wake.set()

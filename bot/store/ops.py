@@ -74,20 +74,6 @@ class Write:
     what: str = ""
 
 
-def run_guarded(steps: Sequence[Step], execute: Callable[[Step], tuple[int, list[tuple[Any, ...]]]]) -> WriteResult:
-    """Run ``steps`` through ``execute`` (rowcount, rows), stopping at a failed guard."""
-    result = WriteResult()
-    for step in steps:
-        count, rows = execute(step)
-        result.counts.append(count)
-        if rows:
-            result.rows.extend(rows)
-        if step.guard and count == 0:
-            result.ok = False
-            break
-    return result
-
-
 _now: tuple[int, datetime] = (0, datetime.min)
 
 

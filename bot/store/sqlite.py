@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.store.base import StoreError
-from bot.store.ops import COUNT_EVENTS, Step, Write, WriteResult, run_guarded
+from bot.store.ops import COUNT_EVENTS, Step, Write, WriteResult
 from bot.store.retention import Retention
 from bot.store.writer import GroupCommit
 
@@ -178,7 +178,7 @@ class SqliteWriter(GroupCommit):
                 self._jobs.put(_Job(batch))  # the thread runs it whole (waiting for a lock if need be)
                 return
             try:
-                results = [run_guarded(steps, self._execute) for steps in groups]
+                results = [self._run_steps(steps) for steps in groups]
             except Exception as exc:
                 log.error("store: batch of %d writes failed: %s", len(writes), exc)
                 with contextlib.suppress(sqlite3.Error):
@@ -209,15 +209,27 @@ class SqliteWriter(GroupCommit):
             return False
         return True
 
-    def _execute(self, step: Step) -> tuple[int, list[tuple[Any, ...]]]:
+    def _run_steps(self, steps: Sequence[Step]) -> WriteResult:
+        """Run one write's steps, stopping at a failed guard (see :class:`~bot.store.ops.Step`)."""
         conn = self._conn
         if conn is None:
             raise StoreError("the store is not open")
-        cur = conn.execute(step.sql, step.params)
-        if step.returning:
-            rows = cur.fetchall()
-            return len(rows), rows
-        return cur.rowcount, []
+        execute = conn.execute
+        result = WriteResult()
+        counts = result.counts
+        for step in steps:
+            cursor = execute(step.sql, step.params)
+            if step.returning:
+                rows = cursor.fetchall()
+                count = len(rows)
+                result.rows.extend(rows)
+            else:
+                count = cursor.rowcount
+            counts.append(count)
+            if step.guard and count == 0:
+                result.ok = False
+                break
+        return result
 
     def _after(self, outcomes: list[_Outcome]) -> None:
         """A job of the thread ended: wake its waiters, then start the next batch."""
@@ -351,7 +363,7 @@ class SqliteWriter(GroupCommit):
         conn = self._require_conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            results = [run_guarded(steps, self._execute) for steps in groups]
+            results = [self._run_steps(steps) for steps in groups]
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
