@@ -192,8 +192,7 @@ class RunManager:
         chain = list(checkpoint.get("handoff_chain") or [agent.name])
         handed = checkpoint.get("handoff") or {}
         handoff = HandoffContext.from_json(handed["context"]) if handed.get("context") else None
-        ledger = self._ledgers.peek(run.id)
-        self._ledgers.pop(run.id)
+        ledger = self._ledgers.pop(run.id)
         ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff, ledger=ledger)
         state = checkpoint["state"]
         first = (state.get("messages") or [None])[0]

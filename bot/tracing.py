@@ -92,8 +92,7 @@ class Redactor:
 
     def plain_key(self, key: str) -> bool:
         """The key does not look like it names a secret."""
-        known = self._keys.get(key)
-        return not known if known is not None else not self._secret_key(key)
+        return not self._secret_key(key)
 
     def _secret_key(self, key: str) -> bool:
         known = self._keys.get(key)

@@ -145,8 +145,9 @@ class Lru(Generic[V]):
         while len(self._data) > self.capacity:
             self._data.popitem(last=False)
 
-    def pop(self, key: str) -> None:
-        self._data.pop(key, None)
+    def pop(self, key: str) -> V | None:
+        """Remove ``key``; its value, or None."""
+        return self._data.pop(key, None)
 
 
 class CachedMap(Generic[V]):

@@ -155,10 +155,9 @@ class RunStore:
         Only the one that resolved the interrupt calls this (the conditional update makes it
         one), so the memory entry is taken, not copied.
         """
-        kept = self._paused.peek(run_id)
+        kept = self._paused.pop(run_id)
         if kept is None:
             return await self.get_run(run_id)
-        self._paused.pop(run_id)
         row, saved = kept
         checkpoint = json.loads(saved)
         # As the database has it: a handoff before the pause changed the run's agent there too.
