@@ -27,8 +27,8 @@ from agents.messages import Message, ToolCall
 from agents.models.base import Model, ModelResponse, ToolDeclaration
 from agents.tools.base import tool
 from bot.app import Gateway
-from bot.bus import Bus
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.inbox import Inbox
 from bot.runtime import tune_gc
 from bot.settings import load_settings
 
@@ -64,7 +64,7 @@ class Channel:
         self.refs = itertools.count(1)
         self.waiters: dict[str, asyncio.Future[OutboundMessage]] = {}
 
-    async def start(self, bus: Bus) -> None:
+    async def start(self, inbox: Inbox) -> None:
         return None
 
     async def stop(self) -> None:
@@ -97,13 +97,13 @@ async def cycle(gateway: Gateway, channel: Channel, chat: str, n: int) -> float:
     sender = Sender(id=f"user-{chat}")
     started = time.perf_counter()
     prompt_future = channel.expect(chat)
-    await gateway.bus.publish(
+    await gateway.inbox.submit(
         InboundMessage(id=f"{chat}-m{n}", chat=key, sender=sender, text="@react purge the cache", is_direct=True)
     )
     prompt = await prompt_future
     payload = prompt.buttons[0][0].payload
     answer = channel.expect(chat)
-    await gateway.bus.publish(Action(id=f"{chat}-a{n}", chat=key, sender=sender, payload=payload))
+    await gateway.inbox.submit(Action(id=f"{chat}-a{n}", chat=key, sender=sender, payload=payload))
     final = await answer
     assert final.text == "done", final.text
     return (time.perf_counter() - started) * 1000

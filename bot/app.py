@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agents.models.base import Model
@@ -18,6 +18,7 @@ from bot.bus import InMemoryBus
 from bot.catalog import AgentCatalog, AgentDef
 from bot.events import ChatKey, OutboundMessage
 from bot.http import HttpServer
+from bot.intake import DurableInbox
 from bot.interrupts import InterruptService
 from bot.mcp_pool import McpPool
 from bot.outbox import Outbox
@@ -76,7 +77,7 @@ def plan_runner_factory(settings: Settings) -> Callable[[AgentSpec], Runner]:
     return make
 
 
-def build_channels(settings: Settings) -> list[Channel]:
+def build_channels(settings: Settings, join: Callable[[], Awaitable[None]] | None = None) -> list[Channel]:
     """An adapter for every enabled channel section (platform libraries imported only when enabled)."""
     channels: list[Channel] = []
     for name in settings.channels.enabled():
@@ -84,7 +85,7 @@ def build_channels(settings: Settings) -> list[Channel]:
             from channels.console import ConsoleChannel
 
             cfg = settings.channels.console
-            channels.append(ConsoleChannel(user_id=cfg.user_id, user_name=cfg.user_name))
+            channels.append(ConsoleChannel(user_id=cfg.user_id, user_name=cfg.user_name, join=join))
         elif name == "telegram":
             from channels.telegram import TelegramChannel
 
@@ -125,7 +126,10 @@ class Gateway:
         self.tracing = Tracing(self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks)
         self.bus = InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
         self.outbox = Outbox()
-        self.channels = list(channels) if channels is not None else build_channels(settings)
+        self.inbox = DurableInbox(
+            self.store, self.bus, channels=settings.channels, limits=settings.limits, notify=self._send
+        )
+        self.channels = list(channels) if channels is not None else build_channels(settings, self.settled)
         self.scheduled = ScheduledMessages(self.runs, self._send)
         self.tools: list[Tool] = [
             *(tools if tools is not None else builtin_tools(settings)),
@@ -164,6 +168,11 @@ class Gateway:
         self.recovery: RecoveryReport | None = None
         self._started = False
 
+    async def settled(self) -> None:
+        """Wait until everything received so far was handled and its notices went out."""
+        await self.bus.join()
+        await self.inbox.settled()
+
     async def tool_pool(self, agent: AgentDef, chat: ChatKey | None = None) -> list[Tool]:
         """Every tool ``agent`` could be offered: built-in, gateway and its MCP servers' tools (connected lazily).
 
@@ -198,7 +207,9 @@ class Gateway:
         self.mcp.start()
         await self.tracing.start()
         self.bus.subscribe(
-            self.supervisor.handle, urgent=self.supervisor.is_urgent, on_urgent=self.supervisor.handle_urgent
+            self.inbox.tracked(self.supervisor.handle),
+            urgent=self.supervisor.is_urgent,
+            on_urgent=self.inbox.tracked(self.supervisor.handle_urgent),
         )
         for channel in self.channels:
             self.outbox.register(channel)
@@ -208,6 +219,7 @@ class Gateway:
         self.interrupts.scheduler.start()
         self.recovery = await recover(self.runs, self.manager, self.interrupts)
         self.recovery.late_scheduled = await self.scheduled.reconcile(self.interrupts.scheduler)
+        self.recovery.inbox = await self.inbox.recover()
         webhooks = [c for c in self.channels if getattr(c, "needs_http", False)]
         if self.settings.http.enabled or webhooks:
             self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
@@ -215,7 +227,7 @@ class Gateway:
                 channel.mount(self.http)  # type: ignore[attr-defined]
             await self.http.start()
         for channel in self.channels:
-            await channel.start(self.bus)
+            await channel.start(self.inbox)
         self._started = True
         log.info(
             "gateway started: channels=%s model=%s agents=%s",
@@ -229,6 +241,7 @@ class Gateway:
         self._started = False
         for channel in self.channels:
             await channel.stop()  # stop receiving; in-flight runs may still send
+        await self.inbox.close(timeout=min(timeout, 0.5))
         await self.bus.close(timeout)
         for channel in self.channels:
             close = getattr(channel, "close", None)

@@ -38,6 +38,9 @@ class Bus(Protocol):
 
     async def publish(self, event: InboundEvent) -> None: ...
 
+    def queued(self, chat_key: str) -> int:
+        """Events of ``chat_key`` waiting or in flight (the intake bounds each chat by it)."""
+
     async def join(self) -> None:
         """Wait until every event published so far was handled."""
 
@@ -68,6 +71,10 @@ class InMemoryBus:
         self._handler = handler
         self._urgent = urgent
         self._on_urgent = on_urgent
+
+    def queued(self, chat_key: str) -> int:
+        queue = self._queues.get(chat_key)
+        return len(queue) if queue is not None else 0
 
     @property
     def active_chats(self) -> int:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -48,6 +50,18 @@ def _setup_logging(settings: Settings) -> None:
     setup_logging(settings.log.level, settings.secrets())
 
 
+STOP_WITHIN_S = 5.0
+"""SIGTERM/SIGINT end the process within this many seconds, whatever is running."""
+DRAIN_S = 2.5
+"""Of which in-flight work may take this long to finish (then it is cancelled and recovered at the next start)."""
+
+
+def _exit_now(code: int, why: str) -> None:
+    sys.stderr.write(f"bot: {why}; exiting now\n")
+    sys.stderr.flush()
+    os._exit(code)
+
+
 async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
     from bot.app import Gateway
 
@@ -58,18 +72,35 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
         return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if stop.is_set():
+            _exit_now(130, "second stop signal")
+        stop.set()
+        # Whatever hangs (a platform, a model, an MCP server), the process is gone in STOP_WITHIN_S.
+        watchdog = threading.Timer(STOP_WITHIN_S - 0.3, _exit_now, (1, f"shutdown took over {STOP_WITHIN_S:g} s"))
+        watchdog.daemon = True
+        watchdog.start()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         except (NotImplementedError, RuntimeError):
             pass
     if gateway.model.name == "offline":
         typer.echo("Using the offline model (no GEMINI_API_KEY set): answers are labelled [offline model].", err=True)
-    try:
-        await gateway.start()
-    except Exception as exc:
-        typer.echo(f"could not start: {exc}", err=True)
-        await gateway.stop(timeout=5)
+    starting = asyncio.create_task(gateway.start())
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():  # stopped while starting (recovery can take a while)
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        await gateway.stop(timeout=DRAIN_S)
+        return 0
+    stopping.cancel()
+    if starting.exception() is not None:
+        typer.echo(f"could not start: {starting.exception()}", err=True)
+        await gateway.stop(timeout=DRAIN_S)
         return 1
     from bot.runtime import tune_gc
 
@@ -86,7 +117,7 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
     finally:
         for waiter in waiters:
             waiter.cancel()
-        await gateway.stop()
+        await gateway.stop(timeout=DRAIN_S if stop.is_set() else 30.0)
     return 0
 
 

@@ -5,11 +5,27 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def repair_text(text: str) -> str:
+    """``text`` as valid Unicode: lone surrogates (from JSON escapes such as ``\\ud800``) become U+FFFD.
+
+    Platforms hand over whatever their clients sent; a lone surrogate cannot be encoded
+    (UTF-8 for the database, UTF-16 for Telegram's entity offsets), so it is repaired at
+    the door.  A surrogate *pair* written as two escapes becomes the character it encodes.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 class _Event(BaseModel):
@@ -55,6 +71,9 @@ _PARSED_MAX = 4096
 class Sender(_Event):
     id: str
     name: str = ""
+
+    _repair = field_validator("id", "name")(repair_text)
+
     is_admin: bool = False
     """Resolved by the gateway from configuration, never trusted from the platform."""
     is_bot: bool = False
@@ -80,6 +99,8 @@ class InboundMessage(_Event):
     attachments: tuple[Attachment, ...] = ()
     received_at: datetime = Field(default_factory=_now)
 
+    _repair = field_validator("id", "text")(repair_text)
+
 
 class Action(_Event):
     """A button press."""
@@ -94,6 +115,8 @@ class Action(_Event):
     platform: dict[str, Any] = Field(default_factory=dict)
     """Ids the adapter needs to acknowledge or edit (e.g. an interaction token)."""
     received_at: datetime = Field(default_factory=_now)
+
+    _repair = field_validator("id", "payload")(repair_text)
 
 
 class Button(_Event):
@@ -112,3 +135,8 @@ class OutboundMessage(_Event):
 
 
 InboundEvent = InboundMessage | Action
+
+
+def event_key(event: InboundEvent) -> str:
+    """``channel:platform id``: an inbound event's de-duplication key."""
+    return f"{event.chat.channel}:{event.id}"

@@ -101,9 +101,16 @@ def parse_payload(payload: str) -> Press | None:
     return Press(match.group(1), match.group(2), match.group(3))
 
 
+_YES_NO_MAX = 64
+"""A clear yes or no is short; longer texts are not looked at (and cost nothing)."""
+
+
 def yes_no(text: str) -> bool | None:
     """True for a clear yes, False for a clear no (English and Chinese), else None."""
-    cleaned = re.sub(r"[\s!.。！,，~]+$", "", text.strip().casefold())
+    text = text.strip()
+    if len(text) > _YES_NO_MAX:
+        return None
+    cleaned = re.sub(r"[\s!.。！,，~]+$", "", text.casefold())
     cleaned = re.sub(r"^(please|请)\s*", "", cleaned)
     if cleaned in YES:
         return True

@@ -117,12 +117,16 @@ class InterruptService:
 
     # -- text -----------------------------------------------------------------------------
 
-    async def on_text(self, row: InterruptRow, event: InboundMessage) -> TextOutcome:
-        """A text message while ``row`` is pending (commands never get here)."""
+    async def on_text(self, row: InterruptRow, event: InboundMessage, event_key: str | None = None) -> TextOutcome:
+        """A text message while ``row`` is pending (commands never get here).
+
+        ``event_key``: the message's inbox key, marked handled in the same write as the
+        resolution it makes (or with the reminder); left alone when the text is not consumed.
+        """
         if not self._may_answer(row, event.sender):
             return TextOutcome(False)
         if row.kind == "ask_user":
-            await self.resolve(row, {"answer": event.text, "choice": None}, event.sender)
+            await self.resolve(row, {"answer": event.text, "choice": None}, event.sender, event_key=event_key)
             return TextOutcome(True)
         decision = yes_no(event.text)
         if decision is not None:
@@ -131,13 +135,15 @@ class InterruptService:
                 resolution = {"approved": ids if decision else [], "choice": "a" if decision else "d"}
             else:
                 resolution = {"choice": "approve" if decision else "reject", "answer": event.text}
-            await self.resolve(row, resolution, event.sender)
+            await self.resolve(row, resolution, event.sender, event_key=event_key)
             return TextOutcome(True)
         if row.kind == "plan_approval":
             # Anything else is feedback on the plan.
-            await self.resolve(row, {"choice": "edit", "feedback": event.text}, event.sender)
+            await self.resolve(row, {"choice": "edit", "feedback": event.text}, event.sender, event_key=event_key)
             return TextOutcome(True)
         if row.reprompted == 0:
+            if event_key is not None and not await self._first_time(event_key, event.chat):
+                return TextOutcome(True)
             await self.runs.mark_reprompted(row)
             await self._notice(
                 ChatKey.parse(row.chat_key),

@@ -35,6 +35,8 @@ class RecoveryReport:
     reported: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
     late_scheduled: int = 0
+    inbox: int = 0
+    """Inbound events committed before the restart and not handled: handed to the supervisor now."""
 
 
 async def recover(runs: RunStore, manager: RunManager, interrupts: InterruptService) -> RecoveryReport:

@@ -162,10 +162,11 @@ class RunManager:
 
     # -- start / resume ------------------------------------------------------------------
 
-    async def start(self, run: RunRow, agent: AgentDef, message: Message) -> None:
-        """Record the run, then drive it from ``message``."""
-        # Not awaited: the run's later writes commit after this one, in order.
-        self.store.write_later([self.runs.start_run_step(run)], what=f"starting run {run.id}")
+    async def start(self, run: RunRow, agent: AgentDef, message: Message, *, recorded: bool = False) -> None:
+        """Record the run (unless ``recorded``: its row committed with its message), then drive it from ``message``."""
+        if not recorded:
+            # Not awaited: the run's later writes commit after this one, in order.
+            self.store.write_later([self.runs.start_run_step(run)], what=f"starting run {run.id}")
         ctx = await self.context(run, agent, resumed=False)
         await self._drive(run, _Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
 

@@ -95,6 +95,33 @@ class BusSection(_Section):
     max_pending: int = Field(10000, ge=1)
 
 
+class LimitsSection(_Section):
+    """What one chat, sender or message may cost (the intake and routing enforce them)."""
+
+    max_text_chars: int = Field(100_000, ge=100)
+    """Longer inbound texts are refused with a clear notice (nothing is stored)."""
+    route_chars: int = Field(16_384, ge=100)
+    """Routing reads this prefix of a long message (the agent still gets all of it)."""
+    chat_queue_notice: int = Field(20, ge=1)
+    """A chat with this many messages waiting gets one "slow down" notice."""
+    chat_queue_max: int = Field(100, ge=1)
+    """Past this many waiting, a chat's newest messages are refused (with a notice) instead of queued."""
+    sender_rate_per_min: float = Field(30, ge=0)
+    """Messages a sender may send per minute on average (token bucket; admins exempt; 0 = no limit)."""
+    sender_burst: int = Field(20, ge=1)
+    """Messages a sender may send at once before the rate applies."""
+    notice_interval_s: float = Field(60, gt=0)
+    """At most one "too many"/"too fast" notice per chat or sender in this many seconds."""
+    unknown_sender_reply_s: float = Field(3600, ge=0)
+    """At most one "you are not allowed" reply per unknown sender in this many seconds."""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> LimitsSection:
+        if self.chat_queue_notice > self.chat_queue_max:
+            raise ValueError("chat_queue_notice must not exceed chat_queue_max")
+        return self
+
+
 class RuntimeSection(_Section):
     """The Python process of ``bot run`` / ``bot chat`` (an embedded gateway, e.g. in tests, leaves it alone)."""
 
@@ -308,6 +335,7 @@ class Settings(_Section):
     model: ModelSection = Field(default_factory=ModelSection)
     store: StoreSection = Field(default_factory=StoreSection)
     bus: BusSection = Field(default_factory=BusSection)
+    limits: LimitsSection = Field(default_factory=LimitsSection)
     runtime: RuntimeSection = Field(default_factory=RuntimeSection)
     http: HttpSection = Field(default_factory=HttpSection)
     agents: AgentsSection = Field(default_factory=AgentsSection)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from agents.messages import Message
 from agents.models.base import Model
 from bot.catalog import AgentCatalog, AgentDef
 from bot.commands import CommandCall, CommandRegistry, parse_command
-from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender
+from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender, event_key
 from bot.interrupt_text import fast_id
 from bot.interrupts import InterruptService
 from bot.outbox import Outbox
@@ -30,6 +30,7 @@ from bot.routing import RouteDecision, Router, parse_target
 from bot.runs import RunManager
 from bot.settings import ChannelSection, RoutingSection, Settings
 from bot.store.base import StoreError
+from bot.store.ops import Step
 from bot.store.runs import RunRow, RunStore
 from bot.store.sql import SqlStore
 
@@ -111,21 +112,21 @@ class Supervisor:
         sender, allowed = self.resolve_sender(event.chat, event.sender)
         if sender is not event.sender:
             event = event.model_copy(update={"sender": sender})
-        event_key = f"{event.chat.channel}:{event.id}"
+        key = event_key(event)
         if isinstance(event, Action):
             if allowed:
-                # De-duplicated inside: recorded in the same write as the resolution it makes.
-                await self.interrupts.on_action(event, event_key)
+                # De-duplicated inside: marked handled in the same write as the resolution it makes.
+                await self.interrupts.on_action(event, key)
+            else:
+                await self._accept(event, key, None)
             return
-        if sender.is_bot:
-            return
-        if not allowed:
-            # Only when the bot was addressed: in a busy group, strangers' chatter gets no answer.
-            if event.is_direct or event.mentions_bot or not self._mention_required(event.chat):
-                await self._refuse(event, event_key)
+        if sender.is_bot or not allowed:
+            # The inbox refused these at the door; here only after a configuration change (recovery).
+            await self._accept(event, key, None)
             return
         if not event.text.strip():
             if not event.attachments:
+                await self._accept(event, key, None)
                 return
             # A photo or file without a caption: the agents see what arrived (media is metadata only).
             kinds = ", ".join(sorted({a.kind for a in event.attachments}))
@@ -134,39 +135,31 @@ class Supervisor:
         pending = await self.runs.pending(chat_key)
         addressed = event.is_direct or event.mentions_bot or not self._mention_required(event.chat)
         if not addressed and not (pending is not None and pending.requester == sender.id):
+            await self._accept(event, key, None)
             return
         parsed = parse_command(event.text, self._bot_names())
         if parsed is not None:
-            if await self._accept(event, event_key, None):
+            if await self._accept(event, key, None):
                 reply = await self.commands.dispatch(CommandCall(parsed[0], parsed[1], event))
                 await self.send(OutboundMessage(chat=event.chat, text=reply, reply_to=event.id))
             return
         if pending is not None:
-            if not await self._accept(event, event_key, None):
-                return
             if pending.requester != sender.id and not sender.is_admin:
-                await self.notice(
-                    event.chat, "A request in this chat is waiting for an answer; please wait or /cancel."
-                )
+                if await self._accept(event, key, None):
+                    await self.notice(
+                        event.chat, "A request in this chat is waiting for an answer; please wait or /cancel."
+                    )
                 return
-            outcome = await self.interrupts.on_text(pending, event)
+            outcome = await self.interrupts.on_text(pending, event, key)
             if outcome.handled:
                 return
-            try:
-                await self.store.append(chat_key, [Message.user(event.text)])
-            except StoreError as exc:
-                log.error("chat %s: could not store a message: %s", chat_key, exc)
-                await self.notice(event.chat, "⚠️ I could not save your message, so I did not act on it.")
-                return
-        elif not await self._accept(event, event_key, Message.user(event.text)):
-            return
-        await self._run_tracked(event, self._route_and_run(event))
+        await self._run_tracked(event, self._route_and_run(event, key))
 
     async def handle_urgent(self, event: InboundEvent) -> None:
         """``/cancel`` while a run is busy: stop it now."""
         assert isinstance(event, InboundMessage)
         sender, allowed = self.resolve_sender(event.chat, event.sender)
-        if not allowed or not await self._accept(event, f"{event.chat.channel}:{event.id}", None):
+        if not allowed or not await self._accept(event, event_key(event), None):
             return
         key = str(event.chat)
         task = self._busy.get(key)
@@ -194,9 +187,12 @@ class Supervisor:
             if key not in self._stopping:
                 raise
             task.uncancel()
+            await self._accept(event, event_key(event), None)  # cancelled before its run began: handled
             await self._abandon_running(key)
         except Exception:
             log.exception("chat %s: run crashed", key)
+            # Handled, whatever happened: a message that crashes its handling must not crash every restart.
+            await self._accept(event, event_key(event), None)
             await self.notice(event.chat, "⚠️ Something went wrong while answering; the error was logged.")
         finally:
             self._busy.pop(key, None)
@@ -250,29 +246,49 @@ class Supervisor:
         if targeting.agent is not None:
             return RouteDecision(targeting.agent, "explicit", "explicit", 100.0, text=targeting.text)
         strategy = targeting.strategy or (await self.effective_strategy(chat))[0]
-        decision = await self.router.decide(targeting.text, config, strategy)
+        # A long message is routed on its prefix (bounded cost); the agent still gets all of it.
+        limit = self.settings.limits.route_chars
+        decision = await self.router.decide(targeting.text[:limit], config, strategy)
+        decision.text = targeting.text
         if targeting.error:
             decision.note = targeting.error
         return self.router.apply_fallback(decision, config)
 
-    async def _route_and_run(self, event: InboundMessage) -> None:
+    async def _route_and_run(self, event: InboundMessage, key: str) -> None:
+        """Route, then in ONE write: mark the event handled, store the message, record the run; then run it.
+
+        Routing has no side effects, so a crash before that write leaves the event pending and
+        recovery routes it again; after it, the run is recovered like any other.
+        """
         config, _ = await self.effective_routing()
         decision = await self.decide_route(event.chat, event.text, config)
         if decision.note and decision.method == "fallback":
             log.info("chat %s: routing fell back: %s", event.chat, decision.note)
         agent = self.agents.get(decision.agent) if decision.agent else None
         if agent is None:
-            if decision.fallback == "prompt_user":
+            if await self._accept(event, key, Message.user(event.text)) and decision.fallback == "prompt_user":
                 await self.send(OutboundMessage(chat=event.chat, text=self.router.agent_list(), reply_to=event.id))
             return
+        run = RunRow(
+            id=fast_id(16),
+            chat_key=str(event.chat),
+            agent=agent.name,
+            status="running",
+            correlation_id=key,
+            user_id=event.sender.id,
+            reply_to=event.id,
+        )
+        start = self.runs.start_run_step(run, after_message=True)
+        if not await self._accept(event, key, Message.user(event.text), extra=[start]):
+            return
+        run.history_cutoff = (await self.store.chat_state(run.chat_key)).last_id
         if config.notify:
             await self.notice(event.chat, f"🎯 routed to {decision.summary()}")
-        correlation_id = f"{event.chat.channel}:{event.id}"
         if self.manager.tracing is not None:
             self.manager.tracing.record(
                 "route",
-                str(event.chat),
-                correlation_id,
+                run.chat_key,
+                key,
                 agent=agent.name,
                 method=decision.method,
                 strategy=decision.strategy,
@@ -282,18 +298,7 @@ class Supervisor:
                 latency_us=round(decision.latency_us, 1),
                 note=decision.note or None,
             )
-        state = await self.store.chat_state(str(event.chat))
-        run = RunRow(
-            id=fast_id(16),
-            chat_key=str(event.chat),
-            agent=agent.name,
-            status="running",
-            correlation_id=correlation_id,
-            user_id=event.sender.id,
-            reply_to=event.id,
-            history_cutoff=state.last_id,
-        )
-        await self.manager.start(run, agent, Message.user(decision.text or event.text))
+        await self.manager.start(run, agent, Message.user(decision.text or event.text), recorded=True)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -304,24 +309,16 @@ class Supervisor:
         config = self.channel_config(chat)
         return config is not None and config.mention_policy == "mention"
 
-    async def _accept(self, event: InboundEvent, event_key: str, message: Message | None) -> bool:
+    async def _accept(
+        self, event: InboundEvent, key: str, message: Message | None, *, extra: Sequence[Step] = ()
+    ) -> bool:
+        """Mark ``event`` handled (with ``message`` and ``extra`` in the same write); False: handled before."""
         try:
-            return await self.store.accept(event_key, str(event.chat), message)
+            return await self.store.accept(key, str(event.chat), message, extra=extra)
         except StoreError as exc:
             log.error("chat %s: could not accept event %s: %s", event.chat, event.id, exc)
             await self.notice(event.chat, "⚠️ I could not save your message, so I did not act on it. Please resend.")
             return False
-
-    async def _refuse(self, event: InboundMessage, event_key: str) -> None:
-        config = self.channel_config(event.chat)
-        if config is None or config.unknown_senders == "ignore":
-            return
-        if await self._accept(event, event_key, None):
-            await self.notice(
-                event.chat,
-                f"Sorry, I only talk to approved users. Your user id is {event.sender.id}; "
-                "ask the operator to add it to allow_from.",
-            )
 
     async def audit(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
         await self.runs.change_setting(actor, scope, name, old, new)

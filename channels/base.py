@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.bus import Bus
 from bot.events import OutboundMessage
+from bot.inbox import Inbox
 
 
 class Channel(Protocol):
     """A platform adapter.
 
-    ``start`` begins receiving (publishing :class:`~bot.events.InboundMessage`
-    and :class:`~bot.events.Action` events on the bus) and returns; ``send``
+    ``start`` begins receiving and returns: every :class:`~bot.events.InboundMessage`
+    and :class:`~bot.events.Action` goes to :meth:`Inbox.submit`, and the platform is
+    told "received" only after it returned (the event is committed then); ``send``
     delivers one outbound message and returns the platform message reference
     (so a prompt can be edited later, even after a restart).
 
@@ -33,7 +34,7 @@ class Channel(Protocol):
 
     name: str
 
-    async def start(self, bus: Bus) -> None: ...
+    async def start(self, inbox: Inbox) -> None: ...
 
     async def stop(self) -> None: ...
 

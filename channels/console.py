@@ -12,10 +12,11 @@ import itertools
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from typing import TextIO
 
-from bot.bus import Bus
 from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.inbox import Inbox
 
 
 class ConsoleChannel:
@@ -26,6 +27,7 @@ class ConsoleChannel:
     def __init__(
         self,
         *,
+        join: Callable[[], Awaitable[None]] | None = None,
         user_id: str = "console-user",
         user_name: str = "you",
         stdin: TextIO | None = None,
@@ -37,6 +39,8 @@ class ConsoleChannel:
         self.interactive = self.stdin.isatty() if interactive is None else interactive
         self.chat = ChatKey(channel="console", chat_id="local")
         self.sender = Sender(id=user_id, name=user_name)
+        self._join = join
+        """Waits until the gateway handled everything so far (so each reply prints before the next line is read)."""
         self.finished = asyncio.Event()
         """Set when the input ended and every line was answered."""
         self._ids = itertools.count(1)
@@ -45,8 +49,8 @@ class ConsoleChannel:
         self._prompt_ref: str | None = None
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self, bus: Bus) -> None:
-        self._task = asyncio.create_task(self._read_loop(bus), name="console-reader")
+    async def start(self, inbox: Inbox) -> None:
+        self._task = asyncio.create_task(self._read_loop(inbox), name="console-reader")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -73,7 +77,7 @@ class ConsoleChannel:
         threading.Thread(target=pump, name="console-stdin", daemon=True).start()
         return queue
 
-    async def _read_loop(self, bus: Bus) -> None:
+    async def _read_loop(self, inbox: Inbox) -> None:
         lines = self._lines()
         try:
             while True:
@@ -84,8 +88,9 @@ class ConsoleChannel:
                 text = line.strip()
                 if not text:
                     continue
-                await bus.publish(self._event_for(text))
-                await bus.join()
+                await inbox.submit(self._event_for(text))
+                if self._join is not None:
+                    await self._join()
         finally:
             self.finished.set()
 

@@ -12,6 +12,7 @@ never pushes a chunk over the limit.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import html
 import re
@@ -19,6 +20,25 @@ import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+R = TypeVar("R")
+
+OFF_LOOP_CHARS = 4096
+"""Texts longer than this are rendered on a worker thread (see :func:`rendered`)."""
+
+
+async def rendered(render: Callable[[str], R], text: str) -> R:
+    """``render(text)``; for a long text on a worker thread.
+
+    Rendering costs a few µs per character, so a 40 KB answer would hold the event
+    loop for a tenth of a second; on a thread, the interpreter hands the loop the
+    GIL every few milliseconds and other chats go on meanwhile.
+    """
+    if len(text) <= OFF_LOOP_CHARS:
+        return render(text)
+    return await asyncio.to_thread(render, text)
+
 
 # ---------------------------------------------------------------- the tree
 

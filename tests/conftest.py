@@ -13,8 +13,8 @@ import pytest
 
 from agents.models.scripted import ScriptedModel
 from bot.app import Gateway
-from bot.bus import Bus
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender
+from bot.inbox import Inbox, Receipt
 from bot.settings import Settings, load_settings
 from tests.fakes.gemini_server import FakeGemini
 
@@ -65,12 +65,12 @@ class RecordingChannel:
     def __init__(self, name: str = "console") -> None:
         self.name = name
         self.sent: list[OutboundMessage] = []
-        self.bus: Bus | None = None
+        self.inbox: Inbox | None = None
         self._refs = itertools.count(1)
         self.received = asyncio.Condition()
 
-    async def start(self, bus: Bus) -> None:
-        self.bus = bus
+    async def start(self, inbox: Inbox) -> None:
+        self.inbox = inbox
 
     async def stop(self) -> None:
         return None
@@ -93,8 +93,8 @@ class RecordingChannel:
         return self.texts()
 
 
-class RecordingBus:
-    """Where the adapter publishes, for looking at the events themselves."""
+class RecordingInbox:
+    """Where an adapter hands its events, for looking at the events themselves (every one accepted)."""
 
     def __init__(self) -> None:
         self.events: list[InboundEvent] = []
@@ -107,19 +107,14 @@ class RecordingBus:
 
         await asyncio.wait_for(enough(), 5)
 
-    def subscribe(self, *args: object, **kw: object) -> None:
-        return None
-
-    async def publish(self, event: InboundEvent) -> None:
+    async def submit(self, event: InboundEvent) -> Receipt:
         async with self._published:
             self.events.append(event)
             self._published.notify_all()
+        return Receipt.ACCEPTED
 
-    async def join(self) -> None:
-        return None
-
-    async def close(self, timeout: float | None = None) -> None:
-        return None
+    async def submit_many(self, events: Any) -> list[Receipt]:
+        return [await self.submit(event) for event in events]
 
 
 class Harness:
@@ -157,8 +152,9 @@ class Harness:
     async def send(self, event: InboundMessage | Action) -> list[str]:
         """Publish one event and wait until it was handled; returns the texts sent for it."""
         before = len(self.channel.texts())
-        await self.gateway.bus.publish(event)
+        await self.gateway.inbox.submit(event)
         await asyncio.wait_for(self.gateway.bus.join(), 10)
+        await asyncio.wait_for(self.gateway.inbox.settled(), 10)
         return self.channel.texts()[before:]
 
     async def say(self, text: str, **kw: Any) -> list[str]:

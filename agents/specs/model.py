@@ -26,6 +26,8 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from agents.specs.patterns import pattern_problem
+
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 # Gemini allows 64 characters in a function name; "transfer_to_" takes 12 of them.
 MAX_NAME_LENGTH = 48
@@ -54,10 +56,9 @@ def _agent_name(name: str) -> str:
 
 
 def _regex(pattern: str) -> str:
-    try:
-        re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        raise ValueError(problem)
     return pattern
 
 
@@ -104,7 +105,10 @@ class Triggers(_Strict):
     keywords: tuple[Text, ...] = ()
     """Case-insensitive words or phrases; Latin ones match whole words, CJK ones match anywhere."""
     patterns: tuple[Regex, ...] = ()
-    """Python regular expressions, matched case-insensitively anywhere in the message."""
+    """Python regular expressions, matched case-insensitively anywhere in the message.
+
+    Checked at load: a pattern that could take exponential or quadratic time on a long
+    message is refused (bound its repeats: ``[^,]{1,80}``, ``.{0,200}``)."""
     priority: int = Field(50, ge=0, le=100)
     """Weight of this agent's score in percent (built-in subagents use 100)."""
 

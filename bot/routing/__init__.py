@@ -110,7 +110,7 @@ class Router:
         started = time.perf_counter()
         if not config.enabled:
             return self._fallback(text, strategy, "routing is disabled", started, method="disabled")
-        rule = self.rules.route(text)
+        rule = await self.rules.route_async(text)
         # Without a model that understands text (the offline stand-in), any rule match beats asking it.
         trust_rules = strategy == "hybrid" and rule.best is not None and not self.llm_model.understands
         if strategy == "rule" or trust_rules or (strategy == "hybrid" and self._confident(rule, config)):

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from bot.store.tables import ChatSetting, ProcessedEvent, SessionMessage
+from bot.store.tables import ChatSetting, InboxEvent, SessionMessage
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +104,21 @@ def numbered(sql: str) -> str:
 
 _M = SessionMessage.__tablename__
 _S = ChatSetting.__tablename__
-_E = ProcessedEvent.__tablename__
+_E = InboxEvent.__tablename__
 
-INSERT_EVENT = f"INSERT INTO {_E} (event_key, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING"
+INSERT_INBOX = (
+    f"INSERT INTO {_E} (event_key, chat_key, kind, event, status, received_at) VALUES (?, ?, ?, ?, 'pending', ?) "
+    "ON CONFLICT (event_key) DO NOTHING"
+)
+"""Intake: store an event before it is acknowledged (no row changed = seen before)."""
+MARK_HANDLED = (
+    f"INSERT INTO {_E} (event_key, chat_key, kind, event, status, received_at, handled_at) "
+    "VALUES (?, ?, '', '', 'done', ?, ?) "
+    f"ON CONFLICT (event_key) DO UPDATE SET status = 'done', handled_at = excluded.handled_at "
+    f"WHERE {_E}.status = 'pending'"
+)
+"""Handling: a pending event becomes done (an event that never passed the intake is recorded done);
+no row changed = handled before, so its handling is skipped (exactly once)."""
 INSERT_MESSAGE = f"INSERT INTO {_M} (chat_key, role, agent, data, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"
 INSERT_MESSAGES_HEAD = f"INSERT INTO {_M} (chat_key, role, agent, data, created_at) VALUES "
 MESSAGE_ROW = "(?, ?, ?, ?, ?)"
@@ -120,10 +132,16 @@ DELETE_SETTING = f"DELETE FROM {_S} WHERE settings_key = ? AND name = ?"
 SELECT_HISTORY = f"SELECT id, data FROM {_M} WHERE chat_key = ? ORDER BY id DESC LIMIT ?"
 SELECT_SETTINGS = f"SELECT name, value FROM {_S} WHERE settings_key = ?"
 COUNT_EVENTS = f"SELECT count(*) FROM {_E}"
+SELECT_EVENT_STATUS = f"SELECT status FROM {_E} WHERE event_key = ?"
+SELECT_PENDING_EVENTS = f"SELECT kind, event FROM {_E} WHERE status = 'pending' ORDER BY seq"
 
 # Keep a chat's newest N rows: everything at or below the (N+1)-th newest id goes.
 PRUNE_HISTORY = (
     f"DELETE FROM {_M} WHERE chat_key = ? AND id <= "
     f"(SELECT id FROM {_M} WHERE chat_key = ? ORDER BY id DESC LIMIT 1 OFFSET ?)"
 )
-PRUNE_EVENTS = f"DELETE FROM {_E} WHERE event_key IN (SELECT event_key FROM {_E} ORDER BY seen_at, event_key LIMIT ?)"
+# Keep the newest N handled ids (the (N+1)-th newest and older go); pending events are never pruned.
+PRUNE_EVENTS = (
+    f"DELETE FROM {_E} WHERE status = 'done' AND seq <= "
+    f"(SELECT seq FROM {_E} WHERE status = 'done' ORDER BY seq DESC LIMIT 1 OFFSET ?)"
+)

@@ -5,7 +5,7 @@ rows and how many processed ids were added; every ``interval_s`` (or when asked
 through ``Store.prune``) it runs one pass in its own transaction:
 
 - each chat that grew keeps its newest ``history_limit`` rows;
-- ``processed_events`` keeps its newest ``processed_ids_limit`` ids;
+- the ``inbox`` keeps its newest ``processed_ids_limit`` handled ids (pending events stay);
 - every registered rule adds its own statements (traces, later).
 
 All of this runs on the writer (for SQLite, the writer thread), never
@@ -48,7 +48,7 @@ class Retention:
         self.max_chats_per_pass = max_chats_per_pass
         self.rules: list[RetentionRule] = []
         self.event_count: int | None = None
-        """Rows in ``processed_events`` as of the last pass (counted once at start)."""
+        """An upper bound of the rows in ``inbox`` (counted at start, then every write that may add one)."""
         self.passes = 0
         self._clock = clock
         self._last = clock()
@@ -78,7 +78,7 @@ class Retention:
         expected = None if self.event_count is None else self.event_count + added
         excess = 0 if expected is None else expected - self.processed_ids_limit
         if excess > 0:
-            steps.append(Step(PRUNE_EVENTS, (excess,)))
+            steps.append(Step(PRUNE_EVENTS, (self.processed_ids_limit,)))
         for rule in self.rules:
             try:
                 steps.extend(rule())
@@ -94,7 +94,7 @@ class Retention:
             self.passes += 1
             self._events -= added
             if expected is not None:
-                removed = result.counts[len(chats)] if excess > 0 else 0
-                self.event_count = expected - removed
+                # At most the limit's worth of handled ids are left (and a few pending events).
+                self.event_count = min(expected, self.processed_ids_limit)
 
         return steps, done

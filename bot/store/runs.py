@@ -21,7 +21,7 @@ from typing import Any
 from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus
 from bot.store.cache import CachedMap, Lru
-from bot.store.ops import INSERT_EVENT, Step, WriteResult, to_json, utcnow
+from bot.store.ops import MARK_HANDLED, Step, WriteResult, to_json, utcnow
 from bot.store.sql import SqlStore, add_rows, insert_messages
 
 _RUN_COLS = "id, chat_key, agent, status, correlation_id, user_id, reply_to, history_cutoff, checkpoint"
@@ -125,9 +125,31 @@ class RunStore:
 
     # -- runs -----------------------------------------------------------------------
 
-    def start_run_step(self, run: RunRow) -> Step:
-        """The insert of a new run (added to the write that accepts its message)."""
+    def start_run_step(self, run: RunRow, *, after_message: bool = False) -> Step:
+        """The insert of a new run.
+
+        ``after_message``: the step follows the insert of the run's user message in the same write,
+        and the run's ``history_cutoff`` is that message's id (the chat's newest row).
+        """
         now = utcnow()
+        if after_message:
+            return Step(
+                f"INSERT INTO runs ({_RUN_COLS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, "
+                "(SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE chat_key = ?), ?, ?, ?)",
+                (
+                    run.id,
+                    run.chat_key,
+                    run.agent,
+                    run.status,
+                    run.correlation_id,
+                    run.user_id,
+                    run.reply_to,
+                    run.chat_key,
+                    None,
+                    now,
+                    now,
+                ),
+            )
         return Step(
             f"INSERT INTO runs ({_RUN_COLS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -292,13 +314,14 @@ class RunStore:
         )
         steps = [step] if run_status is None else [step, self._update_run(row.run_id, status=run_status)]
         if event_key is not None:
-            steps.insert(0, Step(INSERT_EVENT, (event_key, utcnow()), guard=True))
+            now = utcnow()
+            steps.insert(0, Step(MARK_HANDLED, (event_key, row.chat_key, now, now), guard=True))
 
         def committed(result: WriteResult) -> None:
             if result.ok:
                 self._pending.committed(row.chat_key, lambda slot: _clear(slot, row.id))
 
-        result = await self.store.write(steps, on_commit=committed, events=1 if event_key is not None else 0)
+        result = await self.store.write(steps, on_commit=committed)
         if event_key is not None and not result.ok and result.counts == [0]:
             return None
         return result.ok

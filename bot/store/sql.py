@@ -27,11 +27,14 @@ from bot.store.migrate import async_url, migrate_url
 from bot.store.ops import (
     DELETE_HISTORY,
     DELETE_SETTING,
-    INSERT_EVENT,
+    INSERT_INBOX,
     INSERT_MESSAGE,
     INSERT_MESSAGES_HEAD,
+    MARK_HANDLED,
     MESSAGE_ROW,
+    SELECT_EVENT_STATUS,
     SELECT_HISTORY,
+    SELECT_PENDING_EVENTS,
     SELECT_SETTINGS,
     UPSERT_SETTING,
     OnCommit,
@@ -227,18 +230,45 @@ class SqlStore:
 
     # -- the Store protocol ---------------------------------------------------------
 
-    async def accept(self, event_key: str, chat_key: str, message: Message | None) -> bool:
+    async def accept(
+        self, event_key: str, chat_key: str, message: Message | None, *, extra: Sequence[Step] = ()
+    ) -> bool:
+        """Mark the inbound event ``event_key`` handled, with ``message`` in the history and ``extra``
+        steps (a run's row), in one transaction; False (and nothing stored) when it was handled before."""
         now = utcnow()
-        steps = [Step(INSERT_EVENT, (event_key, now), guard=True)]
+        steps = [Step(MARK_HANDLED, (event_key, chat_key, now, now), guard=True)]
         if message is not None:
             steps.append(Step(INSERT_MESSAGE, _row(chat_key, message, now), returning=True))
+        steps.extend(extra)
 
         def committed(result: WriteResult) -> None:
             if result.ok and message is not None:
                 self._history.committed(chat_key, lambda state: state.add(result.rows[0][0], message))
 
+        # ``events``: the row may be new (an event that never passed the intake); retention recounts.
         result = await self.write(steps, on_commit=committed, grows=chat_key if message else None, events=1)
         return result.ok
+
+    def receive_step(self, event_key: str, chat_key: str, kind: str, event_json: str) -> Step:
+        """The intake's insert of an inbound event (a guard: no row when the event was seen before)."""
+        return Step(INSERT_INBOX, (event_key, chat_key, kind, event_json, utcnow()), guard=True)
+
+    async def receive(self, steps: Sequence[Step]) -> list[bool]:
+        """Commit the intake's inserts (one write each, so a duplicate stops only itself); which were new."""
+        writer = self._writer
+        if writer is None:
+            raise StoreError("the store is not started")
+        futures = [writer.submit([step], events=1) for step in steps]
+        return [(await future).ok for future in futures]
+
+    async def event_status(self, event_key: str) -> str | None:
+        """``pending`` or ``done`` for a stored inbound event, None when unknown."""
+        rows = await self.read(SELECT_EVENT_STATUS, (event_key,))
+        return str(rows[0][0]) if rows else None
+
+    async def pending_events(self) -> list[tuple[str, str]]:
+        """Inbound events committed and not yet handled, oldest first: ``(kind, event JSON)``."""
+        return [(kind, data) for kind, data in await self.read(SELECT_PENDING_EVENTS)]
 
     async def append(self, chat_key: str, messages: Sequence[Message]) -> None:
         if not messages:

@@ -32,13 +32,30 @@ class ChatSetting(SQLModel, table=True):
     updated_at: datetime
 
 
-class ProcessedEvent(SQLModel, table=True):
-    """A platform event id seen before (de-duplication)."""
+class InboxEvent(SQLModel, table=True):
+    """An inbound event, committed before the platform is told "received" (the durable intake).
 
-    __tablename__ = "processed_events"
+    ``pending`` rows are accepted and not yet handled (recovery takes them up in ``seq``
+    order); ``done`` rows remember the platform ids handled, for de-duplication, and are
+    pruned beyond ``store.processed_ids_limit``.
+    """
 
-    event_key: str = Field(primary_key=True, max_length=255)
-    seen_at: datetime = Field(index=True)
+    __tablename__ = "inbox"
+
+    __table_args__ = (Index("ix_inbox_status_seq", "status", "seq"),)
+
+    seq: int | None = Field(default=None, primary_key=True)
+    """Arrival order (per chat order on recovery)."""
+    event_key: str = Field(max_length=255, unique=True)
+    """``channel:platform id``: the de-duplication key."""
+    chat_key: str = Field(max_length=255)
+    kind: str = Field(max_length=16)
+    """``message`` or ``action`` (empty for rows recorded only as handled)."""
+    event: str
+    """The event as JSON (empty for rows recorded only as handled)."""
+    status: str = Field(max_length=16)
+    received_at: datetime
+    handled_at: datetime | None = None
 
 
 class AuditEntry(SQLModel, table=True):

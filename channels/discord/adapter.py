@@ -18,11 +18,11 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from bot.bus import Bus, BusClosed
 from bot.events import Action, Attachment, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.discord.buttons import PayloadButton, is_ours, make_view
 from channels.discord.calls import DiscordError, Retrying, endpoints, parse_ref
-from channels.formatting import split_markdown, to_discord_markdown
+from channels.formatting import rendered, split_markdown, to_discord_markdown
 
 if TYPE_CHECKING:
     from bot.settings import DiscordChannel as DiscordSettings
@@ -89,7 +89,7 @@ class DiscordChannel:
         self.connect_timeout_s = connect_timeout_s
         self.interaction_ttl_s = INTERACTION_TTL_S
         self._allowed = {str(c) for c in cfg.allowed_channels}
-        self._bus: Bus | None = None
+        self._inbox: Inbox | None = None
         self._client: _Client | None = None
         self._stopped = False
         self._login = asyncio.Lock()
@@ -102,9 +102,9 @@ class DiscordChannel:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    async def start(self, bus: Bus) -> None:
+    async def start(self, inbox: Inbox) -> None:
         """Log in (if ``send`` has not yet), connect to the gateway and return once it is up (or in 30 s)."""
-        self._bus = bus
+        self._inbox = inbox
         self._stopped = False
         client = await self._logged_in()
         self._gateway = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
@@ -123,7 +123,7 @@ class DiscordChannel:
 
     async def stop(self) -> None:
         self._stopped = True
-        self._bus = None
+        self._inbox = None
         for task in self._typing.values():
             task.cancel()
         await asyncio.gather(*self._typing.values(), return_exceptions=True)
@@ -172,15 +172,15 @@ class DiscordChannel:
 
     async def on_message(self, message: discord.Message) -> None:
         # In gateway order: a message that needs a channel lookup holds back the ones after it.
+        # Discord never delivers an event again, so it is committed first thing on receipt.
         async with self._inbound:
             event = await self._inbound_message(message)
-            bus = self._bus
-            if event is not None and bus is not None:
-                await self._publish(bus, event)
+            if event is not None:
+                await self._submit(event)
 
     async def _inbound_message(self, message: discord.Message) -> InboundMessage | None:
         client = self._client
-        if self._bus is None or client is None or client.user is None:
+        if self._inbox is None or client is None or client.user is None:
             return None
         if message.author.bot or message.webhook_id is not None:
             return None
@@ -220,8 +220,7 @@ class DiscordChannel:
             await interaction.response.defer()
         except (discord.HTTPException, discord.InteractionResponded) as exc:
             log.warning("discord: could not acknowledge press %s: %s", interaction.id, exc)
-        bus = self._bus
-        if bus is None or interaction.message is None:
+        if self._inbox is None or interaction.message is None:
             return
         user = interaction.user
         action = Action(
@@ -246,7 +245,7 @@ class DiscordChannel:
                     log.warning("discord: could not tell %s why their press was refused: %s", user.id, exc)
                 return
         self._remember(interaction)
-        await self._publish(bus, action)
+        await self._submit(action)
 
     async def on_foreign_press(self, interaction: discord.Interaction[Any]) -> None:
         """A component that is not ours (an old payload format): say so instead of letting it time out."""
@@ -257,11 +256,31 @@ class DiscordChannel:
         if not is_ours(custom_id):
             await interaction.response.send_message(INACTIVE_BUTTON, ephemeral=True)
 
-    async def _publish(self, bus: Bus, event: InboundMessage | Action) -> None:
+    async def _submit(self, event: InboundMessage | Action) -> None:
+        inbox = self._inbox
         try:
-            await bus.publish(event)
-        except BusClosed:
-            log.info("discord: shutting down, event %s not taken", event.id)
+            if inbox is None:
+                raise InboxClosed("the Discord channel is stopping")
+            await inbox.submit(event)
+        except InboxClosed:
+            # Discord will not deliver it again: only what arrives while stopping is lost (and logged).
+            log.warning("discord: shutting down, event %s not taken", event.id)
+        except NotStored as exc:
+            log.error("discord: could not store event %s: %s", event.id, exc)
+            await self._tell_not_saved(event)
+
+    async def _tell_not_saved(self, event: InboundMessage | Action) -> None:
+        """Discord has no redelivery: a message that could not be stored is answered, never silently lost."""
+        try:
+            await self.send(
+                OutboundMessage(
+                    chat=event.chat,
+                    text="⚠️ I could not save your message, so I did not act on it. Please send it again.",
+                    kind="notice",
+                )
+            )
+        except (DiscordError, discord.HTTPException) as exc:
+            log.warning("discord: could not tell %s: %s", event.chat, exc)
 
     async def _chat_of(self, channel: Any, in_guild: bool, channel_id: int | None = None) -> ChatKey:
         """The chat key of a channel: a thread is keyed under its parent."""
@@ -322,7 +341,7 @@ class DiscordChannel:
             return await self._post(client, target, message)
 
     async def _post(self, client: _Client, target: int, message: OutboundMessage) -> str | None:
-        chunks = split_markdown(to_discord_markdown(message.text), MESSAGE_LIMIT) if message.text.strip() else []
+        chunks = await rendered(_chunks, message.text)
         view = make_view(message.buttons)
         if not chunks:
             if view is None:
@@ -350,7 +369,7 @@ class DiscordChannel:
 
     async def _edit(self, edit_of: str, message: OutboundMessage) -> str:
         channel_id, message_id = parse_ref(edit_of)
-        chunks = split_markdown(to_discord_markdown(message.text), MESSAGE_LIMIT) if message.text.strip() else []
+        chunks = await rendered(_chunks, message.text)
         # The reference is a prompt's last message; an edit that outgrew it keeps its end (the outcome).
         content = chunks[-1] if chunks else "\u200b"
         view = make_view(message.buttons)
@@ -399,6 +418,10 @@ class DiscordChannel:
         finally:
             if self._typing.get(channel_id) is asyncio.current_task():
                 del self._typing[channel_id]
+
+
+def _chunks(text: str) -> list[str]:
+    return split_markdown(to_discord_markdown(text), MESSAGE_LIMIT) if text.strip() else []
 
 
 def _strip_mention(message: discord.Message, bot_id: int) -> tuple[str, bool]:

@@ -4,9 +4,12 @@ Inbound (:mod:`channels.slack.inbound`): ``app_mention``, direct messages and re
 bot takes part in become :class:`~bot.events.InboundMessage`.  The same post delivered as both
 ``app_mention`` and ``message``, or retried by Slack (``X-Slack-Retry-Num``, Socket Mode
 ``retry_attempt``), is published once: its id is ``channel:ts``, checked here and by the gateway's
-store.  Every request is acknowledged at once and the bus gets the event afterwards.  ``block_actions``
+store.  A request is acknowledged (HTTP 200, or the Socket Mode envelope's ack) only after the inbox
+committed its event; if that fails or the gateway is stopping, bolt answers with an error and Slack
+sends it again.  A user's name and whether the bot is in a thread are looked up (cached) within
+:data:`LOOKUP_BUDGET_S`, so the acknowledgement stays well inside Slack's 3 seconds.  ``block_actions``
 presses go through ``press_check``: a refusal is shown to the presser only (ephemeral), anything else
-is published as an :class:`~bot.events.Action`.  ``/bot <command>`` runs ``/<command>``.
+is handed on as an :class:`~bot.events.Action`.  ``/bot <command>`` runs ``/<command>``.
 
 Outbound (:mod:`channels.slack.delivery`): mrkdwn, long texts split, buttons as Block Kit with the
 payload in ``value``, ``chat.update`` for edits, 429 ``Retry-After`` honoured.  Slack has no typing
@@ -33,10 +36,11 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.bus import Bus, BusClosed
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage
+from bot.inbox import Inbox, InboxClosed
 from bot.settings import ConfigError
 from bot.settings import SlackChannel as SlackSettings
+from channels.formatting import rendered
 from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError, WebApi, api_url, blocks, render
 from channels.slack.inbound import (
     CHANNEL,
@@ -61,6 +65,8 @@ V = TypeVar("V")
 PressCheck = Callable[[Action], Awaitable[str | None]]
 SOCKET_CONNECT_TIMEOUT_S = 30.0
 STOP_GRACE_S = 2.0
+LOOKUP_BUDGET_S = 1.0
+"""At most this long for a name or thread look-up before an event is committed (defaults otherwise)."""
 RESPONSE_URL_TTL_S = 25 * 60
 """A slash command's ``response_url`` works for 30 minutes."""
 _AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
@@ -116,11 +122,10 @@ class SlackChannel:
         )
         self._register(cfg.slash_command if cfg.slash_command.startswith("/") else "/" + cfg.slash_command)
         self._auth: AuthorizeResult | None = None
-        self._bus: Bus | None = None
+        self._inbox: Inbox | None = None
         self._receiving = False
         self._socket: AsyncSocketModeHandler | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._seen: Recent[str, bool] = Recent()
         self._threads: Recent[tuple[str, str], bool] = Recent()
         """Threads (channel, thread_ts) and whether the bot takes part in them."""
         self._names: Recent[str, str] = Recent()
@@ -140,16 +145,16 @@ class SlackChannel:
         """HTTP mode: events, button presses and the slash command all arrive at ``events_path``."""
         http.app.router.add_post(self.cfg.events_path, self._http)
 
-    async def start(self, bus: Bus) -> None:
+    async def start(self, inbox: Inbox) -> None:
         auth = await self._checked("auth.test", "bot_token", "SLACK_BOT_TOKEN")
         self.me = BotIdentity(user_id=auth["user_id"], bot_id=auth.get("bot_id"))
         self._auth = AuthorizeResult.from_auth_test_response(auth_test_response=auth, bot_token=self.cfg.bot_token)
-        self._bus, self._receiving = bus, True
+        self._inbox, self._receiving = inbox, True
         if self.cfg.mode == "socket":
             try:
                 await self._connect_socket()
             except BaseException:
-                self._bus, self._receiving = None, False
+                self._inbox, self._receiving = None, False
                 raise
         log.info("slack: connected as %s (%s mode)", self.me.user_id, self.cfg.mode)
 
@@ -177,18 +182,18 @@ class SlackChannel:
             raise
 
     async def stop(self) -> None:
-        """Stop receiving, give events already received a moment to reach the bus, then let go of it."""
+        """Stop receiving (requests in flight are answered with an error: Slack retries them), then let go."""
         self._receiving = False
+        self._inbox = None
         await self._close_socket()
         if self._tasks:
             _, pending = await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        self._bus = None
 
     async def settled(self) -> None:
-        """Wait until every event received so far was handed to the bus (or dropped)."""
+        """Wait until the side tasks started so far (refusals shown to a presser) are done."""
         while self._tasks:
             await asyncio.wait(set(self._tasks))
 
@@ -224,37 +229,37 @@ class SlackChannel:
         return await to_aiohttp_response(response)
 
     async def _on_message_event(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        event = body.get("event") or {}
+        post = post_from_event(event, self.me) if self.me is not None else None
+        if post is not None:
+            await self._submit(await self._message_of(post, event))
         await ack()
-        if self.me is None:
-            return
-        post = post_from_event(body.get("event") or {}, self.me)
-        if post is None or post.key in self._seen:
-            return
-        self._seen.put(post.key, True)
-        self._spawn(self._publish_post(post, body.get("event") or {}))
 
     async def _on_other_event(self, ack: AsyncAck) -> None:
         await ack()
 
-    async def _publish_post(self, post: Post, event: dict[str, Any]) -> None:
+    async def _message_of(self, post: Post, event: dict[str, Any]) -> InboundMessage:
         assert self.me is not None
-        in_bot_thread = (
-            post.thread_ts is not None
-            and not post.direct
-            and not post.mentioned
-            and await self._bot_in_thread(post.channel, post.thread_ts, event.get("parent_user_id"))
-        )
+        in_bot_thread = False
+        name = ""
+        try:
+            async with asyncio.timeout(LOOKUP_BUDGET_S):
+                name = await self._user_name(post.user)
+                in_bot_thread = (
+                    post.thread_ts is not None
+                    and not post.direct
+                    and not post.mentioned
+                    and await self._bot_in_thread(post.channel, post.thread_ts, event.get("parent_user_id"))
+                )
+        except TimeoutError:
+            log.info("slack: look-ups for %s took too long; taking the message as it is", post.key)
         message = inbound_message(
-            post,
-            self.me,
-            sender_name=await self._user_name(post.user),
-            in_bot_thread=in_bot_thread,
-            reply_in_thread=self.cfg.reply_in_thread,
+            post, self.me, sender_name=name, in_bot_thread=in_bot_thread, reply_in_thread=self.cfg.reply_in_thread
         )
         if message.mentions_bot and message.chat.thread_id:
             self._threads.put((post.channel, message.chat.thread_id), True)
         self._last_post.put(str(message.chat), (post.channel, post.ts))
-        await self._publish(message, seen_key=post.key)
+        return message
 
     async def _bot_in_thread(self, channel: str, thread_ts: str, parent_user: str | None) -> bool:
         """Whether the bot started or answered in this thread (remembered; asked of Slack once otherwise)."""
@@ -286,18 +291,15 @@ class SlackChannel:
         return name
 
     async def _on_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
         action = action_from_payload(body)
         if action is not None:
-            self._spawn(self._press(action))
-
-    async def _press(self, action: Action) -> None:
-        check = self.press_check
-        refusal = await check(action) if check is not None else None
-        if refusal:
-            await self._ephemeral(action, refusal)
-        else:
-            await self._publish(action)
+            check = self.press_check
+            refusal = await check(action) if check is not None else None
+            if refusal:
+                self._spawn(self._ephemeral(action, refusal))
+            else:
+                await self._submit(action)
+        await ack()
 
     async def _ephemeral(self, action: Action, text: str) -> None:
         """Show a refusal to the presser only: through the press's ``response_url``, else chat.postEphemeral."""
@@ -319,12 +321,12 @@ class SlackChannel:
             log.warning("slack: could not show a refusal to %s: %s", action.sender.id, exc)
 
     async def _on_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        # in_channel with no text: the channel sees the command, and the reply follows as a message.
-        await ack({"response_type": "in_channel"})
         message = command_message(body)
         if body.get("response_url"):
             self._response_urls.put(message.chat.chat_id, (body["response_url"], time.monotonic()))
-        self._spawn(self._publish(message))
+        await self._submit(message)
+        # in_channel with no text: the channel sees the command, and the reply follows as a message.
+        await ack({"response_type": "in_channel"})
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(self._guarded(work))
@@ -336,18 +338,14 @@ class SlackChannel:
         try:
             await work
         except Exception:
-            log.exception("slack: could not hand an event to the gateway")
+            log.exception("slack: a side task failed")
 
-    async def _publish(self, event: InboundMessage | Action, *, seen_key: str | None = None) -> None:
-        bus = self._bus
-        if bus is None:
-            return
-        try:
-            await bus.publish(event)
-        except BusClosed:
-            if seen_key is not None:
-                self._seen.pop(seen_key)
-            log.info("slack: the gateway is stopping; event %s was not taken", event.id)
+    async def _submit(self, event: InboundMessage | Action) -> None:
+        """Commit ``event``; raises (so bolt does not acknowledge and Slack retries) when it could not be."""
+        inbox = self._inbox
+        if inbox is None or not self._receiving:
+            raise InboxClosed("the Slack channel is not receiving")
+        await inbox.submit(event)
 
     # -- outbound -------------------------------------------------------------------------------
 
@@ -364,7 +362,7 @@ class SlackChannel:
 
     async def _post(self, message: OutboundMessage) -> str | None:
         channel, thread = message.chat.chat_id, message.chat.thread_id
-        parts = render(message.text)
+        parts = await rendered(render, message.text)
         if not parts and not message.buttons:
             return None
         parts = parts or [""]
@@ -390,7 +388,7 @@ class SlackChannel:
     async def _edit(self, message: OutboundMessage) -> str:
         assert message.edit_of is not None
         channel, ts = parse_ref(message.edit_of)
-        parts = render(message.text, TEXT_LIMIT - 2)
+        parts = await rendered(lambda text: render(text, TEXT_LIMIT - 2), message.text)
         text = (parts[0] + " …" if len(parts) > 1 else parts[0]) if parts else " "
         await self.api.call(
             "chat.update",

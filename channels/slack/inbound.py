@@ -18,11 +18,12 @@ CHANNEL = "slack"
 ACCEPTED_SUBTYPES = (None, "file_share", "thread_broadcast")
 """Messages people write; every other subtype (edits, deletions, joins, bot posts, …) is ignored."""
 
-_USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^>]*))?>")
-_CONVERSATION = re.compile(r"<#([CGD][A-Z0-9]+)(?:\|([^>]*))?>")
-_SPECIAL = re.compile(r"<!(here|channel|everyone)(?:\|[^>]*)?>")
-_GROUP = re.compile(r"<!subteam\^([A-Z0-9]+)(?:\|([^>]*))?>")
-_LINK = re.compile(r"<((?:https?|mailto|tel):[^|>]+)(?:\|([^>]*))?>")
+# Bounded repeats: a 40 KB message of "<@U1|<@U1|…" must not make every search scan to the end.
+_USER = re.compile(r"<@([UW][A-Z0-9]{1,20})(?:\|([^<>]{0,200}))?>")
+_CONVERSATION = re.compile(r"<#([CGD][A-Z0-9]{1,20})(?:\|([^<>]{0,200}))?>")
+_SPECIAL = re.compile(r"<!(here|channel|everyone)(?:\|[^<>]{0,200})?>")
+_GROUP = re.compile(r"<!subteam\^([A-Z0-9]{1,20})(?:\|([^<>]{0,200}))?>")
+_LINK = re.compile(r"<((?:https?|mailto|tel):[^|<>\s]{1,2000})(?:\|([^<>]{0,500}))?>")
 
 
 def message_ref(channel: str, ts: str) -> str:
@@ -45,13 +46,14 @@ class BotIdentity:
     mention: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mention", re.compile(rf"\s*<@{re.escape(self.user_id)}(?:\|[^>]*)?>\s*"))
+        # Starts with a literal (a leading \s* would rescan long runs of spaces from every position).
+        object.__setattr__(self, "mention", re.compile(rf"<@{re.escape(self.user_id)}(?:\|[^<>]{{0,200}})?>"))
 
     def mentioned_in(self, text: str) -> bool:
         return self.mention.search(text) is not None
 
     def strip_mention(self, text: str) -> str:
-        return self.mention.sub(" ", text).strip()
+        return " ".join(part.strip() for part in self.mention.split(text) if part.strip())
 
     def wrote(self, message: dict[str, Any]) -> bool:
         return message.get("user") == self.user_id or (self.bot_id is not None and message.get("bot_id") == self.bot_id)

@@ -8,7 +8,7 @@ import hmac
 import html
 import logging
 import re
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -51,11 +51,11 @@ from aiogram.utils.token import TokenValidationError
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot.bus import Bus, BusClosed
-from bot.events import Action, Button, ChatKey, OutboundMessage
+from bot.events import Action, Button, ChatKey, InboundEvent, OutboundMessage
+from bot.inbox import Inbox, InboxClosed, NotStored
 from bot.settings import ConfigError
 from bot.settings import TelegramChannel as TelegramSettings
-from channels.formatting import split_telegram_html, to_telegram_html
+from channels.formatting import rendered, split_telegram_html, to_telegram_html
 from channels.telegram.delivery import Api, TelegramDeliveryError
 from channels.telegram.inbound import (
     UPDATE_TYPES,
@@ -100,8 +100,11 @@ class TelegramChannel:
     Inbound: long polling (the webhook is deleted first; unconfirmed updates are
     kept by Telegram while the bot is down) or a webhook on the shared HTTP server.
     Every update becomes one event whose id is the ``update_id``, the gateway's
-    de-duplication key.  Outbound: the markdown subset as Telegram HTML, split at
-    4,096 characters, buttons as an inline keyboard, prompts edited in place.
+    de-duplication key.  "Accepted" means committed: the polling offset moves past
+    a batch only after the inbox stored it, and a webhook request is answered 200
+    only then (503 while starting or stopping, so Telegram sends it again).
+    Outbound: the markdown subset as Telegram HTML, split at 4,096 characters,
+    buttons as an inline keyboard, prompts edited in place.
     """
 
     name = "telegram"
@@ -117,12 +120,10 @@ class TelegramChannel:
             raise ConfigError("channels.telegram.token is not a bot token (expected 123456:ABC…)") from None
         self.api = Api(self.bot)
         self.me: BotIdentity | None = None
-        self._bus: Bus | None = None
+        self._inbox: Inbox | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._inbox: asyncio.Queue[Update] | None = None
         self._typing: dict[str, asyncio.Task[None]] = {}
         self._chat_locks: dict[str, asyncio.Lock] = {}
-        self._seen: deque[int] = deque(maxlen=_KEEP)
         self._replies: OrderedDict[str, int] = OrderedDict()
         self._in_flight = 0
         self._stopped = False
@@ -137,8 +138,7 @@ class TelegramChannel:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def start(self, bus: Bus) -> None:
-        self._bus = bus
+    async def start(self, inbox: Inbox) -> None:
         self._stopped = False
         try:
             me = await self.api.call(GetMe())
@@ -147,10 +147,9 @@ class TelegramChannel:
         self.me = BotIdentity.from_user(me)
         if self.cfg.commands_menu:
             await self._sync_commands()
+        self._inbox = inbox
         if self.cfg.mode == "webhook":
             await self._register_webhook()
-            self._inbox = asyncio.Queue()
-            self._tasks.append(asyncio.create_task(self._drain_inbox(self._inbox), name="telegram-webhook"))
         else:
             # A leftover webhook makes getUpdates fail; pending updates stay (they are answered now).
             await self.api.call(DeleteWebhook(drop_pending_updates=False))
@@ -160,10 +159,7 @@ class TelegramChannel:
     async def stop(self) -> None:
         """Stop receiving and close the HTTP session (a later ``send`` reopens and closes it again)."""
         self._stopped = True
-        inbox, self._inbox = self._inbox, None
-        if inbox is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(inbox.join(), 5)  # updates already acknowledged with 200
+        self._inbox = None
         tasks = [*self._tasks, *self._typing.values()]
         self._tasks, self._typing = [], {}
         for task in tasks:
@@ -229,65 +225,73 @@ class TelegramChannel:
                 await asyncio.sleep(min(30.0, 0.5 * 2.0**failures))
                 continue
             failures = 0
-            for update in updates:
-                if not await self._handle(update):
-                    return
-                offset = max(offset or 0, update.update_id + 1)  # confirmed by the next getUpdates
+            if not updates:
+                continue
+            try:
+                await self._take(updates)
+            except InboxClosed:
+                return  # not confirmed: Telegram hands the batch to the next start
+            except NotStored as exc:
+                log.error("telegram: could not store %d updates; they come again: %s", len(updates), exc)
+                await asyncio.sleep(1.0)
+                continue
+            # Confirmed by the next getUpdates: only now, after the inbox committed the batch.
+            offset = max(u.update_id for u in updates) + 1
 
     async def _webhook(self, request: web.Request) -> web.Response:
-        """Check the secret, queue the update, answer 200 at once (the model may take minutes)."""
+        """Check the secret, commit the update, then answer 200 (the answer itself comes later)."""
         given = request.headers.get(SECRET_HEADER, "")
         expected = self.cfg.webhook.secret_token
         if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
             log.warning("telegram: webhook request with a wrong secret token from %s", request.remote)
             return web.Response(status=401, text="wrong secret token")
-        inbox = self._inbox
-        if inbox is None:
+        if self._inbox is None:
             return web.Response(status=503, text="not ready")  # Telegram retries later
         try:
             update = Update.model_validate(await request.json(), context={"bot": self.bot})
-        except (ValueError, ValidationError):
+        except (ValueError, ValidationError, RecursionError):
             return web.Response(status=400, text="not an update")
-        inbox.put_nowait(update)
+        try:
+            await self._take([update])
+        except InboxClosed:
+            return web.Response(status=503, text="shutting down")
+        except NotStored as exc:
+            log.error("telegram: could not store update %s; Telegram will retry: %s", update.update_id, exc)
+            return web.Response(status=503, text="not stored")
         return web.Response(status=200)
 
-    async def _drain_inbox(self, inbox: asyncio.Queue[Update]) -> None:
-        while True:
-            update = await inbox.get()
+    async def _take(self, updates: list[Update]) -> None:
+        """Hand a batch of updates to the inbox; returns once every one is committed (or refused)."""
+        inbox = self._inbox
+        if inbox is None:
+            raise InboxClosed("the Telegram channel is stopping")
+        assert self.me is not None
+        events: list[InboundEvent] = []
+        for update in updates:
             try:
-                if not await self._handle(update):
-                    return
-            finally:
-                inbox.task_done()
+                if update.message is not None:
+                    event = message_event(update.update_id, update.message, self.me)
+                    if event is not None:
+                        self._remember_reply_target(event.id, update.message)
+                        events.append(event)
+                elif update.callback_query is not None:
+                    action = await self._on_press(update)
+                    if action is not None:
+                        events.append(action)
+            except Exception:
+                # The receive loop's boundary: one bad update is logged and skipped, the stream goes on.
+                log.exception("telegram: cannot handle update %s", update.update_id)
+        if events:
+            await inbox.submit_many(events)
 
-    async def _handle(self, update: Update) -> bool:
-        """Turn one update into an event on the bus; False once the bus is closed."""
-        if update.update_id in self._seen:
-            return True  # redelivered (webhook retry); the store de-duplicates across restarts
-        assert self._bus is not None and self.me is not None
-        try:
-            if update.message is not None:
-                event = message_event(update.update_id, update.message, self.me)
-                if event is not None:
-                    self._remember_reply_target(event.id, update.message)
-                    await self._bus.publish(event)
-            elif update.callback_query is not None:
-                await self._on_press(update)
-        except BusClosed:
-            return False
-        except Exception:
-            # The receive loop's boundary: one bad update is logged and skipped, the stream goes on.
-            log.exception("telegram: cannot handle update %s", update.update_id)
-        self._seen.append(update.update_id)
-        return True
-
-    async def _on_press(self, update: Update) -> None:
+    async def _on_press(self, update: Update) -> Action | None:
+        """A press to hand on, after answering it at once (a toast); None when it is refused."""
         query = update.callback_query
-        assert query is not None and self._bus is not None
+        assert query is not None
         action = action_event(update.update_id, query)
         if action is None:
             await self._answer(query.id, None)
-            return
+            return None
         refusal = None
         if self.press_check is not None:
             try:
@@ -297,8 +301,7 @@ class TelegramChannel:
                 log.exception("telegram: checking a button press failed")
         # Answer first: Telegram shows a spinner on the button until the query is answered.
         await self._answer(query.id, refusal or ACCEPTED_TOAST)
-        if refusal is None:
-            await self._bus.publish(action)
+        return action if refusal is None else None
 
     async def _answer(self, query_id: str, text: str | None) -> None:
         async with self._session():
@@ -338,7 +341,7 @@ class TelegramChannel:
         return lock
 
     async def _post(self, message: OutboundMessage) -> str | None:
-        chunks = _chunks(message.text)
+        chunks = await rendered(_chunks, message.text)
         if not chunks:
             if not message.buttons:
                 return None
@@ -405,7 +408,7 @@ class TelegramChannel:
         """Edit a message's text and replace its buttons (none: removed); a vanished message is sent anew."""
         chat_id, message_id = parse_ref(ref)
         markup = _keyboard(message.buttons) or InlineKeyboardMarkup(inline_keyboard=[])
-        chunks = _chunks(message.text)
+        chunks = await rendered(_chunks, message.text)
         # A prompt longer than one message went out in chunks and ``ref`` is the last one: it gets the tail.
         text, parse_mode = (chunks[-1], "HTML") if chunks else ("", None)
         for _ in range(2):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from aiogram.types import CallbackQuery, InaccessibleMessage, Message, MessageEntity, User
 
-from bot.events import Action, Attachment, ChatKey, InboundMessage, Sender
+from bot.events import Action, Attachment, ChatKey, InboundMessage, Sender, repair_text
 
 CHANNEL = "telegram"
 UPDATE_TYPES = ("message", "callback_query")
@@ -81,7 +81,8 @@ def message_event(update_id: int, message: Message, me: BotIdentity) -> InboundM
     """The event for one message, or None (service messages, channel posts, commands for another bot)."""
     if message.from_user is None:
         return None
-    raw = message.text if message.text is not None else (message.caption or "")
+    # Repaired first: a lone surrogate cannot be sliced through UTF-16 (the entity offsets' unit).
+    raw = repair_text(message.text if message.text is not None else (message.caption or ""))
     entities = message.entities if message.text is not None else message.caption_entities
     attachments = _attachments(message)
     if not raw.strip() and not attachments:

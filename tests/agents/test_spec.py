@@ -142,6 +142,21 @@ BROKEN = {
         "triggers.patterns[1]",
         "regex",
     ),
+    "nested-repeat.md": (
+        "---\nname: slow-regex\ntriggers: {patterns: ['(\\w+\\s?)*$']}\n---\nbody\n",
+        "triggers.patterns[0]",
+        "exponential time",
+    ),
+    "overlap.md": (
+        "---\nname: overlap-regex\ntriggers: {patterns: ['(a|ab)*c']}\n---\nbody\n",
+        "triggers.patterns[0]",
+        "exponential time",
+    ),
+    "quadratic.md": (
+        "---\nname: quadratic-regex\ntriggers: {patterns: ['[^,]+,[^,]+;']}\n---\nbody\n",
+        "triggers.patterns[0]",
+        "slow on long messages",
+    ),
     "schema.md": (
         "---\nname: bad-schema\nguardrails: [{name: g, output_schema: {type: 12}}]\n---\nbody\n",
         "guardrails[0].output_schema",
@@ -359,3 +374,26 @@ def test_the_spec_module_does_not_import_the_gateway() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_every_builtin_pattern_stays_fast_on_a_long_near_miss() -> None:
+    """Each pattern searched in 16 KB of its own words (the worst case routing meets) stays linear and short."""
+    import re
+    import time
+
+    from agents.specs.patterns import pattern_problem
+
+    specs = load_agents(BUILTIN, None, [EXAMPLES]).specs
+    patterns = [p for spec in specs.values() for p in spec.triggers.patterns]
+    assert patterns and all(pattern_problem(p) is None for p in patterns)
+    words = {w for p in patterns for w in re.findall(r"[^\W\d_]{2,}|[\u3400-\u9fff]+", p)}
+    slowest = 0.0
+    for unit in [*(w + " " for w in words), *words, "a", "1 ", "a:", "a-", "、", "`"]:
+        text = (unit * (16384 // len(unit) + 1))[:16384]
+        for pattern in patterns:
+            compiled = re.compile(pattern, re.IGNORECASE)
+            started = time.perf_counter()
+            compiled.search(text)
+            slowest = max(slowest, time.perf_counter() - started)
+    # Linear patterns take a few ms here at most; a quadratic one takes seconds (generous for slow CI machines).
+    assert slowest < 0.25, slowest

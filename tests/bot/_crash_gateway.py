@@ -28,8 +28,8 @@ from agents.messages import Message, ToolCall
 from agents.models.base import Model, ModelResponse, ToolDeclaration
 from agents.tools.base import tool
 from bot.app import Gateway
-from bot.bus import Bus
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.inbox import Inbox
 from bot.settings import load_settings
 
 COUNT_FILE = Path(os.environ["COUNT_FILE"])
@@ -77,14 +77,14 @@ class JsonChannel:
         self.chat = ChatKey(channel="console", chat_id="crash")
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self, bus: Bus) -> None:
-        self._task = asyncio.create_task(self._read(bus))
+    async def start(self, inbox: Inbox) -> None:
+        self._task = asyncio.create_task(self._read(inbox))
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
 
-    async def _read(self, bus: Bus) -> None:
+    async def _read(self, inbox: Inbox) -> None:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -100,7 +100,7 @@ class JsonChannel:
                 event = InboundMessage(
                     id=f"{os.getpid()}-{n}", chat=self.chat, sender=sender, text=data["text"], is_direct=True
                 )
-            await bus.publish(event)
+            await inbox.submit(event)
 
     async def send(self, message: OutboundMessage) -> str | None:
         if message.kind == "typing":

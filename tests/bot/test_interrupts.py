@@ -316,16 +316,23 @@ async def test_an_answer_the_database_did_not_take_changes_nothing(make_harness:
     payload = h.payload("Approve")
     await h.gateway.store.flush()
     path = h.gateway.settings.store.database_url().split(":///", 1)[1]
+    before = len(h.channel.texts())
+    # The press is stored (the platform hears "received"); the database refuses the resolution's write.
+    await h.gateway.inbox.submit(h.press(payload, id="press-1"))
     locker = sqlite3.connect(path, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
     try:
-        refused = await h.send(h.press(payload, id="press-1"))
+        await asyncio.wait_for(h.gateway.bus.join(), 10)
     finally:
         locker.execute("ROLLBACK")
         locker.close()
+    refused = h.channel.texts()[before:]
     assert len(refused) == 1 and "could not save your answer" in refused[0] and counter.runs == []
     assert await h.gateway.runs.pending(str(h.chat())) is not None  # still open
-    # The same press, redelivered, now goes through (it was not recorded either).
+    # The same press, redelivered by the platform, now goes through (its first handling changed nothing).
     assert (await h.send(h.press(payload, id="press-1")))[-1] == "done"
+    assert counter.runs == ["delete /tmp/build"]
+    # A third delivery is a plain duplicate.
+    assert await h.send(h.press(payload, id="press-1")) == []
     assert counter.runs == ["delete /tmp/build"]
     model.assert_complete()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage
 from channels.console import ConsoleChannel
-from tests.conftest import RecordingBus
+from tests.conftest import RecordingInbox
 
 CHAT = ChatKey(channel="console", chat_id="local")
 
@@ -38,7 +38,7 @@ async def test_buttons_print_as_numbered_choices_and_number_or_label_presses() -
 
 
 async def test_reads_lines_until_end_of_input() -> None:
-    bus = RecordingBus()
+    bus = RecordingInbox()
     console = ConsoleChannel(stdin=io.StringIO("hello\n\n  second  \n"), stdout=io.StringIO(), interactive=False)
     await console.start(bus)  # type: ignore[arg-type]
     await asyncio.wait_for(console.finished.wait(), 5)

@@ -17,7 +17,7 @@ from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage
 from bot.settings import Settings
 from channels.discord import DiscordChannel
 from channels.discord.calls import endpoints
-from tests.conftest import RecordingBus
+from tests.conftest import RecordingInbox
 from tests.fakes.discord_server import (
     ALICE,
     BOT_ID,
@@ -333,7 +333,7 @@ def test_endpoints_and_button_rows() -> None:
 async def test_inbound_mapping_chat_keys_mentions_replies_and_attachments(make_bot: Any, fake: FakeDiscord) -> None:
     bot = make_bot()
     adapter = DiscordChannel(bot.settings.channels.discord)
-    bus = RecordingBus()
+    bus = RecordingInbox()
     try:
         await adapter.start(bus)
         await fake.wait_identified()

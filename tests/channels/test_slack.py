@@ -24,7 +24,7 @@ from bot.settings import ConfigError, Settings
 from channels.slack import SlackChannel, delivery
 from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError
 from channels.slack.inbound import BotIdentity, chat_key, inbound_message, post_from_event
-from tests.conftest import RecordingBus
+from tests.conftest import RecordingInbox
 from tests.fakes.slack_server import FakeSlack
 
 SECRET = "test-signing-secret"
@@ -450,10 +450,10 @@ async def test_missing_or_refused_secrets_are_configuration_errors(
     cfg = base.model_copy(update={"bot_token": BOT_TOKEN, "app_token": APP_TOKEN, "api_base": fake.base_url})
     fake.fail("auth.test", status=200, error="invalid_auth")
     with pytest.raises(ConfigError, match="bot_token was refused by Slack") as refused:
-        await SlackChannel(cfg).start(RecordingBus())
+        await SlackChannel(cfg).start(RecordingInbox())
     fake.fail("apps.connections.open", status=200, error="invalid_auth")
     with pytest.raises(ConfigError, match="SLACK_APP_TOKEN") as refused_app:
-        await SlackChannel(cfg).start(RecordingBus())
+        await SlackChannel(cfg).start(RecordingInbox())
     for error in (refused, refused_app):
         assert BOT_TOKEN not in str(error.value) and APP_TOKEN not in str(error.value)
 

@@ -173,20 +173,20 @@ async def test_processed_ids_retention_drops_the_oldest(make_store) -> None:
     for i in range(25):
         assert await store.accept(f"e{i:02d}", "c", None)
     await store.prune()
-    assert await _count(store, "processed_events") == 10
+    assert await _count(store, "inbox") == 10
     assert await store.accept("e24", "c", None) is False  # newest kept
     assert await store.accept("e00", "c", None) is True  # oldest forgotten
     await store.prune()
-    assert await _count(store, "processed_events") == 10
+    assert await _count(store, "inbox") == 10
 
 
 async def test_retention_hook_adds_statements_to_each_pass(make_store) -> None:
     store = await make_store(retention_interval_s=3600)
-    store.add_retention(lambda: [Step("DELETE FROM processed_events WHERE event_key LIKE ?", ("tmp:%",))])
+    store.add_retention(lambda: [Step("DELETE FROM inbox WHERE event_key LIKE ?", ("tmp:%",))])
     await store.accept("tmp:1", "c", None)
     await store.accept("keep:1", "c", None)
     await store.prune()
-    rows = await store.read("SELECT event_key FROM processed_events")
+    rows = await store.read("SELECT event_key FROM inbox")
     assert [r[0] for r in rows] == ["keep:1"]
 
 
@@ -280,7 +280,7 @@ class _locked:
         pg = await asyncpg.connect(self.url)
         tx = pg.transaction()
         await tx.start()
-        await pg.execute("LOCK TABLE processed_events, session_messages IN ACCESS EXCLUSIVE MODE")
+        await pg.execute("LOCK TABLE inbox, session_messages IN ACCESS EXCLUSIVE MODE")
 
         async def release_pg() -> None:
             await tx.rollback()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents.models.base import ModelRequest
+from bot.inbox import NotStored
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -21,21 +23,43 @@ def _db_path(harness) -> str:
     return harness.gateway.settings.store.database_url().split(":///", 1)[1]
 
 
-async def test_locked_database_at_accept_sends_no_reply(make_harness, scripted) -> None:
+async def test_locked_database_at_intake_is_not_acknowledged(make_harness, scripted) -> None:
     model = scripted("answered after the lock")
     h = await make_harness(model, store={"busy_timeout_ms": 50})
     await h.say("/help")  # the database file exists and the writer is warm
     locker = sqlite3.connect(_db_path(h), isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
     try:
-        replies = await h.say("hello?")
+        with pytest.raises(NotStored):  # the adapter does not acknowledge: the platform delivers it again
+            await h.say("hello?", id="m-locked")
     finally:
         locker.execute("ROLLBACK")
         locker.close()
-    assert len(replies) == 1 and "could not save your message" in replies[0]
     assert model.requests == []  # nothing acted on an unsaved message
     assert await h.gateway.store.history(str(h.chat())) == []
-    assert await h.say("hello?") == ["answered after the lock"]
+    assert await h.say("hello?", id="m-locked") == ["answered after the lock"]
+
+
+async def test_locked_database_at_accept_sends_no_reply(make_harness, scripted) -> None:
+    model = scripted("answered after the lock")
+    h = await make_harness(model, store={"busy_timeout_ms": 50})
+    await h.say("/help")
+    before = len(h.channel.texts())
+    await h.gateway.inbox.submit(h.message("hello?", id="m-stored"))  # stored: the platform heard "received"
+    locker = sqlite3.connect(_db_path(h), isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")  # ...and the database refuses the write that would act on it
+    try:
+        await asyncio.wait_for(h.gateway.bus.join(), 10)
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    replies = h.channel.texts()[before:]
+    assert len(replies) == 1 and "could not save your message" in replies[0]
+    assert model.requests == []
+    assert await h.gateway.store.history(str(h.chat())) == []
+    # Still pending: the platform's redelivery (or the next start) handles it, once.
+    assert await h.say("hello?", id="m-stored") == ["answered after the lock"]
+    assert await h.say("hello?", id="m-stored") == []
 
 
 async def test_failed_commit_of_the_answer_sends_no_answer(make_harness, scripted) -> None:

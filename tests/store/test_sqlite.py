@@ -117,7 +117,7 @@ def test_sigkill_right_after_commits_loses_nothing_acknowledged(tmp_path: Path) 
     assert len(events) >= 400, "the child did not write enough before the deadline"
 
     conn = sqlite3.connect(db)
-    stored_events = {row[0] for row in conn.execute("SELECT event_key FROM processed_events")}
+    stored_events = {row[0] for row in conn.execute("SELECT event_key FROM inbox")}
     stored = {
         (chat, json.loads(data)["text"]) for chat, data in conn.execute("SELECT chat_key, data FROM session_messages")
     }

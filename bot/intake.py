@@ -1,0 +1,359 @@
+"""The durable intake: the one door every inbound event comes through.
+
+**Acknowledge only what is durable.**  :meth:`DurableInbox.submit` returns after the
+event is committed (an ``inbox`` row, de-duplicated by its platform id); only then
+may an adapter tell its platform "received" (advance Telegram's offset, answer a
+webhook or Slack request with 200, ack a Socket Mode envelope).  A commit that
+fails, or a closing inbox, raises :class:`~bot.inbox.NotStored`: the adapter then
+does not acknowledge, and the platform delivers again.  Committed events go on the bus; the supervisor marks each one
+handled in the same transaction as what it did, and recovery publishes the rows
+left pending by a crash, in arrival order.
+
+**Fair and bounded.**  Before anything is stored, cheap checks that cost no store
+write decide what a sender or chat may have:
+
+- bots are ignored; an unknown sender who addressed the bot gets at most one "not
+  allowed" reply per ``limits.unknown_sender_reply_s`` and nothing is stored;
+- a sender over the token bucket (``limits.sender_rate_per_min``, burst
+  ``limits.sender_burst``; admins exempt) hears it once per ``notice_interval_s``
+  and is dropped silently until the bucket refills;
+- a text over ``limits.max_text_chars`` is refused with a "too long" notice;
+- a chat with ``limits.chat_queue_notice`` events waiting gets one "slow down"
+  notice; at ``limits.chat_queue_max`` its newest messages are refused with a
+  notice instead of queued, so one flooding chat never blocks the others.
+
+Commands (``/cancel`` must get through a flooded chat) and button presses skip the
+chat bound.  Notices are best effort, sent off the intake's path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from bot.bus import Bus, BusClosed
+from bot.events import Action, InboundEvent, InboundMessage, OutboundMessage, event_key
+from bot.inbox import InboxClosed, NotStored, Receipt
+from bot.settings import ChannelSection, ChannelsSection, LimitsSection
+from bot.store.base import StoreError
+from bot.store.sql import SqlStore
+
+log = logging.getLogger(__name__)
+
+Notify = Callable[[OutboundMessage], Awaitable[object]]
+
+_KEEP = 10_000
+"""Senders and chats whose limits are remembered (the least recently seen go first)."""
+_MAX_NOTICES = 256
+"""Notices in flight at once; past it, more are skipped (they are best effort)."""
+
+
+@dataclass
+class InboxStats:
+    """Counters for the health endpoint, tests and benchmarks."""
+
+    accepted: int = 0
+    duplicates: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    ignored: int = 0
+    recovered: int = 0
+
+    def refuse(self, reason: str) -> None:
+        self.refused[reason] = self.refused.get(reason, 0) + 1
+
+
+class _Recent(OrderedDict[str, float]):
+    """Timestamps of the last notice per key, bounded by count."""
+
+    def due(self, key: str, now: float, interval: float) -> bool:
+        """Whether ``key`` may be told again (and if so, remember that it is told now)."""
+        last = self.get(key)
+        if last is not None and now - last < interval:
+            return False
+        self[key] = now
+        self.move_to_end(key)
+        while len(self) > _KEEP:
+            self.popitem(last=False)
+        return True
+
+
+class _Buckets:
+    """Token buckets per sender: ``burst`` tokens, refilled at ``rate_per_min``."""
+
+    def __init__(self, rate_per_min: float, burst: int) -> None:
+        self.rate = rate_per_min / 60.0
+        self.burst = float(burst)
+        self._state: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, key: str, now: float) -> bool:
+        tokens, last = self._state.get(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        allowed = tokens >= 1.0
+        self._state[key] = (tokens - 1.0 if allowed else tokens, now)
+        self._state.move_to_end(key)
+        if len(self._state) > _KEEP:
+            self._state.popitem(last=False)  # the least recently seen sender starts afresh
+        return allowed
+
+
+class DurableInbox:
+    """The :class:`~bot.inbox.Inbox` on the store's ``inbox`` table and an in-process :class:`~bot.bus.Bus`."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        bus: Bus,
+        *,
+        channels: ChannelsSection,
+        limits: LimitsSection,
+        notify: Notify,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.channels = channels
+        self.limits = limits
+        self._notify = notify
+        self._clock = clock
+        self._buckets = _Buckets(limits.sender_rate_per_min, limits.sender_burst)
+        self._told: _Recent = _Recent()
+        """When each sender or chat was last told about a limit (keys prefixed by the kind of notice)."""
+        self._slowed: set[str] = set()
+        """Chats told to slow down, until their queue is short again."""
+        self._reserved: dict[str, int] = {}
+        """Events per chat admitted and not yet on the bus (being committed)."""
+        self._notices: set[asyncio.Task[None]] = set()
+        self._inflight: set[str] = set()
+        """Keys of events on the bus and not handled yet (a redelivery of one of them is a plain duplicate)."""
+        self._closed = False
+        self.stats = InboxStats()
+
+    # -- intake -------------------------------------------------------------------------------
+
+    async def submit(self, event: InboundEvent) -> Receipt:
+        return (await self.submit_many((event,)))[0]
+
+    async def submit_many(self, events: Sequence[InboundEvent]) -> list[Receipt]:
+        if self._closed:
+            raise InboxClosed("the gateway is shutting down")
+        receipts: list[Receipt] = []
+        admitted: list[tuple[int, InboundEvent]] = []
+        for event in events:
+            receipt = self._admit(event)
+            receipts.append(receipt)
+            if receipt is Receipt.ACCEPTED:
+                admitted.append((len(receipts) - 1, event))
+        if not admitted:
+            return receipts
+        steps = [
+            self.store.receive_step(
+                event_key(event),
+                str(event.chat),
+                "action" if isinstance(event, Action) else "message",
+                event.model_dump_json(),
+            )
+            for _, event in admitted
+        ]
+        try:
+            stored = await self.store.receive(steps)
+        except StoreError as exc:
+            for _, event in admitted:
+                self._release(str(event.chat))
+            raise NotStored(f"the inbound events were not stored: {exc}") from exc
+        except BaseException:
+            for _, event in admitted:
+                self._release(str(event.chat))
+            raise
+        released = 0
+        try:
+            for (index, event), new in zip(admitted, stored, strict=True):
+                if new:
+                    self.stats.accepted += 1
+                    await self._publish(event)
+                else:
+                    self.stats.duplicates += 1
+                    receipts[index] = Receipt.DUPLICATE
+                    await self._retry_if_stranded(event)
+                self._release(str(event.chat))
+                released += 1
+        finally:
+            for _, event in admitted[released:]:
+                self._release(str(event.chat))
+        return receipts
+
+    async def _publish(self, event: InboundEvent) -> None:
+        key = event_key(event)
+        self._inflight.add(key)
+        try:
+            await self.bus.publish(event)
+        except BusClosed as exc:
+            self._inflight.discard(key)
+            # Committed: the next start's recovery hands it on.
+            raise InboxClosed("the gateway is shutting down") from exc
+        except BaseException:
+            self._inflight.discard(key)
+            raise
+
+    async def _retry_if_stranded(self, event: InboundEvent) -> None:
+        """A redelivered event whose first handling failed (the database refused its write) is handled now.
+
+        Its row is still pending and nothing here is working on it: the platform's
+        redelivery is the retry.  (Rare, so the read costs nothing in the common case.)
+        """
+        key = event_key(event)
+        if key not in self._inflight and await self.store.event_status(key) == "pending":
+            log.info("inbox: event %s was stored but not handled; handling it now", key)
+            await self._publish(event)
+
+    def tracked(self, handler: Callable[[InboundEvent], Awaitable[None]]) -> Callable[[InboundEvent], Awaitable[None]]:
+        """``handler`` (the supervisor's), noting when it is done with each event (see :meth:`_retry_if_stranded`)."""
+
+        async def handle(event: InboundEvent) -> None:
+            try:
+                await handler(event)
+            finally:
+                self._inflight.discard(event_key(event))
+
+        return handle
+
+    def _admit(self, event: InboundEvent) -> Receipt:
+        """The cheap checks (no store write): accept, or refuse/ignore and say so when useful."""
+        config: ChannelSection | None = getattr(self.channels, event.chat.channel, None)
+        sender = event.sender
+        if sender.is_bot:
+            return self._ignore()
+        allowed = config is not None and (config.allows(sender.id) or config.is_admin(sender.id))
+        if not allowed:
+            if isinstance(event, InboundMessage):
+                self._refuse_stranger(event, config)
+                return Receipt.REFUSED
+            return self._ignore()  # the adapter's press check already told them
+        if isinstance(event, Action):
+            return self._reserve(event)
+        if not event.text.strip() and not event.attachments:
+            return self._ignore()
+        now = self._clock()
+        sender_key = f"{event.chat.channel}:{sender.id}"
+        limited = self.limits.sender_rate_per_min > 0 and not config.is_admin(sender.id)  # type: ignore[union-attr]
+        if limited and not self._buckets.take(sender_key, now):
+            self.stats.refuse("rate")
+            if self._told.due("rate:" + sender_key, now, self.limits.notice_interval_s):
+                per_min = f"{self.limits.sender_rate_per_min:g}"
+                self._tell(
+                    event,
+                    f"⏳ You are sending messages faster than I can take them (about {per_min} a minute); "
+                    "I am skipping new ones for a moment. Please wait for my answers.",
+                )
+            return Receipt.REFUSED
+        if len(event.text) > self.limits.max_text_chars:
+            self.stats.refuse("too_long")
+            self._tell(
+                event,
+                f"⚠️ Your message is too long ({len(event.text):,} characters; I take at most "
+                f"{self.limits.max_text_chars:,}). Please send a shorter one.",
+            )
+            return Receipt.REFUSED
+        if event.text.startswith("/"):
+            return self._reserve(event)  # commands get through a flooded chat (/cancel)
+        chat = str(event.chat)
+        waiting = self.bus.queued(chat) + self._reserved.get(chat, 0)
+        if waiting >= self.limits.chat_queue_max:
+            self.stats.refuse("chat_full")
+            if self._told.due("full:" + chat, now, self.limits.notice_interval_s):
+                self._tell(
+                    event,
+                    f"⚠️ {waiting} messages are already waiting here, so I did not take your latest one. "
+                    "Please wait for my answers, then send it again.",
+                )
+            return Receipt.REFUSED
+        if waiting < self.limits.chat_queue_notice:
+            self._slowed.discard(chat)
+        elif chat not in self._slowed:
+            self._slowed.add(chat)
+            if len(self._slowed) > _KEEP:
+                self._slowed.clear()
+            self._tell(event, f"🐢 Slow down: {waiting} messages are waiting; I answer them in order.")
+        return self._reserve(event)
+
+    def _reserve(self, event: InboundEvent) -> Receipt:
+        chat = str(event.chat)
+        self._reserved[chat] = self._reserved.get(chat, 0) + 1
+        return Receipt.ACCEPTED
+
+    def _release(self, chat: str) -> None:
+        left = self._reserved.get(chat, 0) - 1
+        if left > 0:
+            self._reserved[chat] = left
+        else:
+            self._reserved.pop(chat, None)
+
+    def _ignore(self) -> Receipt:
+        self.stats.ignored += 1
+        return Receipt.IGNORED
+
+    def _refuse_stranger(self, event: InboundMessage, config: ChannelSection | None) -> None:
+        self.stats.refuse("unknown_sender")
+        if config is None or config.unknown_senders == "ignore":
+            return
+        # Only when the bot was addressed: in a busy group, strangers' chatter gets no answer.
+        if not (event.is_direct or event.mentions_bot or config.mention_policy != "mention"):
+            return
+        key = f"stranger:{event.chat.channel}:{event.sender.id}"
+        if self._told.due(key, self._clock(), self.limits.unknown_sender_reply_s):
+            self._tell(
+                event,
+                f"Sorry, I only talk to approved users. Your user id is {event.sender.id}; "
+                "ask the operator to add it to allow_from.",
+            )
+
+    def _tell(self, event: InboundEvent, text: str) -> None:
+        """Send a notice off the intake's path (best effort: it never delays an acknowledgement)."""
+        if len(self._notices) >= _MAX_NOTICES:
+            log.warning("inbox: too many notices in flight; skipped one for %s", event.chat)
+            return
+        task = asyncio.ensure_future(self._send(OutboundMessage(chat=event.chat, text=text, kind="notice")))
+        self._notices.add(task)
+        task.add_done_callback(self._notices.discard)
+
+    async def _send(self, message: OutboundMessage) -> None:
+        try:
+            await self._notify(message)
+        except Exception as exc:
+            log.warning("inbox: could not send a notice to %s: %s", message.chat, exc)
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    async def recover(self) -> int:
+        """Publish the events committed before a crash and not handled, in arrival order."""
+        count = 0
+        for kind, data in await self.store.pending_events():
+            event: InboundEvent
+            try:
+                if kind == "action":
+                    event = Action.model_validate_json(data)
+                else:
+                    event = InboundMessage.model_validate_json(data)
+            except ValueError as exc:
+                log.error("inbox: a stored event cannot be read and is skipped: %s", exc)
+                continue
+            await self._publish(event)
+            count += 1
+        self.stats.recovered += count
+        if count:
+            log.info("inbox: %d events received before a restart are being handled now", count)
+        return count
+
+    async def settled(self) -> None:
+        """Wait until the notices sent so far went out (for tests and the console)."""
+        while self._notices:
+            await asyncio.wait(set(self._notices))
+
+    async def close(self, timeout: float = 2.0) -> None:
+        """Take nothing new; give notices in flight ``timeout`` seconds."""
+        self._closed = True
+        if self._notices:
+            await asyncio.wait(set(self._notices), timeout=timeout)
