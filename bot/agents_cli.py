@@ -36,11 +36,11 @@ def known_tool_names() -> set[str]:
     """
     from agents.react import ASK_USER
     from agents.tools import builtin_toolset
-    from agents.tools.config import CommandToolConfig, ToolsConfig
+    from agents.tools.config import ToolsConfig
 
-    # Every tool, enabled or not: an agent may name run_command before the operator turns it on.
-    every_tool = ToolsConfig(run_command=CommandToolConfig(enabled=True))
-    return {t.name for t in builtin_toolset(every_tool).tools} | {ASK_USER, "schedule_message"}
+    # Every tool, enabled or not: an agent may name run_command before the operator turns it on
+    # (or before a sandbox for it is installed).
+    return {t.name for t in builtin_toolset(ToolsConfig()).tools} | {ASK_USER, "schedule_message", "run_command"}
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from agents.models.base import Model
@@ -26,7 +27,7 @@ from bot.recovery import RecoveryReport, recover
 from bot.routing import Router
 from bot.runs import RunManager
 from bot.scheduled import ScheduledMessages
-from bot.settings import ConfigError, Settings
+from bot.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
 from bot.store import SqlStore, store_from_settings
 from bot.store.runs import RunStore
 from bot.supervisor import Supervisor
@@ -55,10 +56,21 @@ def build_model(settings: Settings) -> Model:
 
 
 def builtin_tools(settings: Settings) -> list[Tool]:
-    """The built-in toolset, configured by the ``tools`` section."""
+    """The built-in toolset, configured by the ``tools`` section (``run_command``'s sandbox masks the bot's files)."""
     from agents.tools import builtin_toolset
+    from agents.tools.sandbox import SandboxUnavailable
 
-    return list(builtin_toolset(settings.tools).tools)
+    try:
+        return list(builtin_toolset(settings.tools, hidden=own_files(settings)).tools)
+    except SandboxUnavailable as exc:
+        raise ConfigError(f"tools.run_command.sandbox is bwrap, but {exc}") from None
+
+
+def own_files(settings: Settings) -> list[Path]:
+    """What a sandboxed command must not see: the data dir (database), configuration files, agent files."""
+    paths = [settings.store.data_dir, USER_CONFIG.expanduser().parent, PROJECT_CONFIG.parent, settings.agents.user_dir]
+    paths += settings.agents.dirs
+    return [Path(p).expanduser() for p in paths]
 
 
 def plan_runner_factory(settings: Settings) -> Callable[[AgentSpec], Runner]:
@@ -118,14 +130,16 @@ class Gateway:
     ) -> None:
         self.settings = settings
         self.model = model if model is not None else build_model(settings)
-        self.store = store or store_from_settings(settings.store)
-        self.runs = RunStore(self.store)
+        self.store = store or store_from_settings(settings.store, exclusive=True, secrets=settings.secrets())
+        self.runs = RunStore(
+            self.store, runs_days=settings.store.runs_retention_days, audit_days=settings.store.audit_retention_days
+        )
         if trace_sinks is None:
             otel = OtelSink.from_config(settings.tracing)
             trace_sinks = [otel] if otel is not None else []
         self.tracing = Tracing(self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks)
         self.bus = InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
-        self.outbox = Outbox()
+        self.outbox = Outbox(settings.secrets())
         self.inbox = DurableInbox(
             self.store, self.bus, channels=settings.channels, limits=settings.limits, notify=self._send
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Protocol
 
 from bot.events import OutboundMessage
@@ -21,10 +22,15 @@ class DeliveryError(RuntimeError):
 
 
 class Outbox:
-    """Routes each :class:`OutboundMessage` to the adapter named by its chat key."""
+    """Routes each :class:`OutboundMessage` to the adapter named by its chat key.
 
-    def __init__(self) -> None:
+    Known secret values in a text (a model repeating a token it saw in a tool's output)
+    are replaced by ``***`` before anything reaches a platform.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._channels: dict[str, Sender] = {}
+        self._secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
 
     def register(self, channel: Sender) -> None:
         self._channels[channel.name] = channel
@@ -37,4 +43,9 @@ class Outbox:
         channel = self._channels.get(message.chat.channel)
         if channel is None:
             raise DeliveryError(f"no channel adapter for {message.chat.channel!r}")
+        text = message.text
+        if any(secret in text for secret in self._secrets):
+            for secret in self._secrets:
+                text = text.replace(secret, "***")
+            message = message.model_copy(update={"text": text})
         return await channel.send(message)

@@ -83,6 +83,10 @@ class StoreSection(_Section):
     """Most writes committed in one transaction (group commit)."""
     retention_interval_s: float = Field(5.0, gt=0)
     """How often the writer prunes history and processed ids beyond their limits."""
+    runs_retention_days: float = Field(30, gt=0)
+    """Finished runs, with their interrupts and tool ledger, are deleted this many days after they ended."""
+    audit_retention_days: float = Field(365, gt=0)
+    """Admin changes (the audit log) are kept this many days."""
 
     def database_url(self) -> str:
         if self.url:

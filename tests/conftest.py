@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import shutil
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,25 @@ from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMe
 from bot.inbox import Inbox, Receipt
 from bot.settings import Settings, load_settings
 from tests.fakes.gemini_server import FakeGemini
+
+
+def need_bwrap() -> None:
+    """These tests need bubblewrap: installed from Debian's packages when missing (as root), else they fail."""
+    from agents.tools.sandbox import SandboxUnavailable, bubblewrap
+
+    try:
+        bubblewrap(network=False, hidden=())
+        return
+    except SandboxUnavailable:
+        pass
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        for command in (["apt-get", "install", "-y", "-q", "bubblewrap"], ["apt-get", "update", "-q"]):
+            subprocess.run(command, capture_output=True, timeout=300, check=False)
+        subprocess.run(["apt-get", "install", "-y", "-q", "bubblewrap"], capture_output=True, timeout=300, check=False)
+    try:
+        bubblewrap(network=False, hidden=())
+    except SandboxUnavailable as exc:
+        pytest.fail(f"bubblewrap is needed for the sandbox tests (apt install bubblewrap): {exc}")
 
 
 @pytest.fixture(autouse=True)

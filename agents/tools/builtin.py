@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from agents.tools.base import StaticToolset, Tool
 from agents.tools.command import command_tools
 from agents.tools.config import ToolsConfig
@@ -12,17 +15,18 @@ from agents.tools.time import time_tools
 BUILTIN = "builtin"
 
 
-def builtin_tools(config: ToolsConfig) -> list[Tool]:
-    """Every built-in tool the configuration enables (``run_command`` only when enabled), less the disabled ones."""
+def builtin_tools(config: ToolsConfig, *, hidden: Sequence[Path] = ()) -> list[Tool]:
+    """Every built-in tool the configuration enables (``run_command`` only when enabled and sandboxed), less
+    the disabled ones.  ``hidden``: the bot's own files, which ``run_command``'s sandbox masks."""
     tools = [
         *time_tools(),
         *http_tools(config.http),
         *file_tools(config.workspace, config.max_file_bytes),
-        *command_tools(config.run_command, config.workspace),
+        *command_tools(config.run_command, config.workspace, hidden=hidden),
     ]
     return [t for t in tools if t.name not in config.disabled]
 
 
-def builtin_toolset(config: ToolsConfig) -> StaticToolset:
+def builtin_toolset(config: ToolsConfig, *, hidden: Sequence[Path] = ()) -> StaticToolset:
     """The built-in tools as the toolset named ``builtin``."""
-    return StaticToolset(BUILTIN, builtin_tools(config))
+    return StaticToolset(BUILTIN, builtin_tools(config, hidden=hidden))

@@ -1,20 +1,30 @@
-"""``run_command``: off unless enabled, always confirmed, run in the workspace, bounded in time and output.
+"""``run_command``: off unless enabled, always confirmed, sandboxed, run in the workspace, bounded in time and output.
 
-The command runs in its own process group (killed whole on timeout), with
-stdin closed, a small environment (never the gateway's tokens and keys), and
-no shell unless ``shell: true`` (otherwise it is split with :func:`shlex.split`).
+The command runs in a sandbox (:mod:`agents.tools.sandbox`) in its own process
+group (killed whole on timeout), with stdin closed, a small environment (never
+the gateway's tokens and keys), and no shell unless ``shell: true`` (otherwise it
+is split with :func:`shlex.split`).  Whatever it printed is kept, even when a
+background child holds its output open after it exits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import re
 import shlex
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 from agents.tools.base import Tool, ToolError, tool
 from agents.tools.config import CommandToolConfig
+from agents.tools.sandbox import NoSandbox, SandboxUnavailable, choose_sandbox
+
+log = logging.getLogger(__name__)
+
+_SANDBOX_EXEC = re.compile(r"exit code 1\nbwrap: execvp (\S{1,200}): (No such file or directory|Permission denied)\n?$")
 
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM")
 
@@ -27,9 +37,12 @@ def command_env(extra: list[str]) -> dict[str, str]:
     return env
 
 
-async def _collect(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
-    """Read to the end, keeping the first ``limit`` bytes (the rest is drained so the process never blocks)."""
-    kept = bytearray()
+async def _collect(stream: asyncio.StreamReader, kept: bytearray, limit: int) -> bool:
+    """Read to the end into ``kept`` (at most ``limit`` bytes; the rest is drained so the process never blocks).
+
+    Returns whether anything was dropped.  ``kept`` fills as the output comes, so what was
+    read stays when the reading is stopped early.
+    """
     dropped = False
     while chunk := await stream.read(65536):
         room = limit - len(kept)
@@ -37,7 +50,7 @@ async def _collect(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, boo
             kept += chunk[:room]
         if len(chunk) > room:
             dropped = True
-    return bytes(kept), dropped
+    return dropped
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -59,7 +72,8 @@ async def _finish(proc: asyncio.subprocess.Process, config: CommandToolConfig) -
     assert proc.stdout is not None
     loop = asyncio.get_running_loop()
     deadline = loop.time() + config.timeout_s
-    reader = asyncio.ensure_future(_collect(proc.stdout, config.max_output_chars * 4))
+    output = bytearray()
+    reader = asyncio.ensure_future(_collect(proc.stdout, output, config.max_output_chars * 4))
     # Process.wait() also waits for the output pipe to close, which a background child can hold open.
     waiter = asyncio.ensure_future(proc.wait())
     timed_out = False
@@ -81,13 +95,13 @@ async def _finish(proc: asyncio.subprocess.Process, config: CommandToolConfig) -
             if transport is not None:
                 transport.close()
         done, _ = await asyncio.wait({reader}, timeout=1.0)
-        output, dropped = reader.result() if done else (b"", False)
+        dropped = bool(reader.result()) if done and not reader.cancelled() and reader.exception() is None else False
     finally:
         if proc.returncode is None:  # cancelled: nothing of the command may outlive the run
             _kill_group(proc)
         for task in (reader, waiter):
             task.cancel()
-    text = _clip(output, dropped, config.max_output_chars)
+    text = _clip(bytes(output), dropped, config.max_output_chars)
     if timed_out:
         raise ToolError(f"timed out after {config.timeout_s:g} s; the command was killed. Output so far:\n{text}")
     code = proc.returncode
@@ -95,11 +109,31 @@ async def _finish(proc: asyncio.subprocess.Process, config: CommandToolConfig) -
     return f"{status}\n{text}"
 
 
-def command_tools(config: CommandToolConfig, workspace: Path) -> list[Tool]:
-    """``run_command`` when enabled, else nothing."""
+def command_tools(config: CommandToolConfig, workspace: Path, *, hidden: Sequence[Path] = ()) -> list[Tool]:
+    """``run_command`` when enabled and a sandbox is at hand, else nothing.
+
+    ``hidden``: the bot's own files (data dir, configuration) the sandbox masks.
+    Raises :class:`SandboxUnavailable` when ``sandbox: bwrap`` cannot work here.
+    """
     if not config.enabled:
         return []
     root = workspace.expanduser().resolve()
+    try:
+        sandbox = choose_sandbox(config.sandbox, network=config.network, hidden=[p.resolve() for p in hidden])
+    except SandboxUnavailable as exc:
+        if config.sandbox == "bwrap":
+            raise
+        log.warning(
+            "run_command is enabled but stays OFF: %s. Install bubblewrap, or set tools.run_command.sandbox: none "
+            "to run commands without a sandbox (they can then read the bot's files and environment).",
+            exc,
+        )
+        return []
+    if isinstance(sandbox, NoSandbox):
+        log.warning(
+            "run_command runs commands WITHOUT a sandbox (tools.run_command.sandbox: none): an approved command "
+            "can read the bot's database, configuration and files."
+        )
 
     @tool(risk="high", confirm=True)
     async def run_command(command: str) -> str:
@@ -108,32 +142,37 @@ def command_tools(config: CommandToolConfig, workspace: Path) -> list[Tool]:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ToolError(f"the workspace cannot be created: {exc.strerror}") from None
-        common: dict = {
-            "cwd": root,
-            "stdin": asyncio.subprocess.DEVNULL,
-            "stdout": asyncio.subprocess.PIPE,
-            "stderr": asyncio.subprocess.STDOUT,
-            "start_new_session": True,
-            "env": command_env(config.pass_env),
-        }
         if not command.strip():
             raise ToolError("empty command")
+        if config.shell:
+            argv = ["/bin/sh", "-c", command]
+        else:
+            try:
+                argv = shlex.split(command)
+            except ValueError as exc:
+                raise ToolError(f"cannot parse the command: {exc}") from None
+        program, env = sandbox.argv(argv, root, command_env(config.pass_env))
         try:
-            if config.shell:
-                proc = await asyncio.create_subprocess_shell(command, **common)
-            else:
-                try:
-                    argv = shlex.split(command)
-                except ValueError as exc:
-                    raise ToolError(f"cannot parse the command: {exc}") from None
-                proc = await asyncio.create_subprocess_exec(*argv, **common)
+            proc = await asyncio.create_subprocess_exec(
+                *program,
+                cwd=root,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+            )
         except FileNotFoundError:
-            raise ToolError(f"command not found: {command.split()[0]}") from None
+            raise ToolError(f"command not found: {argv[0]}") from None
         except PermissionError:
-            raise ToolError(f"permission denied: {command.split()[0]}") from None
+            raise ToolError(f"permission denied: {argv[0]}") from None
         except OSError as exc:
             raise ToolError(f"cannot start the command: {exc.strerror or exc}") from None
-
-        return await _finish(proc, config)
+        result = await _finish(proc, config)
+        failed = _SANDBOX_EXEC.match(result)  # the sandbox could not start it: say so as plainly as without one
+        if failed is not None:
+            what = "command not found" if failed[2] == "No such file or directory" else failed[2].lower()
+            raise ToolError(f"{what}: {failed[1]}")
+        return result
 
     return [run_command]

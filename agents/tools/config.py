@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -43,9 +44,14 @@ class HttpToolConfig(_Section):
 
 
 class CommandToolConfig(_Section):
-    """``run_command``: off unless enabled; always confirmed by the user."""
+    """``run_command``: off unless enabled; always confirmed by the user; sandboxed."""
 
     enabled: bool = False
+    sandbox: Literal["auto", "bwrap", "none"] = "auto"
+    """``auto``: bubblewrap when it works here, else the tool stays off (the start-up log says why);
+    ``bwrap``: bubblewrap or refuse to start; ``none``: no sandbox (the command can read the bot's files)."""
+    network: bool = False
+    """Let sandboxed commands use the network (off: they get no network at all)."""
     timeout_s: float = Field(30, gt=0)
     max_output_chars: int = Field(20_000, ge=100)
     shell: bool = False

@@ -62,6 +62,10 @@ class Retention:
             self._chats[write.grows] = None
         self._events += write.events
 
+    def grew(self) -> bool:
+        """Whether writes since the last pass left something to cut (an idle gateway prunes only then)."""
+        return bool(self._chats or self._events)
+
     def due(self) -> bool:
         if self._clock() - self._last < self.interval_s:
             return False

@@ -12,9 +12,10 @@ cached, so the per-message path does not read the database.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -114,11 +115,24 @@ def _interrupt(row: tuple[Any, ...]) -> InterruptRow:
     )
 
 
+_OPEN = "('running', 'paused')"
+_FINISHED_BEFORE = f"SELECT id FROM runs WHERE status NOT IN {_OPEN} AND updated_at < ?"
+PRUNE_RUNS = (
+    f"DELETE FROM interrupts WHERE run_id IN ({_FINISHED_BEFORE})",
+    f"DELETE FROM tool_ledger WHERE run_id IN ({_FINISHED_BEFORE})",
+    f"DELETE FROM runs WHERE status NOT IN {_OPEN} AND updated_at < ?",
+)
+PRUNE_AUDIT = "DELETE FROM audit_log WHERE at < ?"
+RETENTION_EVERY_S = 3600.0
+"""Runs and the audit log are pruned at most this often (their limits are days)."""
+
+
 class RunStore:
     """The durable side of runs and interrupts."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlStore, *, runs_days: float = 30, audit_days: float = 365) -> None:
         self.store = store
+        store.add_retention(_age_rule(runs_days, audit_days))
         self._pending: CachedMap[_Pending] = CachedMap(store.cache_chats, self._load_pending)
         self._paused: Lru[tuple[RunRow, str]] = Lru(store.cache_chats)
         """Runs paused by this process: the row and its checkpoint's JSON, as committed (no read to resume)."""
@@ -449,6 +463,24 @@ class RunStore:
             f"SELECT {_INT_COLS} FROM interrupts WHERE chat_key = ? AND status = 'pending'", (chat_key,)
         )
         return _Pending(_interrupt(rows[0]) if rows else None)
+
+
+def _age_rule(runs_days: float, audit_days: float) -> Callable[[], list[Step]]:
+    """The retention statements for finished runs (interrupts and ledger first) and the audit log, hourly."""
+    last = [-RETENTION_EVERY_S]
+
+    def rule() -> list[Step]:
+        now = time.monotonic()
+        if now - last[0] < RETENTION_EVERY_S:
+            return []
+        last[0] = now
+        runs_before = utcnow() - timedelta(days=runs_days)
+        return [
+            *(Step(sql, (runs_before,)) for sql in PRUNE_RUNS),
+            Step(PRUNE_AUDIT, (utcnow() - timedelta(days=audit_days),)),
+        ]
+
+    return rule
 
 
 @lru_cache(maxsize=64)

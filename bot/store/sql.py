@@ -9,11 +9,13 @@ applying each committed write to them (:mod:`bot.store.cache`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,6 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from agents.messages import Message
 from bot.store.base import StoreError
 from bot.store.cache import CachedMap, ChatState
+from bot.store.lock import ProcessLock
 from bot.store.migrate import async_url, migrate_url
 from bot.store.ops import (
     DELETE_HISTORY,
@@ -85,8 +88,14 @@ class SqlStore:
         cache_chats: int = 1000,
         max_batch: int = 256,
         retention_interval_s: float = 5.0,
+        exclusive: bool = False,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.url = url
+        self.secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
+        """Known secret values (tokens, keys): replaced by ``***`` in every value written, whatever row it is."""
+        self.exclusive = exclusive
+        """SQLite: hold ``<database>.lock`` while open, so a second process fails at start (the gateway's)."""
         self.synchronous = synchronous.upper()
         self.busy_timeout_ms = busy_timeout_ms
         self.history_limit = history_limit
@@ -101,6 +110,8 @@ class SqlStore:
         self._writer: GroupCommit | None = None
         self._reader: Reader | None = None
         self._tempdir: str | None = None
+        self._lock: ProcessLock | None = None
+        self._idle_retention: asyncio.Task[None] | None = None
         self._new_caches()
 
     def _new_caches(self) -> None:
@@ -133,6 +144,9 @@ class SqlStore:
 
             path = self._sqlite_path()
             url = f"sqlite:///{path}"
+            if self.exclusive:
+                self._lock = ProcessLock(Path(path + ".lock"))
+                self._lock.acquire(path)
             writer = SqliteWriter(
                 path,
                 synchronous=self.synchronous,
@@ -142,17 +156,24 @@ class SqlStore:
             )
             reader = SqliteReader(path, busy_timeout_ms=self.busy_timeout_ms)
         try:
-            await migrate_url(url)
-        except (SQLAlchemyError, OSError) as exc:
-            raise StoreError(f"cannot open the database: {exc}") from exc
-        await writer.open()
-        try:
-            await reader.open()
+            try:
+                await migrate_url(url)
+            except (SQLAlchemyError, OSError) as exc:
+                raise StoreError(f"cannot open the database: {exc}") from exc
+            await writer.open()
+            try:
+                await reader.open()
+            except BaseException:
+                await writer.close()
+                raise
         except BaseException:
-            await writer.close()
+            self._unlock()
             raise
         self._writer, self._reader = writer, reader
         self._new_caches()
+        # Passes also run when nothing is written (the writer runs them between batches otherwise),
+        # so a chat's history is cut to its limit soon after its last message, not at the next one.
+        self._idle_retention = asyncio.create_task(self._retain_when_idle(retention), name="store-retention")
         log.info("store: %s (synchronous=%s)", self.dialect, self.synchronous if self.dialect == "sqlite" else "-")
 
     def _sqlite_path(self) -> str:
@@ -165,7 +186,20 @@ class SqlStore:
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         return str(Path(path).expanduser())
 
+    async def _retain_when_idle(self, retention: Retention) -> None:
+        while True:
+            await asyncio.sleep(retention.interval_s)
+            if retention.grew() and retention.due():
+                try:
+                    await self.prune()
+                except StoreError as exc:
+                    log.warning("store: retention pass failed (tried again later): %s", exc)
+
     async def close(self) -> None:
+        task, self._idle_retention = self._idle_retention, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         writer, reader = self._writer, self._reader
         self._writer = self._reader = None
         if writer is not None:
@@ -173,9 +207,15 @@ class SqlStore:
         if reader is not None:
             await reader.close()
         self._new_caches()
+        self._unlock()
         if self._tempdir is not None:
             shutil.rmtree(self._tempdir, ignore_errors=True)
             self._tempdir = None
+
+    def _unlock(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
 
     # -- generic access, for the tables of later steps ------------------------------
 
@@ -190,7 +230,7 @@ class SqlStore:
         """Run ``steps`` in the next group commit; returns after the commit."""
         if self._writer is None:
             raise StoreError("the store is not started")
-        return await self._writer.submit(steps, on_commit=on_commit, grows=grows, events=events)
+        return await self._writer.submit(self._scrub(steps), on_commit=on_commit, grows=grows, events=events)
 
     def write_later(self, steps: Sequence[Step], *, what: str = "write") -> None:
         """Queue ``steps`` for the next group commit without waiting for it.
@@ -200,7 +240,20 @@ class SqlStore:
         """
         if self._writer is None:
             raise StoreError("the store is not started")
-        self._writer.submit_unwaited(steps, what)
+        self._writer.submit_unwaited(self._scrub(steps), what)
+
+    def _scrub(self, steps: Sequence[Step]) -> Sequence[Step]:
+        """``steps`` with known secret values replaced in their text parameters (a model's answer or a
+        tool's output may repeat a token; no stored row ever holds one)."""
+        secrets = self.secrets
+        if not secrets:
+            return steps
+        out = list(steps)
+        for i, step in enumerate(out):
+            params = step.params
+            if any(isinstance(p, str) and any(s in p for s in secrets) for p in params):
+                out[i] = replace(step, params=tuple(_redact(p, secrets) for p in params))
+        return out
 
     async def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """A query on the read path (not for the per-message path: use the caches)."""
@@ -258,7 +311,7 @@ class SqlStore:
         writer = self._writer
         if writer is None:
             raise StoreError("the store is not started")
-        futures = [writer.submit([step], events=1) for step in steps]
+        futures = [writer.submit(self._scrub([step]), events=1) for step in steps]
         return [(await future).ok for future in futures]
 
     async def event_status(self, event_key: str) -> str | None:
@@ -347,6 +400,14 @@ class SqlStore:
         return {name: json.loads(value) for name, value in rows}
 
 
+def _redact(value: Any, secrets: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, "***")
+    return value
+
+
 def _row(chat_key: str, message: Message, at: Any) -> tuple[Any, ...]:
     return (chat_key, message.role, message.agent, message.model_dump_json(exclude_defaults=True), at)
 
@@ -379,8 +440,11 @@ def open_store(url: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 50
     return SqlStore(url, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, **options)
 
 
-def store_from_settings(section: StoreSection) -> SqlStore:
-    """The store configured by the ``store:`` section (every key, retention and caches included)."""
+def store_from_settings(section: StoreSection, *, exclusive: bool = False, secrets: Iterable[str] = ()) -> SqlStore:
+    """The store configured by the ``store:`` section (every key, retention and caches included).
+
+    ``exclusive``: the gateway's store (one process per SQLite file); read-only tools leave it False.
+    """
     return SqlStore(
         section.database_url(),
         synchronous=section.synchronous,
@@ -390,4 +454,6 @@ def store_from_settings(section: StoreSection) -> SqlStore:
         cache_chats=section.cache_chats,
         max_batch=section.max_batch,
         retention_interval_s=section.retention_interval_s,
+        exclusive=exclusive,
+        secrets=secrets,
     )

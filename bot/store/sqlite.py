@@ -39,8 +39,10 @@ from bot.store.writer import GroupCommit
 log = logging.getLogger(__name__)
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-CHECKPOINT_EVERY = 100
-"""Commits between WAL checkpoints (a batch writes a few pages; SQLite's own default is every 1,000 pages)."""
+CHECKPOINT_EVERY = 1000
+"""Writes between WAL checkpoints: about 4 MB of WAL (SQLite's own default is every 1,000 pages)."""
+WAL_SIZE_LIMIT = 16 * 1024 * 1024
+"""``journal_size_limit``: a WAL that grew past this is truncated to it when it starts over."""
 
 
 def _sqlite_datetime(value: datetime) -> str:
@@ -107,14 +109,17 @@ class SqliteWriter(GroupCommit):
         self._thread: threading.Thread | None = None
         self._checkpointer: ThreadPoolExecutor | None = None
         self._checkpointing: asyncio.Future[None] | None = None
-        self._commits_unchecked = 0
+        self._writes_unchecked = 0
         self._ckpt_conn: sqlite3.Connection | None = None
+        self._reset_due = False
+        """A checkpoint beside the writer finished: the writer finishes it so the WAL can start over."""
 
     async def open(self) -> None:
         try:
             conn = connect(self.path, synchronous=self.synchronous, busy_timeout_ms=self.busy_timeout_ms, wal=True)
             # Checkpoints run beside the writer (see _checkpoint), not inside a COMMIT.
             conn.execute("PRAGMA wal_autocheckpoint = 0")
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
             self.retention.event_count = conn.execute(COUNT_EVENTS).fetchone()[0]
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
@@ -237,8 +242,8 @@ class SqliteWriter(GroupCommit):
         for writes, results, error in outcomes:
             if writes:
                 self._resolve(writes, results, error)
-        self._commits_unchecked += 1
-        if self._commits_unchecked >= CHECKPOINT_EVERY and self._checkpointing is None and not self._closed:
+        self._writes_unchecked += sum(len(writes) for writes, _results, _error in outcomes)
+        if self._writes_unchecked >= CHECKPOINT_EVERY and self._checkpointing is None and not self._closed:
             self._start_checkpoint()
         self._kick()
 
@@ -252,7 +257,7 @@ class SqliteWriter(GroupCommit):
         waited as long.  A PASSIVE checkpoint on another connection never blocks
         the writer (WAL lets them run together), so commits stay short.
         """
-        self._commits_unchecked = 0
+        self._writes_unchecked = 0
         if self._checkpointer is None:
             self._checkpointer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-checkpoint")
         assert self._loop is not None
@@ -276,6 +281,7 @@ class SqliteWriter(GroupCommit):
             log.warning("store: WAL checkpoint failed (retried later): %s", future.exception())
         else:
             self.stats.checkpoints += 1
+            self._reset_due = True
 
     def _close_checkpointer(self) -> None:
         conn, self._ckpt_conn = self._ckpt_conn, None
@@ -323,7 +329,27 @@ class SqliteWriter(GroupCommit):
         self._booked(job.writes, results)
         if self.retention.due():
             self._prune([])
+        if self._reset_due:
+            self._finish_checkpoint()
         return [(job.writes, results, error)]
+
+    def _finish_checkpoint(self) -> None:
+        """On the committer thread, between batches: copy the few frames written since the checkpoint beside it.
+
+        A checkpoint beside a busy writer never catches up with it (frames keep coming while
+        it copies), and a WAL that is never wholly copied never starts over: it grew by about
+        14 KB per message, 420 MB at 20,000.  The writer itself, between two batches, has only
+        what came in meanwhile to copy (milliseconds); once all of it is in the database, the
+        next transaction writes the WAL from its start (and ``journal_size_limit`` trims the file).
+        """
+        self._reset_due = False
+        try:
+            busy, frames, copied = self._require_conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error as exc:
+            log.warning("store: finishing a WAL checkpoint failed (tried again later): %s", exc)
+            return
+        if not busy and frames == copied:
+            self.stats.wal_resets += 1
 
     def _cycle(self, batch: list[Write]) -> list[_Outcome]:
         writes, prunes = self._split(batch)

@@ -38,6 +38,8 @@ class WriterStats:
     retention_passes: int = 0
     checkpoints: int = 0
     """WAL checkpoints taken beside the writer (SQLite)."""
+    wal_resets: int = 0
+    """Checkpoints the writer finished, after which the WAL starts over (SQLite)."""
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

@@ -37,7 +37,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage
-from bot.inbox import Inbox, InboxClosed
+from bot.inbox import Inbox, InboxClosed, NotStored
 from bot.settings import ConfigError
 from bot.settings import SlackChannel as SlackSettings
 from channels.formatting import rendered
@@ -221,6 +221,15 @@ class SlackChannel:
         self.app.command(slash_command)(self._on_command)
         # Every other event is acknowledged too (bolt would answer 404 and Slack would retry).
         self.app.event(re.compile(".*"))(self._on_other_event)
+        self.app.error(self._on_error)
+
+    @staticmethod
+    async def _on_error(error: Exception) -> None:
+        """A listener failed: bolt answers 500 (no ack), so Slack delivers the event again."""
+        if isinstance(error, NotStored):
+            log.warning("slack: an event was not stored (%s); Slack will deliver it again", error)
+        else:
+            log.error("slack: handling an event failed; Slack will deliver it again", exc_info=error)
 
     async def _http(self, request: web.Request) -> web.Response:
         if not self._receiving:  # starting or stopping: Slack retries later

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from agents.tools import ToolError, ToolsConfig, builtin_toolset
 from agents.tools.base import Tool
 from agents.tools.time import time_tools
+from tests.conftest import need_bwrap
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -123,6 +124,7 @@ async def test_unknown_time_zone_suggests_close_names() -> None:
 
 
 def command(tmp_path: Path, **kw: object) -> Tool:
+    need_bwrap()  # run_command runs in its sandbox
     return tools(tmp_path, run_command={"enabled": True, **kw})["run_command"]
 
 
