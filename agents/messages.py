@@ -10,13 +10,38 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Role = Literal["user", "assistant", "tool"]
 
 
+MAX_ARGS_DEPTH = 32
+"""Tool arguments nested deeper than this are refused (nothing real needs it; storing them would fail)."""
+
+
+def args_problem(args: Any) -> str | None:
+    """Why a model's tool arguments cannot be used as they are, or None."""
+    if not isinstance(args, dict):
+        return f"the arguments must be a JSON object, not {type(args).__name__}"
+    stack: list[tuple[Any, int]] = [(args, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_ARGS_DEPTH:
+            return f"the arguments are nested more than {MAX_ARGS_DEPTH} levels deep"
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, depth + 1) for v in value)
+    return None
+
+
 class ToolCall(BaseModel):
-    """A function call requested by the model."""
+    """A function call requested by the model.
+
+    Arguments that are not an object, or absurdly deep, are replaced by ``{}`` and the
+    reason is kept in ``invalid``: the call then gets a tool error the model can read,
+    and nothing downstream (validation, storage, a confirmation prompt) meets them.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -24,6 +49,16 @@ class ToolCall(BaseModel):
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
     provider_meta: dict[str, Any] | None = None
+    invalid: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _usable_args(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "args" in data and data.get("invalid") is None:
+            problem = args_problem(data["args"])
+            if problem is not None:
+                return {**data, "args": {}, "invalid": problem}
+        return data
 
 
 class ToolResult(BaseModel):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,11 +69,35 @@ def _clip(content: Any) -> Any:
     return content
 
 
-def describe_call(call: ToolCall, limit: int = 300) -> str:
-    """``name(arg=value, ...)`` for prompts and progress lines."""
-    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.args.items())
+def describe_call(call: ToolCall, limit: int | None = 300) -> str:
+    """``name(arg=value, ...)``: in full for a confirmation prompt (``limit=None``), shortened for progress lines.
+
+    Values are JSON with everything that could hide part of them made visible: control
+    and invisible characters as ``\\uXXXX``, a long run of spaces as ``⟨320 spaces⟩``, so
+    what a person approves is exactly what runs.
+    """
+    args = ", ".join(f"{k}={visible_json(v)}" for k, v in call.args.items())
     text = f"{call.name}({args})"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+_SPACE_RUN = re.compile(r" {8,}")
+
+
+def visible_json(value: Any) -> str:
+    """``value`` as JSON a person can read completely (see :func:`describe_call`)."""
+    text = json.dumps(value, ensure_ascii=False)
+    if not text.isascii() or "  " in text:
+        text = "".join(f"\\u{ord(ch):04x}" if _hidden(ch) else ch for ch in text)
+        text = _SPACE_RUN.sub(lambda m: f"⟨{len(m[0])} spaces⟩", text)
+    return text
+
+
+def _hidden(ch: str) -> bool:
+    """Characters that show as nothing, or move text around (zero-width, bidi controls, odd spaces)."""
+    if ch == " " or ch.isascii():
+        return False
+    return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cn", "Zl", "Zp", "Zs")
 
 
 class ReactRunner:
@@ -158,7 +184,9 @@ class ReactRunner:
             new.append(turn)
             if not turn.tool_calls:
                 return FinalAnswer(text=turn.text or "", messages=tuple(new[1:]), agent=self.name)
-            refused: dict[str, ToolResult] = {}
+            # Calls whose arguments are unusable go back to the model as errors, before anything else:
+            # never to a person for confirmation, never to a tool.
+            refused = self._invalid_calls(turn, tools)
             handoff = self._handoff(ctx, new, turn, refused)
             if handoff is not None:
                 return handoff
@@ -191,6 +219,20 @@ class ReactRunner:
         text = response.text or f"I stopped after {self.max_iterations} steps without a final answer."
         new.append(Message.assistant(text, agent=self.name))
         return FinalAnswer(text=text, messages=tuple(new[1:]), agent=self.name)
+
+    @staticmethod
+    def _invalid_calls(turn: Message, tools: dict[str, Tool]) -> dict[str, ToolResult]:
+        refused: dict[str, ToolResult] = {}
+        for call in turn.tool_calls:
+            problem = f"invalid arguments for {call.name}: {call.invalid}" if call.invalid else None
+            if problem is None and call.name in tools:
+                try:
+                    tools[call.name].validate(call.args)
+                except ToolError as exc:
+                    problem = str(exc)
+            if problem is not None:
+                refused[call.id] = ToolResult(call_id=call.id, name=call.name, content=problem, is_error=True)
+        return refused
 
     async def _request(
         self, ctx: RunContext, new: list[Message], declarations: Sequence[Any], note: str | None = None
@@ -296,14 +338,20 @@ class ReactRunner:
         tools: dict[str, Tool],
         iteration: int,
     ) -> InterruptRequest:
-        lines = [f"• {describe_call(c)}" for c in confirm]
+        lines = [f"• {describe_call(c, None)}" for c in confirm]
         prompt = "🔐 Confirm before I run:\n" + "\n".join(lines)
         return InterruptRequest(
             kind="tool_confirm",
             prompt=prompt,
             payload={
                 "calls": [
-                    {"id": c.id, "name": c.name, "args": c.args, "risk": tools[c.name].risk, "label": describe_call(c)}
+                    {
+                        "id": c.id,
+                        "name": c.name,
+                        "args": c.args,
+                        "risk": tools[c.name].risk,
+                        "label": describe_call(c, 60),
+                    }
                     for c in confirm
                 ]
             },

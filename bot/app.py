@@ -162,6 +162,7 @@ class Gateway:
             send=self._send,
             tools=self.tool_pool,
             tracing=self.tracing,
+            text_limits={c.name: getattr(c, "text_limit", None) for c in self.channels},
         )
         self.interrupts = InterruptService(self.runs, self.manager)
         self.manager.on_pause = self.interrupts.schedule

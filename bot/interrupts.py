@@ -21,8 +21,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.checkpoints import closed_messages, load_checkpoint
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
-from bot.interrupt_text import parse_payload, yes_no
-from bot.runs import NEVER_GRANTED, RunManager
+from bot.interrupt_text import buttons_for, parse_payload, yes_no
+from bot.runs import NEVER_GRANTED, SHOW_ALL, RunManager
 from bot.store.base import StoreError
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunStore
@@ -90,7 +90,41 @@ class InterruptService:
             if event_key is None or await self._first_time(event_key, action.chat):
                 await self._notice(action.chat, refusal or NOT_PENDING)
             return
+        if choice == SHOW_ALL:
+            if event_key is None or await self._first_time(event_key, action.chat):
+                await self.show_all(row)
+            return
         await self.resolve(row, self._resolution(row, choice), action.sender, event_key=event_key)
+
+    async def show_all(self, row: InterruptRow) -> None:
+        """A confirmation too long for one message: send all of it, then the real choices under it.
+
+        Approve exists only from here on (the locked prompt offered Show all and Deny), so
+        nobody approves arguments they could not see.  The row learns its new choices before
+        the new buttons go out, so a press on them is never refused as stale.
+        """
+        full = str(row.payload.get("full_text") or row.prompt)
+        choices = [(str(label), str(value)) for label, value in row.payload.get("full_choices") or row.choices]
+        chat = ChatKey.parse(row.chat_key)
+        if await self.manager.send(OutboundMessage(chat=chat, text=full)) is None:
+            await self._notice(chat, "⚠️ I could not show the whole request; it is still waiting. Press Show all again.")
+            return
+        old_prompt, old_ref = row.prompt, row.prompt_ref
+        text = "☝️ That is everything I would run: " + ", ".join(c["name"] for c in row.payload.get("calls", [])) + "."
+        if not await self.runs.unlock(row, choices, text):
+            await self._notice(chat, NOT_PENDING)
+            return
+        prompt = OutboundMessage(
+            chat=chat,
+            text=text + "\n(Press a button, or reply yes / no.)",
+            buttons=buttons_for(row.id, row.nonce, choices),
+        )
+        ref = await self.manager.send(prompt)
+        self.runs.set_prompt_ref(row, ref)
+        if old_ref is not None:  # the preview loses its buttons
+            await self.manager.send(
+                OutboundMessage(chat=chat, text=f"{old_prompt}\n\n📄 Shown in full below.", edit_of=old_ref)
+            )
 
     async def _first_time(self, event_key: str, chat: ChatKey) -> bool:
         try:
@@ -129,6 +163,10 @@ class InterruptService:
             await self.resolve(row, {"answer": event.text, "choice": None}, event.sender, event_key=event_key)
             return TextOutcome(True)
         decision = yes_no(event.text)
+        if decision and row.kind == "tool_confirm" and not any(value == "a" for _label, value in row.choices):
+            if event_key is None or await self._first_time(event_key, event.chat):
+                await self._notice(event.chat, "Press 📄 Show all first: approve once you have seen all of it.")
+            return TextOutcome(True)
         if decision is not None:
             if row.kind == "tool_confirm":
                 ids = [c["id"] for c in row.payload.get("calls", [])]

@@ -20,7 +20,7 @@ from bot.events import ChatKey, OutboundMessage
 from bot.interrupt_text import new_id
 from bot.interrupts import DENIED_EXPIRED, InterruptService
 from bot.runs import RunManager
-from bot.store.runs import RunStore
+from bot.store.runs import RunRow, RunStore
 
 log = logging.getLogger(__name__)
 
@@ -47,27 +47,38 @@ async def recover(runs: RunStore, manager: RunManager, interrupts: InterruptServ
         await runs.sent(entry.id, ref, entry.interrupt_id)
         report.resent += 1
     for run in await runs.runs_with_status("running", "paused"):
-        latest = await runs.latest_interrupt(run.id)
-        if latest is not None and latest.status == "pending":
-            continue  # waiting for a human; expiry is reconciled below
-        if run.checkpoint is not None and latest is not None:
-            resolution = latest.resolution or {"approved": [], "reason": DENIED_EXPIRED}
-            log.info("recovery: resuming run %s of %s", run.id, run.chat_key)
-            await manager.resume(run, resolution)
-            report.resumed.append(run.id)
-            continue
-        agent = manager.catalog.get(run.agent)
-        message = await runs.message(run.history_cutoff) if run.history_cutoff else None
-        if agent is not None and agent.kind == "chat" and message is not None:
-            # A Chat run has no side effects: answering again is safe.
-            await runs.set_run(run.id, status="superseded")
-            log.info("recovery: re-running chat run %s of %s", run.id, run.chat_key)
-            await manager.start(replace(run, id=new_id(16), status="running"), agent, message)
-            report.rerun.append(run.id)
-            continue
-        log.warning("recovery: run %s of %s was interrupted; telling the user", run.id, run.chat_key)
-        notice = OutboundMessage(chat=ChatKey.parse(run.chat_key), text=LOST, kind="notice")
-        await manager.finish(run, "failed", [], notice)
-        report.reported.append(run.id)
+        try:
+            await _recover_run(run, runs, manager, report)
+        except Exception:
+            # One broken run must not keep the gateway from starting: it ends as failed, and its chat is told.
+            log.exception("recovery: run %s of %s could not be recovered", run.id, run.chat_key)
+            notice = OutboundMessage(chat=ChatKey.parse(run.chat_key), text=LOST, kind="notice")
+            await manager.finish(run, "failed", [], notice)
+            report.reported.append(run.id)
     report.expired = await interrupts.reconcile()
     return report
+
+
+async def _recover_run(run: RunRow, runs: RunStore, manager: RunManager, report: RecoveryReport) -> None:
+    latest = await runs.latest_interrupt(run.id)
+    if latest is not None and latest.status == "pending":
+        return  # waiting for a human; expiry is reconciled afterwards
+    if run.checkpoint is not None and latest is not None:
+        resolution = latest.resolution or {"approved": [], "reason": DENIED_EXPIRED}
+        log.info("recovery: resuming run %s of %s", run.id, run.chat_key)
+        await manager.resume(run, resolution)
+        report.resumed.append(run.id)
+        return
+    agent = manager.catalog.get(run.agent)
+    message = await runs.message(run.history_cutoff) if run.history_cutoff else None
+    if agent is not None and agent.kind == "chat" and message is not None:
+        # A Chat run has no side effects: answering again is safe.
+        await runs.set_run(run.id, status="superseded")
+        log.info("recovery: re-running chat run %s of %s", run.id, run.chat_key)
+        await manager.start(replace(run, id=new_id(16), status="running"), agent, message)
+        report.rerun.append(run.id)
+        return
+    log.warning("recovery: run %s of %s was interrupted; telling the user", run.id, run.chat_key)
+    notice = OutboundMessage(chat=ChatKey.parse(run.chat_key), text=LOST, kind="notice")
+    await manager.finish(run, "failed", [], notice)
+    report.reported.append(run.id)

@@ -42,6 +42,8 @@ from bot.tracing import Tracing
 log = logging.getLogger(__name__)
 
 NEVER_GRANTED = frozenset({"run_command"})
+SHOW_ALL = "s"
+"""The choice that shows a locked confirmation in full (see :func:`locked_prompt`)."""
 """Tools that are confirmed every time, whatever the chat's grants say."""
 
 
@@ -87,6 +89,8 @@ class RunManager:
     on_pause: Callable[[InterruptRow], None] | None = None
     tracing: Tracing | None = None
     models: dict[str, Model] | None = None
+    text_limits: dict[str, int | None] = field(default_factory=dict)
+    """The longest text one message holds, per channel (None: no limit): longer confirmations are locked."""
     _ledgers: Lru[RunLedger] = field(default_factory=lambda: Lru(1000))
     """Ledgers of runs this process paused, complete in memory: resuming them reads nothing."""
 
@@ -303,19 +307,24 @@ class RunManager:
         choices = await self._choices(chat, request)
         own = agent.confirm_timeout_s if request.kind == "tool_confirm" else None
         timeout = own or self.settings.interrupts.timeout_for(request.kind)
+        shown, payload = request.prompt, request.payload
+        limit = self.text_limits.get(chat.channel)
+        if request.kind == "tool_confirm" and limit is not None and len(shown) + 60 > limit:
+            # Too long to see at once: a preview, "Show all" and Deny; Approve only once all of it was shown.
+            shown, payload, choices = locked_prompt(request.prompt, request.payload, choices, limit)
         interrupt = InterruptRow(
             id=interrupt_id,
             chat_key=run.chat_key,
             run_id=run.id,
             kind=request.kind,
-            prompt=request.prompt,
-            payload=request.payload,
+            prompt=shown,
+            payload=payload,
             choices=[list(c) for c in choices],
             nonce=nonce,
             requester=run.user_id,
             expires_at=utcnow() + timedelta(seconds=timeout),
         )
-        text = request.prompt + _hint(request.kind, bool(choices))
+        text = shown + _hint(request.kind, bool(choices), locked=SHOW_ALL in (v for _l, v in choices))
         prompt = OutboundMessage(chat=chat, text=text, buttons=buttons_for(interrupt_id, nonce, choices))
         phase = str(request.state.get("phase", request.kind))
         checkpoint = make_checkpoint(agent.name, agent.kind, phase, request.state, leg.chain)
@@ -389,10 +398,30 @@ def _notice(chat: ChatKey, text: str) -> OutboundMessage:
     return OutboundMessage(chat=chat, text=text, kind="notice")
 
 
-def _hint(kind: str, has_buttons: bool) -> str:
+def _hint(kind: str, has_buttons: bool, *, locked: bool = False) -> str:
     if kind == "ask_user":
         return "\n(Reply with your answer.)" if not has_buttons else "\n(Pick one, or reply with your answer.)"
+    if locked:
+        return "\n(Press 📄 Show all to see everything first, or Deny.)"
     return "\n(Press a button, or reply yes / no.)"
+
+
+def locked_prompt(
+    prompt: str, payload: dict[str, Any], choices: list[tuple[str, str]], limit: int
+) -> tuple[str, dict[str, Any], list[tuple[str, str]]]:
+    """A confirmation too long for one message: its start, clearly cut, with Show all and Deny only.
+
+    The whole text and the real choices stay in the payload; :meth:`InterruptService.show_all`
+    sends the whole text, then offers them.
+    """
+    note = f"\n\n📄 This is {len(prompt):,} characters long, more than one message holds, so it is cut here."
+    room = max(200, limit - len(note) - 120)
+    preview = prompt[:room]
+    cut = preview.rfind("\n")
+    if cut > room // 2:
+        preview = preview[:cut]
+    locked = [("📄 Show all", SHOW_ALL), *[(label, value) for label, value in choices if value == "d"]]
+    return preview + note, {**payload, "full_text": prompt, "full_choices": [list(c) for c in choices]}, locked
 
 
 def own_turns(messages: list[Message], agent: str) -> list[Message]:

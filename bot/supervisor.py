@@ -24,7 +24,7 @@ from bot.catalog import AgentCatalog, AgentDef
 from bot.commands import CommandCall, CommandRegistry, parse_command
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender, event_key
 from bot.interrupt_text import fast_id
-from bot.interrupts import InterruptService
+from bot.interrupts import InterruptService, TextOutcome
 from bot.outbox import Outbox
 from bot.routing import RouteDecision, Router, parse_target
 from bot.runs import RunManager
@@ -37,6 +37,7 @@ from bot.store.sql import SqlStore
 log = logging.getLogger(__name__)
 
 GLOBAL = "*"
+CRASHED = "⚠️ Something went wrong while answering; the error was logged and the request was stopped."
 
 
 @dataclass
@@ -116,7 +117,8 @@ class Supervisor:
         if isinstance(event, Action):
             if allowed:
                 # De-duplicated inside: marked handled in the same write as the resolution it makes.
-                await self.interrupts.on_action(event, key)
+                # Tracked like a new request: the run it resumes can be stopped, and a crash ends it.
+                await self._run_tracked(event, self.interrupts.on_action(event, key))
             else:
                 await self._accept(event, key, None)
             return
@@ -150,8 +152,13 @@ class Supervisor:
                         event.chat, "A request in this chat is waiting for an answer; please wait or /cancel."
                     )
                 return
-            outcome = await self.interrupts.on_text(pending, event, key)
-            if outcome.handled:
+            outcome: list[TextOutcome] = []
+
+            async def answer() -> None:
+                outcome.append(await self.interrupts.on_text(pending, event, key))
+
+            await self._run_tracked(event, answer())
+            if not outcome or outcome[0].handled:
                 return
         await self._run_tracked(event, self._route_and_run(event, key))
 
@@ -171,7 +178,7 @@ class Supervisor:
             cancelled = await self.interrupts.cancel(event.chat, sender)
             await self.notice(event.chat, "Cancelled." if cancelled else "Nothing to cancel.")
 
-    async def _run_tracked(self, event: InboundMessage, work: Coroutine[Any, Any, None]) -> None:
+    async def _run_tracked(self, event: InboundEvent, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the chat's own task, which ``/cancel`` may cancel while it runs.
 
         No task of its own: the chat's bus worker runs it.  A cancellation that
@@ -188,20 +195,27 @@ class Supervisor:
                 raise
             task.uncancel()
             await self._accept(event, event_key(event), None)  # cancelled before its run began: handled
-            await self._abandon_running(key)
+            await self._end_running(key, "cancelled")
         except Exception:
             log.exception("chat %s: run crashed", key)
-            # Handled, whatever happened: a message that crashes its handling must not crash every restart.
+            # Handled, whatever happened: a message that crashes its handling must not crash every restart,
+            # and its run ends as failed (never left "running" for ever).
             await self._accept(event, event_key(event), None)
-            await self.notice(event.chat, "⚠️ Something went wrong while answering; the error was logged.")
+            if not await self._end_running(key, "failed", CRASHED):
+                await self.notice(event.chat, CRASHED)
         finally:
             self._busy.pop(key, None)
             self._stopping.discard(key)
 
-    async def _abandon_running(self, chat_key: str) -> None:
+    async def _end_running(self, chat_key: str, status: str, notice: str | None = None) -> bool:
+        """End the chat's running run(s) with ``status`` (and ``notice``); whether there was one."""
+        ended = False
         for run in await self.runs.runs_with_status("running"):
             if run.chat_key == chat_key:
-                await self.manager.finish(run, "cancelled", [], None)
+                reply = OutboundMessage(chat=ChatKey.parse(chat_key), text=notice, kind="notice") if notice else None
+                await self.manager.finish(run, status, [], reply)
+                ended = True
+        return ended
 
     # -- routing ------------------------------------------------------------------------------
 

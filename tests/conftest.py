@@ -84,6 +84,9 @@ def scripted() -> Any:
 class RecordingChannel:
     """A channel adapter at the network seam: it records what the gateway sends."""
 
+    text_limit: int | None = None
+    """As a platform adapter: the longest text one message holds (None: no limit)."""
+
     def __init__(self, name: str = "console") -> None:
         self.name = name
         self.sent: list[OutboundMessage] = []

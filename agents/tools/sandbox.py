@@ -84,8 +84,8 @@ class Bubblewrap:
                 args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
         args += ["--bind", str(workspace), str(workspace), "--chdir", str(workspace), "--"]
-        path = ":".join([PATH, *(f"{root}/bin" for root in _python_roots())])
-        inner = {**env, "PATH": path, "HOME": str(workspace), "TMPDIR": "/tmp"}
+        search = ":".join([PATH, *(f"{root}/bin" for root in _python_roots())])
+        inner = {**env, "PATH": search, "HOME": str(workspace), "TMPDIR": "/tmp"}
         inner.pop("USER", None)
         inner.pop("LOGNAME", None)
         # bwrap is started with the command's own (clean) environment: /proc/1/environ inside is bwrap's.

@@ -340,6 +340,30 @@ class RunStore:
             return None
         return result.ok
 
+    async def unlock(self, row: InterruptRow, choices: list[tuple[str, str]], prompt: str) -> bool:
+        """A locked confirmation was shown in full: its real choices (and new prompt text) from now on.
+
+        False when it is no longer pending.
+        """
+        step = Step(
+            "UPDATE interrupts SET choices = ?, prompt = ? WHERE id = ? AND status = 'pending'",
+            (to_json([list(c) for c in choices]), prompt, row.id),
+            guard=True,
+        )
+
+        def committed(result: WriteResult) -> None:
+            if result.ok:  # the cached row is this very object
+                row.choices, row.prompt = [list(c) for c in choices], prompt
+
+        return (await self.store.write([step], on_commit=committed)).ok
+
+    def set_prompt_ref(self, row: InterruptRow, ref: str | None) -> None:
+        """The prompt now lives in another message (edits go there)."""
+        row.prompt_ref = ref
+        self.store.write_later(
+            [Step("UPDATE interrupts SET prompt_ref = ? WHERE id = ?", (ref, row.id))], what=f"moving prompt {row.id}"
+        )
+
     async def mark_reprompted(self, row: InterruptRow) -> None:
         step = Step("UPDATE interrupts SET reprompted = reprompted + 1 WHERE id = ?", (row.id,))
         await self.store.write([step], on_commit=lambda _r: _bump(row))

@@ -70,6 +70,8 @@ class DiscordChannel:
     """The Discord adapter (the package docstring has the mapping)."""
 
     name = "discord"
+    text_limit = MESSAGE_LIMIT
+    """The longest text one message holds (a longer confirmation is shown in full on request)."""
 
     def __init__(
         self,

@@ -65,6 +65,8 @@ V = TypeVar("V")
 PressCheck = Callable[[Action], Awaitable[str | None]]
 SOCKET_CONNECT_TIMEOUT_S = 30.0
 STOP_GRACE_S = 2.0
+SECTION_LIMIT = 3000
+"""Characters a Block Kit section (a prompt with buttons) holds."""
 LOOKUP_BUDGET_S = 1.0
 """At most this long for a name or thread look-up before an event is committed (defaults otherwise)."""
 RESPONSE_URL_TTL_S = 25 * 60
@@ -100,6 +102,8 @@ class SlackChannel:
     """The Slack adapter (see the module docstring); ``send`` works before ``start`` and across restarts."""
 
     name = CHANNEL
+    text_limit = SECTION_LIMIT
+    """The longest text one message holds (a longer confirmation is shown in full on request)."""
 
     def __init__(self, cfg: SlackSettings) -> None:
         _check(cfg)
@@ -234,7 +238,10 @@ class SlackChannel:
     async def _http(self, request: web.Request) -> web.Response:
         if not self._receiving:  # starting or stopping: Slack retries later
             return web.Response(status=503, text="not receiving", headers={"Retry-After": "1"})
-        response = await self.app.async_dispatch(await to_bolt_request(request))
+        try:
+            response = await self.app.async_dispatch(await to_bolt_request(request))
+        except RecursionError:  # a body nested beyond reason: refused, not a traceback
+            return web.Response(status=400, text="malformed request body")
         return await to_aiohttp_response(response)
 
     async def _on_message_event(self, ack: AsyncAck, body: dict[str, Any]) -> None:

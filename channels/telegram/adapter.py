@@ -108,6 +108,8 @@ class TelegramChannel:
     """
 
     name = "telegram"
+    text_limit = TEXT_LIMIT
+    """The longest text one message holds (a longer confirmation is shown in full on request)."""
 
     def __init__(self, cfg: TelegramSettings) -> None:
         self.cfg = cfg

@@ -225,6 +225,8 @@ async def test_url_verification_and_refused_requests(make_slack: Any, fake: Fake
     assert (await h.post(event, "application/json", sign(event, secret="wrong")))[0] == 401
     assert (await h.post(event, "application/json", sign(event, ts=int(time.time()) - 600)))[0] == 401
     assert (await h.post(body, "application/json", sign(event)))[0] == 401, "a signature over another body"
+    deep = '{"type": "event_callback", "event": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert (await h.post(deep, "application/json"))[0] == 400, "absurdly nested JSON: refused, no traceback"
     await h.settle()
     assert [c.method for c in fake.calls] == ["auth.test"], "auth.test once, nothing for refused requests"
     assert fake.calls[0].token == BOT_TOKEN

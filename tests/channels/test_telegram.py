@@ -360,6 +360,9 @@ async def test_webhook_checks_the_secret_and_answers_at_once(env: Env) -> None:
             assert resp.status == 200
         await env.fake.wait_for(lambda: model.requests)
         assert not env.fake.of("sendMessage"), "200 came back while the model was still working"
+        deep = "[" * 100_000 + "]" * 100_000  # absurdly nested JSON: refused, no traceback
+        async with session.post(url, data=deep, headers={**headers, "Content-Type": "application/json"}) as resp:
+            assert resp.status == 400
         async with session.post(url, json=update, headers=headers) as resp:
             assert resp.status == 200  # Telegram's retry of the same update
         release.set()
