@@ -18,7 +18,7 @@ import yaml
 
 from bot.agents_cli import agents_app
 from bot.mcp_cli import mcp_app
-from bot.settings import ConfigError, Settings, load_settings
+from bot.settings import ConfigError, Settings, load_settings, scrub_environment
 
 app = typer.Typer(
     help="A supervisor chat-bot gateway. Without a command, runs every enabled channel.",
@@ -132,6 +132,7 @@ def run(config: ConfigOpt = None) -> None:
     """Start every enabled channel and serve until SIGINT/SIGTERM (in-flight work is drained)."""
     settings = _settings(config)
     _setup_logging(settings)
+    scrub_environment(settings)
     raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=False)))
 
 
@@ -152,6 +153,7 @@ def chat(config: ConfigOpt = None) -> None:
         # The terminal is the chat: keep start-up chatter out of it unless asked for.
         settings.log.level = "WARNING"
     _setup_logging(settings)
+    scrub_environment(settings)
     raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=True)))
 
 

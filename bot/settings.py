@@ -467,6 +467,35 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     return layers
 
 
+SECRET_VARIABLES = (
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "OPENAI_API_KEY",
+    "TELEGRAM_BOT_TOKEN",
+    "TELEGRAM_WEBHOOK_SECRET",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "DISCORD_BOT_TOKEN",
+    "DATABASE_URL",
+)
+"""Variables that hold secrets whatever their value (the ones the README names)."""
+
+
+def scrub_environment(settings: Settings, environ: dict[str, str] | None = None) -> list[str]:
+    """Remove secrets from the process environment once the settings hold them; the names removed.
+
+    Read once at start, they need not stay where every child process (an MCP server, a
+    command) would inherit them: MCP servers get their configured ``env`` explicitly.
+    """
+    env = os.environ if environ is None else environ
+    values = {v for v in settings.secrets() if len(v) >= 8}
+    gone = [name for name, value in env.items() if name in SECRET_VARIABLES or (value and value in values)]
+    for name in gone:
+        env.pop(name, None)
+    return sorted(gone)
+
+
 def builtin_defaults_path() -> Path:
     return Path(str(resources.files("bot") / "defaults" / "bot.yaml"))
 

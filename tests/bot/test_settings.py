@@ -154,3 +154,26 @@ def test_setup_logging_installs_the_filter() -> None:
     redactor = setup_logging("INFO", {"abc-secret"})
     root = logging.getLogger()
     assert all(redactor in h.filters for h in root.handlers)
+
+
+def test_secrets_are_scrubbed_from_the_environment_once_loaded(tmp_path: Path) -> None:
+    from bot.settings import scrub_environment
+
+    env = {
+        "GEMINI_API_KEY": "AIza-secret-key-0001",
+        "TELEGRAM_BOT_TOKEN": "123456:telegram-secret",
+        "MY_GITHUB": "ghp_also_secret_0001",
+        "HOME": "/home/x",
+        "PATH": "/usr/bin",
+    }
+    settings = load_settings(
+        None,
+        env=env,
+        user_config=tmp_path / "none.yaml",
+        overrides={"mcp": {"servers": {"gh": {"command": "x", "env": {"TOKEN": "ghp_also_secret_0001"}}}}},
+    )
+    assert settings.model.api_key == "AIza-secret-key-0001"
+    gone = scrub_environment(settings, env)
+    assert gone == ["GEMINI_API_KEY", "MY_GITHUB", "TELEGRAM_BOT_TOKEN"]
+    assert env == {"HOME": "/home/x", "PATH": "/usr/bin"}
+    assert settings.mcp.servers["gh"].env == {"TOKEN": "ghp_also_secret_0001"}  # the settings keep them
