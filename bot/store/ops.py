@@ -112,10 +112,8 @@ INSERT_INBOX = (
 )
 """Intake: store an event before it is acknowledged (no row changed = seen before)."""
 MARK_HANDLED = (
-    f"INSERT INTO {_E} (event_key, chat_key, kind, event, status, received_at, handled_at) "
-    "VALUES (?, ?, '', '', 'done', ?, ?) "
-    f"ON CONFLICT (event_key) DO UPDATE SET status = 'done', handled_at = excluded.handled_at "
-    f"WHERE {_E}.status = 'pending'"
+    f"INSERT INTO {_E} (event_key, chat_key, kind, event, status, received_at) VALUES (?, ?, '', '', 'done', ?) "
+    f"ON CONFLICT (event_key) DO UPDATE SET status = 'done', event = '' WHERE {_E}.status = 'pending'"
 )
 """Handling: a pending event becomes done (an event that never passed the intake is recorded done);
 no row changed = handled before, so its handling is skipped (exactly once)."""

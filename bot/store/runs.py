@@ -329,7 +329,7 @@ class RunStore:
         steps = [step] if run_status is None else [step, self._update_run(row.run_id, status=run_status)]
         if event_key is not None:
             now = utcnow()
-            steps.insert(0, Step(MARK_HANDLED, (event_key, row.chat_key, now, now), guard=True))
+            steps.insert(0, Step(MARK_HANDLED, (event_key, row.chat_key, now), guard=True))
 
         def committed(result: WriteResult) -> None:
             if result.ok:

@@ -289,7 +289,7 @@ class SqlStore:
         """Mark the inbound event ``event_key`` handled, with ``message`` in the history and ``extra``
         steps (a run's row), in one transaction; False (and nothing stored) when it was handled before."""
         now = utcnow()
-        steps = [Step(MARK_HANDLED, (event_key, chat_key, now, now), guard=True)]
+        steps = [Step(MARK_HANDLED, (event_key, chat_key, now), guard=True)]
         if message is not None:
             steps.append(Step(INSERT_MESSAGE, _row(chat_key, message, now), returning=True))
         steps.extend(extra)

@@ -42,8 +42,6 @@ class InboxEvent(SQLModel, table=True):
 
     __tablename__ = "inbox"
 
-    __table_args__ = (Index("ix_inbox_status_seq", "status", "seq"),)
-
     seq: int | None = Field(default=None, primary_key=True)
     """Arrival order (per chat order on recovery)."""
     event_key: str = Field(max_length=255, unique=True)
@@ -54,8 +52,9 @@ class InboxEvent(SQLModel, table=True):
     event: str
     """The event as JSON (empty for rows recorded only as handled)."""
     status: str = Field(max_length=16)
+    """No index: marking an event handled then touches one row and one index (its key); recovery and
+    retention read the table in ``seq`` order, at start and every few seconds."""
     received_at: datetime
-    handled_at: datetime | None = None
 
 
 class AuditEntry(SQLModel, table=True):

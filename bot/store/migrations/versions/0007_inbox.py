@@ -28,13 +28,11 @@ def upgrade() -> None:
         sa.Column("event", sa.Text(), nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("received_at", sa.DateTime(), nullable=False),
-        sa.Column("handled_at", sa.DateTime(), nullable=True),
         sa.UniqueConstraint("event_key", name="uq_inbox_event_key"),
     )
-    op.create_index("ix_inbox_status_seq", "inbox", ["status", "seq"])
     op.execute(
-        "INSERT INTO inbox (event_key, chat_key, kind, event, status, received_at, handled_at) "
-        "SELECT event_key, '', '', '', 'done', seen_at, seen_at FROM processed_events ORDER BY seen_at"
+        "INSERT INTO inbox (event_key, chat_key, kind, event, status, received_at) "
+        "SELECT event_key, '', '', '', 'done', seen_at FROM processed_events ORDER BY seen_at"
     )
     op.drop_table("processed_events")
 
