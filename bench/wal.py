@@ -29,11 +29,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gateway import InstantModel, ReplyChannel, _message, _roundtrip  # noqa: E402
+from gateway import InstantModel, ReplyChannel, _message, _roundtrip
 
-from bot.app import Gateway  # noqa: E402
-from bot.runtime import tune_gc  # noqa: E402
-from bot.settings import load_settings  # noqa: E402
+from bot.app import Gateway
+from bot.runtime import tune_gc
+from bot.settings import load_settings
 
 
 def _mb(path: Path) -> float:

@@ -132,6 +132,9 @@ class OutboundMessage(_Event):
     reply_to: str | None = None
     edit_of: str | None = None
     kind: Literal["text", "notice", "typing"] = "text"
+    key: str | None = None
+    """Idempotency: two sends with one key are one message.  A platform that de-duplicates by it
+    (Discord's nonce) turns a resend after a crash into nothing; set on replies and prompts."""
 
 
 InboundEvent = InboundMessage | Action

@@ -325,7 +325,9 @@ class RunManager:
             expires_at=utcnow() + timedelta(seconds=timeout),
         )
         text = shown + _hint(request.kind, bool(choices), locked=SHOW_ALL in (v for _l, v in choices))
-        prompt = OutboundMessage(chat=chat, text=text, buttons=buttons_for(interrupt_id, nonce, choices))
+        prompt = OutboundMessage(
+            chat=chat, text=text, buttons=buttons_for(interrupt_id, nonce, choices), key=f"prompt:{interrupt_id}"
+        )
         phase = str(request.state.get("phase", request.kind))
         checkpoint = make_checkpoint(agent.name, agent.kind, phase, request.state, leg.chain)
         if leg.handoff is not None or leg.prefix:
@@ -355,6 +357,8 @@ class RunManager:
     ) -> None:
         self.trace("run", run, status=status)
         self._ledgers.pop(run.id)
+        if reply is not None and reply.key is None:
+            reply = reply.model_copy(update={"key": f"reply:{run.id}"})
         try:
             outbox_id = await self.runs.finish_run(run, status, messages, reply.model_dump_json() if reply else None)
         except Exception:

@@ -72,6 +72,8 @@ class Write:
     events: int = 0
     prune: bool = False
     what: str = ""
+    first: bool = False
+    """Queued ahead of the rest, and committed in a small batch of its own (see ``SqlStore.write_later``)."""
 
 
 _now: tuple[int, datetime] = (0, datetime.min)

@@ -77,8 +77,11 @@ class PgWriter(GroupCommit):
             await self._conn.close()
             self._conn = None
 
-    def _enqueue(self, write: Write) -> None:
-        self._pending.append(write)
+    def _enqueue(self, write: Write, *, first: bool = False) -> None:
+        if first:
+            self._pending.appendleft(write)
+        else:
+            self._pending.append(write)
         self._wake.set()
 
     async def _main(self) -> None:

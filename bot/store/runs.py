@@ -396,8 +396,9 @@ class RunStore:
             if isinstance(interrupt, InterruptRow):
                 # The cache holds this very row: the database follows in write order.
                 interrupt.prompt_ref = ref
-        # Nothing waits on this mark, and later writes commit after it.
-        self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}")
+        # Nothing waits on this mark; it goes ahead of the queue: until it commits, a crash would send the
+        # reply again (the row and the interrupt it touches are committed already).
+        self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}", first=True)
 
     async def unsent(self) -> list[OutboxRow]:
         rows = await self.store.read(

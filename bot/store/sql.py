@@ -232,15 +232,18 @@ class SqlStore:
             raise StoreError("the store is not started")
         return await self._writer.submit(self._scrub(steps), on_commit=on_commit, grows=grows, events=events)
 
-    def write_later(self, steps: Sequence[Step], *, what: str = "write") -> None:
+    def write_later(self, steps: Sequence[Step], *, what: str = "write", first: bool = False) -> None:
         """Queue ``steps`` for the next group commit without waiting for it.
 
         For bookkeeping nobody waits on (a run's start row, an outbox entry marked
         sent): later writes are committed after it, in order, and a failure is logged.
+        ``first``: ahead of the writes already queued, for a mark whose delay has a cost
+        (a reply sent and not yet marked is sent again after a crash); only for steps on
+        rows that are committed already.
         """
         if self._writer is None:
             raise StoreError("the store is not started")
-        self._writer.submit_unwaited(self._scrub(steps), what)
+        self._writer.submit_unwaited(self._scrub(steps), what, first=first)
 
     def _scrub(self, steps: Sequence[Step]) -> Sequence[Step]:
         """``steps`` with known secret values replaced in their text parameters (a model's answer or a

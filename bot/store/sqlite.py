@@ -153,8 +153,11 @@ class SqliteWriter(GroupCommit):
             self._conn.close()  # the last connection to close checkpoints the rest and removes the WAL
             self._conn = None
 
-    def _enqueue(self, write: Write) -> None:
-        self._pending.append(write)
+    def _enqueue(self, write: Write, *, first: bool = False) -> None:
+        if first:
+            self._pending.insert(0, write)
+        else:
+            self._pending.append(write)
         self._schedule()
 
     def _schedule(self) -> None:
@@ -170,8 +173,13 @@ class SqliteWriter(GroupCommit):
         """Start the next batch: run its statements here, hand the commit to the thread."""
         self._kick_scheduled = False
         while not self._busy and self._pending:
-            batch = self._pending[: self.max_batch]
-            del self._pending[: self.max_batch]
+            size = self.max_batch
+            if self._pending[0].first:  # urgent marks commit on their own, not behind a big batch
+                size = next(
+                    (i for i, w in enumerate(self._pending[:size]) if not w.first), min(size, len(self._pending))
+                )
+            batch = self._pending[:size]
+            del self._pending[:size]
             writes, prunes = self._split(batch)
             groups = [w.steps for w in writes]
             if not any(groups) and not prunes and not self.retention.due():

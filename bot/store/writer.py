@@ -71,14 +71,17 @@ class GroupCommit(abc.ABC):
         self._enqueue(Write(steps, future, on_commit, grows, events, prune))
         return future
 
-    def submit_unwaited(self, steps: Sequence[Step], what: str) -> None:
-        """Queue a write nobody waits on: no future; a failure is logged as ``what`` failed."""
+    def submit_unwaited(self, steps: Sequence[Step], what: str, *, first: bool = False) -> None:
+        """Queue a write nobody waits on: no future; a failure is logged as ``what`` failed.
+
+        ``first``: ahead of everything queued (it must only touch rows that are committed already).
+        """
         if self._closed or self._loop is None:
             raise StoreError("the store is not open")
-        self._enqueue(Write(steps, None, what=what))
+        self._enqueue(Write(steps, None, what=what, first=first), first=first)
 
     @abc.abstractmethod
-    def _enqueue(self, write: Write) -> None: ...
+    def _enqueue(self, write: Write, *, first: bool = False) -> None: ...
 
     @abc.abstractmethod
     async def open(self) -> None: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import re
 import secrets
@@ -355,7 +356,8 @@ class DiscordChannel:
             reference = discord.MessageReference(
                 message_id=int(message.reply_to), channel_id=target, fail_if_not_exists=False
             )
-        nonce = secrets.token_hex(8)
+        # The same message sent again (after a crash, from the outbox) has the same nonce: Discord drops it.
+        nonce = hashlib.sha256(message.key.encode()).hexdigest()[:20] if message.key else secrets.token_hex(8)
         ref = None
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1

@@ -321,6 +321,22 @@ async def test_send_works_before_start_and_buttons_fit_discord(make_bot: Any, fa
         await adapter.stop()
 
 
+async def test_a_reply_sent_again_after_a_crash_is_not_posted_twice(make_bot: Any, fake: FakeDiscord) -> None:
+    """The outbox resends what it cannot know was delivered; the message's key becomes Discord's nonce."""
+    bot = make_bot()
+    adapter = DiscordChannel(bot.settings.channels.discord)
+    reply = OutboundMessage(chat=ChatKey(channel="discord", chat_id=CHANNEL_ID), text="the answer", key="reply:run-1")
+    try:
+        first = await adapter.send(reply)
+        again = await adapter.send(reply)  # a new process, after a crash: same key
+        other = await adapter.send(reply.model_copy(update={"key": "reply:run-2"}))
+    finally:
+        await adapter.stop()
+    assert first == again and other != first
+    assert [p.body["content"] for p in fake.posts(CHANNEL_ID)].count("the answer") == 3  # three requests...
+    assert len([m for m in fake.messages.values() if m["content"] == "the answer"]) == 2  # ...two messages
+
+
 def test_endpoints_and_button_rows() -> None:
     assert endpoints("http://127.0.0.1:5000") == ("http://127.0.0.1:5000/api/v10", "ws://127.0.0.1:5000/gateway")
     assert endpoints("https://proxy.example/api/v9/", "wss://gw.example/") == (

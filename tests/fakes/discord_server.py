@@ -413,6 +413,11 @@ class FakeDiscord:
         return 404, {"message": "404: Not Found", "code": 0}
 
     def _create(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("enforce_nonce") and body.get("nonce"):
+            # As Discord does: a message whose nonce was used recently is not created again; the first comes back.
+            for earlier in self.messages.values():
+                if earlier.get("nonce") == str(body["nonce"]) and earlier["channel_id"] == channel_id:
+                    return earlier
         message = {
             "id": self.snowflake(),
             "channel_id": channel_id,

@@ -30,7 +30,7 @@ async def test_the_wal_starts_over_under_steady_writes(tmp_path: Path) -> None:
     wal = tmp_path / "bot.db-wal"
     sizes = []
     try:
-        for round_ in range(12):
+        for _round in range(12):
             await asyncio.gather(
                 *(store.append(f"c{c}", [Message.user("x" * 2000)]) for c in range(250))
             )  # 250 writes of ~2 KB per round
