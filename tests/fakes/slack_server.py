@@ -224,10 +224,20 @@ class FakeSlack:
             self._sockets.remove(ws)
         return ws
 
-    async def push(self, payload: dict[str, Any], *, type: str = "events_api", retry_attempt: int = 0) -> str:
-        """Send one Socket Mode envelope to the connected client; returns its envelope id."""
+    async def push(
+        self,
+        payload: dict[str, Any],
+        *,
+        type: str = "events_api",
+        retry_attempt: int = 0,
+        envelope_id: str | None = None,
+    ) -> str:
+        """Send one Socket Mode envelope to the connected client; returns its envelope id.
+
+        ``envelope_id``: a redelivery of an envelope that was not acknowledged keeps its id (a new one otherwise).
+        """
         await self.wait_for(lambda: self._sockets)
-        envelope_id = f"env-{next(self._envelopes)}"
+        envelope_id = envelope_id or f"env-{next(self._envelopes)}"
         envelope = {
             "envelope_id": envelope_id,
             "type": type,
