@@ -33,6 +33,8 @@ LIMIT_NOTE = (
     "found so far, and say plainly what is unfinished."
 )
 DENIED = "denied by the user"
+CONFIRM_QUESTION = "🔐 Confirm before I run:"
+"""The line above the calls of a confirmation (an agent file's ``confirmation.prompt_template`` replaces it)."""
 ASK_USER = "ask_user"
 
 
@@ -103,10 +105,19 @@ def _hidden(ch: str) -> bool:
 class ReactRunner:
     """Runs an agent that may call tools."""
 
-    def __init__(self, name: str = "react", system_prompt: str = DEFAULT_PROMPT, max_iterations: int = 10) -> None:
+    def __init__(
+        self,
+        name: str = "react",
+        system_prompt: str = DEFAULT_PROMPT,
+        max_iterations: int = 10,
+        *,
+        confirm_question: str = CONFIRM_QUESTION,
+    ) -> None:
         self.name = name
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
+        self.confirm_question = confirm_question
+        """Shown above the calls to confirm ({agent} and {tools} are filled in); the calls follow in full."""
 
     async def run(self, ctx: RunContext, message: Message) -> RunResult:
         return await self._loop(ctx, [message], iteration=0)
@@ -339,7 +350,9 @@ class ReactRunner:
         iteration: int,
     ) -> InterruptRequest:
         lines = [f"• {describe_call(c, None)}" for c in confirm]
-        prompt = "🔐 Confirm before I run:\n" + "\n".join(lines)
+        names = ", ".join(sorted({c.name for c in confirm}))
+        question = self.confirm_question.replace("{agent}", self.name).replace("{tools}", names)
+        prompt = question + "\n" + "\n".join(lines)
         return InterruptRequest(
             kind="tool_confirm",
             prompt=prompt,

@@ -132,7 +132,9 @@ def register_admin_commands(sup: Supervisor) -> None:
         return f"Reloaded {len(sup.agents)} agents: {names}.\n{len(errors)} file(s) skipped:\n{shown}"
 
     sup.commands.add("agents", agents, "list the agents")
-    sup.commands.add("strategy", strategy, "show or set the routing strategy", admin=True, usage="[rule|llm|hybrid]")
+    sup.commands.add(
+        "strategy", strategy, "show or set the routing strategy", admin=True, usage="[rule|llm|hybrid|reset] [--global]"
+    )
     sup.commands.add("routing", routing, "routing settings and where they come from", admin=True)
     sup.commands.add("route", route, "dry-run routing for a text", admin=True, usage="TEXT")
     sup.commands.add("reload", reload, "re-read agent files", admin=True)

@@ -18,15 +18,12 @@ import yaml
 
 from agents.spec import AgentRegistry, SpecError, agent_json_schema, load_agents, name_problem, parse_agent_text
 from bot.catalog import builtin_agents_dir
-from bot.settings import ConfigError, Settings, load_settings
+from bot.cli_settings import ConfigOpt, cli_settings
+from bot.settings import Settings
 
 agents_app = typer.Typer(
     help="File-defined agents: list, show, validate, create, schema.", add_completion=False, no_args_is_help=True
 )
-
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", help="Project config file (default: config/bot.yaml if present).")
-]
 
 
 def known_tool_names() -> set[str]:
@@ -154,11 +151,7 @@ _SpecDumper.add_representer(list, _represent_list)
 
 
 def _settings(config: Path | None) -> Settings:
-    try:
-        return load_settings(config)
-    except ConfigError as exc:
-        typer.echo(f"config error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    return cli_settings(config)
 
 
 def _project_dirs(settings: Settings) -> list[Path]:

@@ -11,12 +11,13 @@ from typing import Any
 from agents.models.base import Model
 from agents.models.offline import OfflineModel
 from agents.plan_execute import PlanExecuteRunner
-from agents.react import ASK_USER_TOOL, ReactRunner
+from agents.react import ASK_USER_TOOL, CONFIRM_QUESTION, ReactRunner
 from agents.results import Runner
 from agents.spec import AgentSpec
 from agents.tools.base import Tool
 from bot.bus import InMemoryBus
 from bot.catalog import AgentCatalog, AgentDef
+from bot.channel_starter import ChannelStarter, Progress
 from bot.events import ChatKey, OutboundMessage
 from bot.http import HttpServer
 from bot.intake import DurableInbox
@@ -83,10 +84,28 @@ def plan_runner_factory(settings: Settings) -> Callable[[AgentSpec], Runner]:
             approval=settings.plan.approval_rule(),
             max_steps=settings.plan.max_steps,
             progress=settings.plan.progress,
-            executor=ReactRunner(spec.name, spec.prompt),
+            executor=ReactRunner(
+                spec.name,
+                spec.prompt,
+                confirm_question=(spec.confirmation.prompt_template if spec.confirmation else None) or CONFIRM_QUESTION,
+            ),
         )
 
     return make
+
+
+def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers: set[str]) -> None:
+    """Log what an agent file names that does not exist here (a misspelt tool in ``tools.allow`` would
+    otherwise just never be offered); the agent still loads."""
+    from agents.spec import check_references
+    from bot.agents_cli import known_tool_names
+
+    known = tools | known_tool_names()
+    for agent in catalog.agents.values():
+        if agent.spec is None:
+            continue
+        for problem in check_references(agent.spec, catalog.agents, known, mcp_servers):
+            log.warning("agent %s: %s", agent.name, problem)
 
 
 def build_channels(settings: Settings, join: Callable[[], Awaitable[None]] | None = None) -> list[Channel]:
@@ -127,8 +146,11 @@ class Gateway:
         store: SqlStore | None = None,
         tools: Sequence[Tool] | None = None,
         trace_sinks: Sequence[Sink] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.settings = settings
+        self.progress = progress or (lambda _line: None)
+        """Start-up progress lines, for a person waiting at a terminal."""
         self.model = model if model is not None else build_model(settings)
         self.store = store or store_from_settings(settings.store, exclusive=True, secrets=settings.secrets())
         self.runs = RunStore(
@@ -144,6 +166,7 @@ class Gateway:
             self.store, self.bus, channels=settings.channels, limits=settings.limits, notify=self._send
         )
         self.channels = list(channels) if channels is not None else build_channels(settings, self.settled)
+        self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.scheduled = ScheduledMessages(self.runs, self._send)
         self.tools: list[Tool] = [
             *(tools if tools is not None else builtin_tools(settings)),
@@ -151,6 +174,7 @@ class Gateway:
             *self.scheduled.tools(),
         ]
         self.catalog = AgentCatalog.load(settings, plan_factory=plan_runner_factory(settings))
+        warn_unknown_references(self.catalog, {t.name for t in self.tools}, set(settings.mcp.servers))
         self.router = Router(self.catalog.targets(), self.model)
         self.mcp = McpPool(settings, self._send)
         self.manager = RunManager(
@@ -208,16 +232,35 @@ class Gateway:
     async def _send(self, message: OutboundMessage) -> str | None:
         return await self.supervisor.send(message)
 
+    async def _show_pending_again(self) -> None:
+        """A terminal keeps no messages across a restart: a pending prompt is shown again there, with its buttons."""
+        forgetful = {c.name for c in self.channels if getattr(c, "forgets_messages", False)}
+        if not forgetful:
+            return
+        for row in await self.runs.all_pending():
+            if row.chat_key.split(":", 1)[0] in forgetful:
+                await self.interrupts.show_again(row)
+
     def health(self) -> dict[str, Any]:
+        if not self._started:
+            status = "starting"
+        elif not self.channels:
+            status = "no channels"
+        elif self.starter.degraded:
+            status = "degraded"
+        else:
+            status = "ok"
         return {
-            "status": "ok" if self._started else "starting",
-            "channels": [c.name for c in self.channels],
+            "status": status,
+            "channels": dict(self.starter.status),
             "model": self.model.name,
             "agents": len(self.catalog.agents),
             "active_chats": self.bus.active_chats,
         }
 
     async def start(self) -> None:
+        where = self.settings.store.database_url().split("@")[-1].removeprefix("sqlite:///")
+        self.progress(f"store: {self.store.dialect} {where}")
         await self.store.start()
         self.mcp.start()
         await self.tracing.start()
@@ -241,8 +284,10 @@ class Gateway:
             for channel in webhooks:
                 channel.mount(self.http)  # type: ignore[attr-defined]
             await self.http.start()
-        for channel in self.channels:
-            await channel.start(self.inbox)
+        if not self.channels:
+            log.warning("no channel is enabled: nobody can reach this bot (enable one under channels.*)")
+        await self.starter.start_all()
+        await self._show_pending_again()
         self._started = True
         log.info(
             "gateway started: channels=%s model=%s agents=%s",
@@ -254,6 +299,7 @@ class Gateway:
     async def stop(self, timeout: float = 30.0) -> None:
         """Stop receiving, let in-flight work finish (up to ``timeout``), then close everything."""
         self._started = False
+        await self.starter.stop()
         for channel in self.channels:
             await channel.stop()  # stop receiving; in-flight runs may still send
         await self.inbox.close(timeout=min(timeout, 0.5))

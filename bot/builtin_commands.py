@@ -28,6 +28,10 @@ def register_builtin_commands(sup: Supervisor) -> None:
         return f"{greeting}\nJust write to me, or address an agent with @name (see /agents). Send /help for commands."
 
     async def help_(call: CommandCall) -> str:
+        if call.event.chat.channel == "slack":
+            # Slack intercepts /help, /start… itself: its users type them after the app's own command.
+            slash = sup.settings.channels.slack.slash_command.strip()
+            return sup.commands.help_text(call.event.sender.is_admin, prefix=f"/{slash.lstrip('/')} ")
         return sup.commands.help_text(call.event.sender.is_admin)
 
     async def whoami(call: CommandCall) -> str:
@@ -61,11 +65,16 @@ def register_builtin_commands(sup: Supervisor) -> None:
         if row is not None:
             age = _age((utcnow() - row.created_at).total_seconds())
             first = row.prompt.splitlines()[0] if row.prompt else row.kind
-            lines.append(f"• {row.kind} ({age} ago, asked {row.requester}): {first}")
+            lines.append(f"• {row.kind} ({age} ago, asked {row.requester}): {first} (shown again below)")
         extra = getattr(sup, "pending_extra", None)
         if extra is not None:
             lines.extend(await extra(call.event.chat))
-        return "Pending:\n" + "\n".join(lines) if lines else "Nothing is pending in this chat."
+        if not lines:
+            return "Nothing is pending in this chat."
+        await sup.notice(call.event.chat, "Pending:\n" + "\n".join(lines))
+        if row is not None:
+            await sup.interrupts.show_again(row)  # with its buttons, under the list: answer it there
+        return ""
 
     async def permissions(call: CommandCall) -> str:
         chat = call.event.chat

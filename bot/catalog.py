@@ -18,7 +18,7 @@ from typing import Any, Literal
 from agents.chat import ChatRunner
 from agents.guardrails import GuardrailRule
 from agents.handoffs import HandoffTarget
-from agents.react import ReactRunner
+from agents.react import CONFIRM_QUESTION, ReactRunner
 from agents.results import Runner
 from agents.spec import AgentSpec, load_agents
 from agents.tools.base import Tool, matches, select_tools
@@ -105,7 +105,8 @@ def _runner_for(spec: AgentSpec, plan_factory: RunnerFactory | None) -> Runner:
         return ChatRunner(spec.name, prompt)
     if spec.runner == "plan" and plan_factory is not None:
         return plan_factory(spec)
-    return ReactRunner(spec.name, prompt)
+    question = spec.confirmation.prompt_template if spec.confirmation else None
+    return ReactRunner(spec.name, prompt, confirm_question=question or CONFIRM_QUESTION)
 
 
 def agent_from_spec(spec: AgentSpec, plan_factory: RunnerFactory | None = None) -> AgentDef:

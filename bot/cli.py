@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import yaml
 
 from bot.agents_cli import agents_app
+from bot.cli_settings import ConfigOpt, cli_settings, remember_global_config
 from bot.mcp_cli import mcp_app
-from bot.settings import ConfigError, Settings, load_settings, scrub_environment
+from bot.settings import ConfigError, Settings, scrub_environment
 
 app = typer.Typer(
     help="A supervisor chat-bot gateway. Without a command, runs every enabled channel.",
@@ -31,22 +34,20 @@ app.add_typer(config_app, name="config")
 app.add_typer(agents_app, name="agents")
 app.add_typer(mcp_app, name="mcp")
 
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", help="Project config file (default: config/bot.yaml if present).")
-]
-
-
-def _settings(config: Path | None, **overrides: object) -> Settings:
-    try:
-        return load_settings(config, overrides=overrides or None)
-    except ConfigError as exc:
-        typer.echo(f"config error: {exc}", err=True)
-        raise typer.Exit(2) from None
+_settings = cli_settings
 
 
 def _setup_logging(settings: Settings) -> None:
     from bot.logs import setup_logging
 
+    if settings.channels.console.enabled:
+        # The terminal is the chat: log lines go to a file, the terminal shows only warnings and errors.
+        file = settings.store.data_dir.expanduser() / "bot.log"
+        try:
+            setup_logging(settings.log.level, settings.secrets(), file=file, terminal_level="WARNING")
+            return
+        except OSError as exc:
+            typer.echo(f"cannot write the log file {file} ({exc.strerror}); logging to the terminal", err=True)
     setup_logging(settings.log.level, settings.secrets())
 
 
@@ -65,8 +66,19 @@ def _exit_now(code: int, why: str) -> None:
 async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
     from bot.app import Gateway
 
+    for warning in settings.warnings:
+        logging.getLogger("bot").warning("config: %s", warning)
+    began = time.monotonic()
+    enabled = settings.channels.enabled()
+    if not enabled:
+        typer.echo("WARNING: no channel is enabled: nobody can reach this bot (set channels.<name>.enabled)", err=True)
+    typer.echo(f"Starting the bot: {', '.join(enabled) or 'no channels'}…", err=True)
+
+    def progress(line: str) -> None:
+        typer.echo(f"  {line}", err=True)
+
     try:
-        gateway = Gateway(settings)
+        gateway = Gateway(settings, progress=progress)
     except ConfigError as exc:
         typer.echo(f"config error: {exc}", err=True)
         return 2
@@ -105,13 +117,16 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
     from bot.runtime import tune_gc
 
     tune_gc(settings.runtime)
-    waiters = [asyncio.create_task(stop.wait())]
-    if until_console_done:
-        from channels.console import ConsoleChannel
+    typer.echo(f"Ready in {time.monotonic() - began:.1f} s.", err=True)
+    waiters: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]
+    from channels.console import ConsoleChannel
 
-        for channel in gateway.channels:
-            if isinstance(channel, ConsoleChannel):
+    for channel in gateway.channels:
+        if isinstance(channel, ConsoleChannel):
+            if until_console_done:
                 waiters.append(asyncio.create_task(channel.finished.wait()))
+            else:
+                waiters.append(asyncio.create_task(_console_ended(channel)))
     try:
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -121,19 +136,54 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
     return 0
 
 
+async def _console_ended(console: Any) -> None:
+    """The console's input ended while other channels serve: say so, and keep serving."""
+    await console.finished.wait()
+    typer.echo("Console input ended; the other channels keep running (Ctrl-C stops the bot).", err=True)
+    await asyncio.Event().wait()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"supervisor-bot {version('supervisor-bot')}")
+        except PackageNotFoundError:
+            typer.echo("supervisor-bot (not installed)")
+        raise typer.Exit(0)
+
+
 @app.callback(invoke_without_command=True)
-def _default(ctx: typer.Context, config: ConfigOpt = None) -> None:
+def _default(
+    ctx: typer.Context,
+    config: ConfigOpt = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    remember_global_config(config)
     if ctx.invoked_subcommand is None:
-        run(config)
+        _run(config, eof_stops=True)
 
 
 @app.command()
 def run(config: ConfigOpt = None) -> None:
-    """Start every enabled channel and serve until SIGINT/SIGTERM (in-flight work is drained)."""
+    """Start every enabled channel and serve until SIGINT/SIGTERM (in-flight work is drained).
+
+    With the console as the only channel, Ctrl-D at a terminal stops it too; a closed stdin
+    (a service, a container) does not.
+    """
+    _run(config, eof_stops=sys.stdin.isatty())
+
+
+def _run(config: Path | None, *, eof_stops: bool) -> None:
     settings = _settings(config)
     _setup_logging(settings)
     scrub_environment(settings)
-    raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=False)))
+    # The console alone: the end of its input (Ctrl-D, or the end of a pipe for plain `bot`) ends the bot.
+    alone = settings.channels.enabled() == ["console"]
+    raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=alone and eof_stops)))
 
 
 @app.command()
@@ -149,9 +199,6 @@ def chat(config: ConfigOpt = None) -> None:
         },
         http={"enabled": False},
     )
-    if settings.origin("log.level") == "default":
-        # The terminal is the chat: keep start-up chatter out of it unless asked for.
-        settings.log.level = "WARNING"
     _setup_logging(settings)
     scrub_environment(settings)
     raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=True)))
@@ -170,11 +217,22 @@ def health(
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
             body = json.loads(response.read().decode())
+    except urllib.error.HTTPError as exc:  # 503: starting, or no channel; the body says which
+        try:
+            body = json.loads(exc.read().decode())
+        except ValueError:
+            body = {"status": f"HTTP {exc.code}"}
     except (urllib.error.URLError, OSError, ValueError) as exc:
         typer.echo(f"unhealthy: {url}: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(json.dumps(body))
-    raise typer.Exit(0 if body.get("status") == "ok" else 1)
+    status = body.get("status")
+    if status == "degraded":
+        down = [f"{name}: {state}" for name, state in (body.get("channels") or {}).items() if state != "up"]
+        typer.echo("degraded: " + "; ".join(down), err=True)
+    elif status != "ok":
+        typer.echo(f"unhealthy: {status}", err=True)
+    raise typer.Exit(0 if status in ("ok", "degraded") else 1)
 
 
 @config_app.command("show")
@@ -198,10 +256,15 @@ def trace(
 
 async def _trace(settings: Settings, chat_key: str, last: int, as_json: bool) -> int:
     from bot.store import store_from_settings
+    from bot.store.base import StoreError
     from bot.tracing import Tracing, timeline
 
-    store = store_from_settings(settings.store)
-    await store.start()
+    store = store_from_settings(settings.store, read_only=True)
+    try:
+        await store.start()
+    except StoreError as exc:
+        typer.echo(f"cannot read the traces: {exc}", err=True)
+        return 1
     try:
         runs = await Tracing(store, settings.tracing).runs(chat_key, last)
     finally:

@@ -67,13 +67,14 @@ class CommandRegistry:
     def get(self, name: str) -> Command | None:
         return self.commands.get(name)
 
-    def help_text(self, is_admin: bool) -> str:
+    def help_text(self, is_admin: bool, prefix: str = "/") -> str:
+        """The commands one may use; ``prefix`` is how they are typed (Slack: ``/bot `` before each)."""
         lines = ["Commands:"]
         for cmd in self.commands.values():
             if cmd.admin and not is_admin:
                 continue
             usage = f" {cmd.usage}" if cmd.usage else ""
-            lines.append(f"/{cmd.name}{usage} - {cmd.help}{' (admin)' if cmd.admin else ''}")
+            lines.append(f"{prefix}{cmd.name}{usage} - {cmd.help}{' (admin)' if cmd.admin else ''}")
         return "\n".join(lines)
 
     async def dispatch(self, call: CommandCall) -> str:

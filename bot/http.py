@@ -23,7 +23,8 @@ class HttpServer:
 
     async def _healthz(self, request: web.Request) -> web.Response:
         status = self._health()
-        return web.json_response(status, status=200 if status.get("status") == "ok" else 503)
+        # Degraded (a platform unreachable, retried) still serves the rest: healthy to an orchestrator.
+        return web.json_response(status, status=200 if status.get("status") in ("ok", "degraded") else 503)
 
     async def start(self) -> None:
         self._runner = web.AppRunner(self.app, access_log=None)

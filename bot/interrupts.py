@@ -126,6 +126,17 @@ class InterruptService:
                 OutboundMessage(chat=chat, text=f"{old_prompt}\n\n📄 Shown in full below.", edit_of=old_ref)
             )
 
+    async def show_again(self, row: InterruptRow) -> None:
+        """Send a pending prompt again, with its buttons (``/pending``, or a console after a restart):
+        its outcome will be shown on this copy."""
+        chat = ChatKey.parse(row.chat_key)
+        choices = [(str(label), str(value)) for label, value in row.choices]
+        hint = "\n(Press a button, or reply yes / no.)" if row.kind != "ask_user" else "\n(Reply with your answer.)"
+        message = OutboundMessage(chat=chat, text=row.prompt + hint, buttons=buttons_for(row.id, row.nonce, choices))
+        ref = await self.manager.send(message)
+        if ref is not None:
+            self.runs.set_prompt_ref(row, ref)
+
     async def _first_time(self, event_key: str, chat: ChatKey) -> bool:
         try:
             return await self.runs.store.accept(event_key, str(chat), None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from pathlib import Path
 
 REDACTED = "***"
 
@@ -33,13 +34,33 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-def setup_logging(level: str, secrets: Iterable[str]) -> RedactingFilter:
-    """Configure the root logger (stderr) and attach the redacting filter to every handler."""
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def setup_logging(
+    level: str, secrets: Iterable[str], *, file: Path | None = None, terminal_level: str | None = None
+) -> RedactingFilter:
+    """Configure the root logger and attach the redacting filter to every handler.
+
+    Logs go to stderr; with ``file`` (the console channel is on: the terminal is the chat),
+    everything at ``level`` goes to the file and the terminal shows only ``terminal_level``
+    and above.
+    """
     root = logging.getLogger()
     if not root.handlers:
         handler: logging.Handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter(FORMAT))
         root.addHandler(handler)
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        written = logging.FileHandler(file, encoding="utf-8")
+        written.setFormatter(logging.Formatter(FORMAT))
+        written.setLevel(level)
+        root.addHandler(written)
+    if terminal_level is not None:
+        for handler in root.handlers:
+            if type(handler) is logging.StreamHandler:
+                handler.setLevel(terminal_level)
     root.setLevel(level)
     redactor = RedactingFilter(secrets)
     for handler in root.handlers:

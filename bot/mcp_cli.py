@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,7 +22,8 @@ from agents.spec import AgentSpec, SpecError
 from agents.specs.registry import is_pattern
 from agents.tools.mcp.manager import McpManager, ServerStatus
 from agents.tools.mcp.toolset import split_tool_name
-from bot.settings import ConfigError, Settings, load_settings
+from bot.cli_settings import ConfigOpt, cli_settings
+from bot.settings import Settings
 
 mcp_app = typer.Typer(help="MCP servers: status and tools.", add_completion=False, no_args_is_help=True)
 
@@ -33,11 +33,6 @@ def _group() -> None:
     """MCP servers: status and tools."""
 
 
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", help="Project config file (default: config/bot.yaml if present).")
-]
-
-
 @mcp_app.command("list")
 def list_servers(
     config: ConfigOpt = None,
@@ -45,11 +40,7 @@ def list_servers(
     connect: Annotated[bool, typer.Option(help="Start/connect each server to list its tools.")] = True,
 ) -> None:
     """Servers, their status and tools (risk, confirmation)."""
-    try:
-        settings = load_settings(config)
-    except ConfigError as exc:
-        typer.echo(f"config error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    settings = cli_settings(config)
     logging.getLogger("agents.tools.mcp").setLevel(logging.ERROR)  # the listing says it better
     statuses = asyncio.run(_statuses(McpManager(settings.mcp.servers), connect))
     if as_json:

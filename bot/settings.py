@@ -8,8 +8,8 @@ install works) < ``~/.config/bot/bot.yaml`` < the project file
 live in the store and are applied by the gateway.
 
 Strings may use ``${VAR}`` or ``${VAR:-default}``; an unset variable without
-a default becomes an empty string, and an enabled section that then lacks a
-required secret is reported by name.  Every leaf remembers the layer it came
+a default is an error naming the file and field (:mod:`bot.config_checks`), and
+an enabled section that lacks a required secret is reported by name.  Every leaf remembers the layer it came
 from (``Settings.origin``) so ``/routing`` and ``bot config show`` can say why
 a value is what it is.
 """
@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
+from bot.config_checks import interpolate, literal_secrets, store_url_problem
 
 USER_CONFIG = Path("~/.config/bot/bot.yaml")
 PROJECT_CONFIG = Path("config/bot.yaml")
@@ -40,7 +41,6 @@ ENV_SHORTHANDS = {
     "GEMINI_BASE_URL": ("model", "base_url"),
     "DATABASE_URL": ("store", "url"),
 }
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class ConfigError(Exception):
@@ -353,6 +353,12 @@ class Settings(_Section):
     channels: ChannelsSection = Field(default_factory=ChannelsSection)
 
     _origins: dict[str, str] = {}
+    _warnings: list[str] = []
+
+    @property
+    def warnings(self) -> list[str]:
+        """What loading noticed and the operator should hear about at start-up (a secret written in a file)."""
+        return list(self._warnings)
 
     def origin(self, dotted: str) -> str:
         """The layer that set ``dotted`` (e.g. ``model.name``), or ``default``."""
@@ -402,17 +408,6 @@ def _redact(data: Any, secret: bool = False) -> Any:
     if isinstance(data, str) and "://" in data:
         return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", data)
     return data
-
-
-def interpolate(value: Any, env: Mapping[str, str]) -> Any:
-    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of ``value``."""
-    if isinstance(value, str):
-        return _VAR.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
-    if isinstance(value, dict):
-        return {k: interpolate(v, env) for k, v in value.items()}
-    if isinstance(value, list):
-        return [interpolate(v, env) for v in value]
-    return value
 
 
 def _merge(base: dict[str, Any], top: Mapping[str, Any], layer: str, origins: dict[str, str], prefix: str = "") -> None:
@@ -531,13 +526,31 @@ def load_settings(
 
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
-    for name, _path, data in layers:
-        _merge(merged, interpolate(data, env), name, origins)
+    unset: list[str] = []
+    warnings: list[str] = []
+    for name, path, data in layers:
+        if path is not None and name != "default":
+            warnings += [
+                f"{name}: {key} is written in the file; secrets belong in the environment "
+                f"(write {key.rsplit('.', 1)[-1]}: ${{VARIABLE}} and export VARIABLE)"
+                for key in literal_secrets(data, SECRET_KEYS)
+            ]
+        _merge(merged, interpolate(data, env, unset, name), name, origins)
+    if unset:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(unset))
+    tools = merged.setdefault("tools", {})
+    if isinstance(tools, dict) and tools.get("workspace") is None:
+        # Beside the database, in the data dir (a Docker volume), not wherever the process was started.
+        tools["workspace"] = str(Path(str((merged.get("store") or {}).get("data_dir") or "data")) / "workspace")
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_explain(exc, origins)) from None
     settings._origins = {k: v for k, v in origins.items() if v != "default"}
+    settings._warnings = warnings
+    problem = store_url_problem(settings.store.url)
+    if problem is not None:
+        raise ConfigError(f"invalid configuration:\n  {settings.origin('store.url')}: store.url: {problem}")
     _check_required_secrets(settings)
     return settings
 

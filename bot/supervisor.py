@@ -143,7 +143,8 @@ class Supervisor:
         if parsed is not None:
             if await self._accept(event, key, None):
                 reply = await self.commands.dispatch(CommandCall(parsed[0], parsed[1], event))
-                await self.send(OutboundMessage(chat=event.chat, text=reply, reply_to=event.id))
+                if reply:  # a command that answered by itself returns nothing more to say
+                    await self.send(OutboundMessage(chat=event.chat, text=reply, reply_to=event.id))
             return
         if pending is not None:
             if pending.requester != sender.id and not sender.is_admin:
@@ -275,6 +276,11 @@ class Supervisor:
         recovery routes it again; after it, the run is recovered like any other.
         """
         config, _ = await self.effective_routing()
+        problem = parse_target(event.text, self.catalog.agents).error
+        if problem is not None:  # a typo in @agent or --strategy: say so instead of guessing
+            if await self._accept(event, key, Message.user(event.text)):
+                await self.send(OutboundMessage(chat=event.chat, text=problem, reply_to=event.id))
+            return
         decision = await self.decide_route(event.chat, event.text, config)
         if decision.note and decision.method == "fallback":
             log.info("chat %s: routing fell back: %s", event.chat, decision.note)

@@ -23,6 +23,8 @@ class ConsoleChannel:
     """A single local chat (``console:local``) on stdin/stdout."""
 
     name = "console"
+    forgets_messages = True
+    """A terminal keeps nothing across a restart: the gateway shows a pending prompt again at start."""
 
     def __init__(
         self,

@@ -159,7 +159,8 @@ class Confirmation(_Strict):
     require_confirmation: tuple[Text, ...] = ()
     """Tool names or glob patterns."""
     prompt_template: str | None = None
-    """The question shown to the user instead of the default one."""
+    """The question shown above the calls instead of "🔐 Confirm before I run:" (``{agent}`` and ``{tools}`` are
+    filled in); the calls themselves always follow in full."""
     timeout: float | None = Field(None, gt=0)
     """Seconds before an unanswered confirmation expires (counts as denied); the gateway default when empty."""
 

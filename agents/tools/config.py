@@ -63,7 +63,8 @@ class CommandToolConfig(_Section):
 
 class ToolsConfig(_Section):
     workspace: Path = Path("data/workspace")
-    """The folder the file tools and ``run_command`` work in (created on first use)."""
+    """The folder the file tools and ``run_command`` work in (created on first use); the gateway's
+    settings put it under their data dir unless it is set."""
     max_file_bytes: int = Field(1_000_000, ge=1)
     """Largest file ``write_file`` writes; ``read_file`` shows at most this much."""
     http: HttpToolConfig = Field(default_factory=HttpToolConfig)

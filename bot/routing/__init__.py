@@ -12,9 +12,10 @@ applies: ``none`` (no answer), ``prompt_user`` (list the agents) or
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
-from collections.abc import Container
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -68,8 +69,13 @@ class Targeting:
     error: str | None = None
 
 
-def parse_target(text: str, known: Container[str]) -> Targeting:
-    """Split ``@name``/``@auto --strategy=…`` off the start of ``text``."""
+def parse_target(text: str, known: Collection[str]) -> Targeting:
+    """Split ``@name``/``@auto --strategy=…`` off the start of ``text``.
+
+    An ``@word`` that is no agent is plain text (``@john, can you…``), unless it is so close
+    to an agent's name that it is surely a typo: then ``error`` says so with a did-you-mean,
+    as it does for an unknown strategy.
+    """
     match = _TARGET.match(text.strip())
     if not match:
         return Targeting(None, None, text)
@@ -80,10 +86,16 @@ def parse_target(text: str, known: Container[str]) -> Targeting:
             return Targeting(None, None, rest)
         strategy, rest = flag.group(1).lower(), flag.group(2).strip()
         if strategy not in STRATEGIES:
-            return Targeting(None, None, rest, error=f"unknown strategy {strategy!r}; use rule, llm or hybrid")
+            close = difflib.get_close_matches(strategy, STRATEGIES, n=1, cutoff=0.5)
+            hint = f" Did you mean --strategy={close[0]}?" if close else ""
+            return Targeting(None, None, rest, error=f"Unknown strategy {strategy!r}: use rule, llm or hybrid.{hint}")
         return Targeting(None, strategy, rest)
     if name in known:
         return Targeting(name, None, rest)
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
+    if close:
+        error = f"There is no agent @{name}. Did you mean @{close[0]}? (/agents lists them)"
+        return Targeting(None, None, text, error=error)
     return Targeting(None, None, text)
 
 

@@ -19,8 +19,6 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from bot.store.tables import ChatSetting, InboxEvent, SessionMessage
-
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -104,9 +102,11 @@ def numbered(sql: str) -> str:
     return re.sub(r"\?", lambda _m: f"${next(counter)}", sql)
 
 
-_M = SessionMessage.__tablename__
-_S = ChatSetting.__tablename__
-_E = InboxEvent.__tablename__
+# The tables of bot/store/tables.py by name: importing SQLModel for them would cost a quarter of a second
+# at every start (tests/store/test_schema.py checks the names agree).
+_M = "session_messages"
+_S = "chat_settings"
+_E = "inbox"
 
 INSERT_INBOX = (
     f"INSERT INTO {_E} (event_key, chat_key, kind, event, status, received_at) VALUES (?, ?, ?, ?, 'pending', ?) "

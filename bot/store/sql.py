@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,8 +20,6 @@ from dataclasses import replace
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-
-from sqlalchemy.exc import SQLAlchemyError
 
 from agents.messages import Message
 from bot.store.base import StoreError
@@ -90,8 +89,11 @@ class SqlStore:
         retention_interval_s: float = 5.0,
         exclusive: bool = False,
         secrets: Iterable[str] = (),
+        read_only: bool = False,
     ) -> None:
         self.url = url
+        self.read_only = read_only
+        """Only reads (``bot trace``): nothing is created or migrated; a missing database is an error."""
         self.secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
         """Known secret values (tokens, keys): replaced by ``***`` in every value written, whatever row it is."""
         self.exclusive = exclusive
@@ -121,7 +123,7 @@ class SqlStore:
     # -- life cycle ---------------------------------------------------------------
 
     async def start(self) -> None:
-        if self._writer is not None:
+        if self._reader is not None:
             return
         retention = Retention(
             history_limit=self.history_limit,
@@ -129,11 +131,15 @@ class SqlStore:
             interval_s=self.retention_interval_s,
         )
         retention.rules = self._rules  # shared, so rules added later count too
-        writer: GroupCommit
+        writer: GroupCommit | None
         reader: Reader
         if self.dialect == "postgresql":
-            from bot.store.postgres import PgReader, PgWriter, dsn_of
-
+            try:
+                from bot.store.postgres import PgReader, PgWriter, dsn_of
+            except ImportError as exc:
+                raise StoreError(
+                    f"PostgreSQL needs the postgres extra ({exc}): pip install 'supervisor-bot[postgres]'"
+                ) from None
             url = self.url
             writer = PgWriter(
                 dsn_of(url), busy_timeout_ms=self.busy_timeout_ms, retention=retention, max_batch=self.max_batch
@@ -144,7 +150,7 @@ class SqlStore:
 
             path = self._sqlite_path()
             url = f"sqlite:///{path}"
-            if self.exclusive:
+            if self.exclusive and not self.read_only:
                 self._lock = ProcessLock(Path(path + ".lock"))
                 self._lock.acquire(path)
             writer = SqliteWriter(
@@ -155,25 +161,30 @@ class SqlStore:
                 max_batch=self.max_batch,
             )
             reader = SqliteReader(path, busy_timeout_ms=self.busy_timeout_ms)
+        if self.read_only:
+            writer = None  # a tool that only reads: no migration, no writer, nothing created
         try:
-            try:
-                await migrate_url(url)
-            except (SQLAlchemyError, OSError) as exc:
-                raise StoreError(f"cannot open the database: {exc}") from exc
-            await writer.open()
+            if writer is not None:
+                try:
+                    await migrate_url(url)
+                except Exception as exc:  # SQLAlchemy's errors, OSError: whatever stops the migration
+                    raise StoreError(f"cannot open the database: {exc}") from exc
+                await writer.open()
             try:
                 await reader.open()
             except BaseException:
-                await writer.close()
+                if writer is not None:
+                    await writer.close()
                 raise
         except BaseException:
             self._unlock()
             raise
         self._writer, self._reader = writer, reader
         self._new_caches()
-        # Passes also run when nothing is written (the writer runs them between batches otherwise),
-        # so a chat's history is cut to its limit soon after its last message, not at the next one.
-        self._idle_retention = asyncio.create_task(self._retain_when_idle(retention), name="store-retention")
+        if writer is not None:
+            # Passes also run when nothing is written (the writer runs them between batches otherwise),
+            # so a chat's history is cut to its limit soon after its last message, not at the next one.
+            self._idle_retention = asyncio.create_task(self._retain_when_idle(retention), name="store-retention")
         log.info("store: %s (synchronous=%s)", self.dialect, self.synchronous if self.dialect == "sqlite" else "-")
 
     def _sqlite_path(self) -> str:
@@ -183,8 +194,21 @@ class SqlStore:
             # throw-away file instead (same semantics for the process's lifetime).
             self._tempdir = tempfile.mkdtemp(prefix="bot-store-")
             return str(Path(self._tempdir) / "bot.db")
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        return str(Path(path).expanduser())
+        file = Path(path).expanduser()
+        if self.read_only:
+            if not file.is_file():
+                raise StoreError(f"there is no database at {file} (store.data_dir / store.url point there)")
+            return str(file)
+        where = f"the database's folder {file.parent} (store.data_dir, or the folder in store.url)"
+        if file.parent.exists() and not file.parent.is_dir():
+            raise StoreError(f"{where} is a file, not a folder")
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{where} cannot be created: {exc.strerror}") from None
+        if not os.access(file.parent, os.W_OK) or (file.exists() and not os.access(file, os.W_OK)):
+            raise StoreError(f"{where} is not writable by this user (uid {os.getuid()})")
+        return str(file)
 
     async def _retain_when_idle(self, retention: Retention) -> None:
         while True:
@@ -443,7 +467,9 @@ def open_store(url: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 50
     return SqlStore(url, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, **options)
 
 
-def store_from_settings(section: StoreSection, *, exclusive: bool = False, secrets: Iterable[str] = ()) -> SqlStore:
+def store_from_settings(
+    section: StoreSection, *, exclusive: bool = False, secrets: Iterable[str] = (), read_only: bool = False
+) -> SqlStore:
     """The store configured by the ``store:`` section (every key, retention and caches included).
 
     ``exclusive``: the gateway's store (one process per SQLite file); read-only tools leave it False.
@@ -459,4 +485,5 @@ def store_from_settings(section: StoreSection, *, exclusive: bool = False, secre
         retention_interval_s=section.retention_interval_s,
         exclusive=exclusive,
         secrets=secrets,
+        read_only=read_only,
     )

@@ -21,6 +21,7 @@ from discord.http import Route
 
 from bot.events import Action, Attachment, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.inbox import Inbox, InboxClosed, NotStored
+from bot.settings import ConfigError
 from channels.discord.buttons import PayloadButton, is_ours, make_view
 from channels.discord.calls import DiscordError, Retrying, endpoints, parse_ref
 from channels.formatting import rendered, split_markdown, to_discord_markdown
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 2000
+MESSAGE_CONTENT_INTENT = (
+    "channels.discord: Discord refused the connection because the bot lacks the Message Content intent. "
+    "Turn it on in the Discord Developer Portal: your application → Bot → Privileged Gateway Intents → "
+    "MESSAGE CONTENT INTENT, save, then start the bot again."
+)
 INTERACTION_TTL_S = 14 * 60
 """Interaction tokens live 15 minutes; past this, edits go through the channel."""
 INACTIVE_BUTTON = "This button is no longer active."
@@ -119,6 +125,8 @@ class DiscordChannel:
         if self._gateway in done:
             exc = self._gateway.exception()
             await self.stop()
+            if isinstance(exc, discord.PrivilegedIntentsRequired):
+                raise ConfigError(MESSAGE_CONTENT_INTENT) from None
             raise DiscordError(f"Discord gateway: could not connect: {exc or 'closed'}") from exc
         if not done:
             log.warning("discord: the gateway is not up after %.0f s; still trying", self.connect_timeout_s)

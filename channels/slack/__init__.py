@@ -116,7 +116,7 @@ class SlackChannel:
         self.api = WebApi(self.web)
         self.app = AsyncApp(
             name="slack",
-            logger=logging.getLogger(f"{__name__}.bolt"),
+            logger=_bolt_logger(),
             # Tokenless: every request is authorised with the one auth.test result (no auth.test per request).
             client=AsyncWebClient(base_url=base_url),
             authorize=self._authorizer(),
@@ -445,6 +445,31 @@ class SlackChannel:
             elif exc.error not in ("already_reacted", "no_reaction", "message_not_found"):
                 log.debug("slack: %s", exc)
             return False
+
+
+class _BoltNoise(logging.Filter):
+    """What slack-bolt logs that is noise or too much: bolt copies its base logger's filters to every logger.
+
+    - "As you gave `client` as well, `token` will be unused": bolt reads SLACK_BOT_TOKEN from the
+      environment itself; the adapter hands it a client and an authorizer, and that is right.
+    - "Invalid request signature detected (… body: …)": a forged request's body is a message's text,
+      which stays out of logs; the fact is logged, not the body.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "`token` will be unused" in message:
+            return False
+        if message.startswith("Invalid request signature detected"):
+            record.msg, record.args = "slack: refused a request with an invalid signature", None
+        return True
+
+
+def _bolt_logger() -> logging.Logger:
+    logger = logging.getLogger(f"{__name__}.bolt")
+    if not any(isinstance(f, _BoltNoise) for f in logger.filters):
+        logger.addFilter(_BoltNoise())
+    return logger
 
 
 def _check(cfg: SlackSettings) -> None:

@@ -63,12 +63,46 @@ def test_interpolation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     cfg = write(
         tmp_path / "bot.yaml",
-        "bot: {name: '${BOT_NAME}', greeting: 'hi ${WHO:-there}'}\nmodel: {name: '${UNSET_VAR}'}\n",
+        "bot: {name: '${BOT_NAME}', greeting: 'hi ${WHO:-there}'}\nmodel: {name: '${EMPTY_OK:-}'}\n",
     )
     s = load_settings(cfg, env={"BOT_NAME": "helper"}, user_config=tmp_path / "x")
     assert s.bot.name == "helper"
     assert s.bot.greeting == "hi there"
     assert s.model.name == ""
+
+
+def test_an_unset_variable_is_an_error_naming_file_and_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = write(tmp_path / "bot.yaml", "model: {name: '${UNSET_VAR}'}\nbot: {name: '${SET_EMPTY}'}\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(cfg, env={"SET_EMPTY": ""}, user_config=tmp_path / "x")
+    text = str(err.value)
+    assert f"project file {cfg}.model.name: ${{UNSET_VAR}} is not set" in text and "${UNSET_VAR:-}" in text
+    assert "SET_EMPTY" not in text  # set (even empty) is set
+
+
+@pytest.mark.parametrize("url", ["sqlite://mydb.db", "mysql://u:p@h/db", "sqlite:///", "redis://h/0", "mydb.db"])
+def test_a_database_url_the_store_cannot_use_is_refused(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load_settings(None, env={"DATABASE_URL": url}, user_config=tmp_path / "x")
+    assert "env DATABASE_URL: store.url:" in str(err.value) and "sqlite:///relative/path.db" in str(err.value)
+    cfg = write(tmp_path / "bot.yaml", f"store: {{url: '{url}'}}\n")
+    with pytest.raises(ConfigError, match=f"project file {cfg}: store.url:"):
+        load_settings(cfg, env={}, user_config=tmp_path / "x")
+
+
+def test_a_secret_written_in_a_file_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = write(
+        tmp_path / "bot.yaml",
+        "channels: {telegram: {token: '123:abc-literal'}, slack: {bot_token: '${SLACK_BOT_TOKEN:-}'}}\n",
+    )
+    s = load_settings(cfg, env={}, user_config=tmp_path / "x")
+    assert len(s.warnings) == 1 and "channels.telegram.token is written in the file" in s.warnings[0]
+    assert str(cfg) in s.warnings[0]
 
 
 def test_bad_field_names_file_and_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,3 +211,11 @@ def test_secrets_are_scrubbed_from_the_environment_once_loaded(tmp_path: Path) -
     assert gone == ["GEMINI_API_KEY", "MY_GITHUB", "TELEGRAM_BOT_TOKEN"]
     assert env == {"HOME": "/home/x", "PATH": "/usr/bin"}
     assert settings.mcp.servers["gh"].env == {"TOKEN": "ghp_also_secret_0001"}  # the settings keep them
+
+
+def test_the_workspace_lives_in_the_data_dir_unless_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    s = load_settings(None, env={"BOT_STORE__DATA_DIR": "/data"}, user_config=tmp_path / "x")
+    assert s.tools.workspace == Path("/data/workspace")
+    s = load_settings(None, env={"BOT_TOOLS__WORKSPACE": "/srv/work"}, user_config=tmp_path / "x")
+    assert s.tools.workspace == Path("/srv/work")

@@ -399,3 +399,17 @@ async def test_inbound_mapping_chat_keys_mentions_replies_and_attachments(make_b
         assert len(bus.events) == 5
     finally:
         await adapter.stop()
+
+
+async def test_without_the_message_content_intent_start_up_says_where_to_turn_it_on(
+    make_bot: Any, fake: FakeDiscord
+) -> None:
+    from bot.settings import ConfigError
+
+    fake.refuse_privileged_intents = True
+    bot = make_bot()
+    adapter = DiscordChannel(bot.settings.channels.discord)
+    with pytest.raises(ConfigError) as refused:
+        await adapter.start(RecordingInbox())
+    text = str(refused.value)
+    assert "Message Content intent" in text and "Developer Portal" in text and "Privileged Gateway Intents" in text

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -213,6 +214,18 @@ def texts(posts: list[dict[str, Any]]) -> list[str]:
 
 
 # -- requests and events ------------------------------------------------------------------------------
+
+
+async def test_slack_start_up_and_forged_requests_keep_logs_quiet_and_free_of_message_text(
+    make_slack: Any, fake: FakeSlack, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)  # bolt reads it on its own
+    with caplog.at_level(logging.INFO):
+        h = await make_slack()
+        event = json.dumps({"type": "event_callback", "event": {"type": "message", "text": "my private words"}})
+        assert (await h.post(event, "application/json", sign(event, secret="wrong")))[0] == 401
+    assert "will be unused" not in caplog.text
+    assert "my private words" not in caplog.text and "invalid signature" in caplog.text
 
 
 async def test_url_verification_and_refused_requests(make_slack: Any, fake: FakeSlack) -> None:
@@ -531,7 +544,7 @@ async def test_slash_command_runs_our_command(make_slack: Any, fake: FakeSlack) 
     posts = await fake.wait_for(lambda: fake.posts())
     await h.settle()
     assert posts[0]["channel"] == "C1" and "thread_ts" not in posts[0]
-    assert posts[0]["text"].startswith("Commands:") and "/reset" in posts[0]["text"]
+    assert posts[0]["text"].startswith("Commands:") and "/bot reset" in posts[0]["text"]  # as Slack needs them
     await h.form({**fields, "text": "whoami", "trigger_id": "trigger-cmd-2"})
     await fake.wait_for(lambda: len(fake.posts()) == 2)
     assert fake.posts()[1]["text"] == "You are U1 (ann), user, in chat slack:C1."

@@ -205,6 +205,9 @@ class FakeDiscord:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    refuse_privileged_intents = False
+    """Close IDENTIFY with 4014 when it asks for Message Content (the portal switch is off)."""
+
     def snowflake(self) -> str:
         return str(next(self._ids))
 
@@ -230,6 +233,10 @@ class FakeDiscord:
         return ws
 
     async def _identify(self, conn: _Connection, data: dict[str, Any]) -> None:
+        if self.refuse_privileged_intents and data.get("intents", 0) & (1 << 15):
+            # As Discord does when the Message Content intent is not enabled for the application.
+            await conn.ws.close(code=4014, message=b"Disallowed intent(s).")
+            return
         ready = {
             "v": 10,
             "user": BOT_USER,

@@ -54,10 +54,11 @@ async def open_client(
         return
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     assert config.url is not None
+    # As the SDK's own client factory does, without its private module: a long read timeout, because a
+    # server may hold a response stream open; redirects are followed by the transport, within the origin.
     timeout = httpx2.Timeout(config.timeout_s, read=max(300.0, config.timeout_s))
-    http = create_mcp_http_client(headers=server_headers(config, name), timeout=timeout)
+    http = httpx2.AsyncClient(headers=server_headers(config, name), timeout=timeout)
     async with http, Client(streamable_http_client(config.url, http_client=http), **options) as client:
         yield client

@@ -1,0 +1,99 @@
+"""Starting the channels: one platform that cannot be reached does not keep the others down.
+
+A channel whose start fails with a configuration error (a token the platform
+refuses) stops the gateway: that is the operator's to fix.  Any other failure (the
+platform unreachable, a timeout, a 5xx) is retried in the background with a capped
+backoff while the other channels serve; ``/healthz`` and ``bot health`` report
+``degraded`` with the reason until it is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bot.inbox import Inbox
+from bot.settings import ConfigError
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+class ChannelStarter:
+    """Starts channels and keeps retrying the ones that could not connect."""
+
+    def __init__(
+        self,
+        channels: Sequence[Any],
+        inbox: Inbox,
+        *,
+        progress: Progress | None = None,
+        first_delay_s: float = 1.0,
+        max_delay_s: float = 60.0,
+    ) -> None:
+        self.channels = list(channels)
+        self.inbox = inbox
+        self.progress = progress or (lambda _line: None)
+        self.first_delay_s = first_delay_s
+        self.max_delay_s = max_delay_s
+        self.status: dict[str, str] = {c.name: "stopped" for c in self.channels}
+        """Per channel: ``up``, ``connecting (…)`` while retried, or ``stopped``."""
+        self._retries: dict[str, asyncio.Task[None]] = {}
+
+    @property
+    def degraded(self) -> list[str]:
+        return [f"{name}: {state}" for name, state in self.status.items() if state != "up"]
+
+    async def start_all(self) -> None:
+        for channel in self.channels:
+            self.progress(f"channel {channel.name}: connecting…")
+            try:
+                await channel.start(self.inbox)
+            except ConfigError:
+                raise
+            except Exception as exc:  # unreachable, timed out, refused for now: retried while the rest serve
+                reason = _reason(exc)
+                self.status[channel.name] = f"connecting (retrying: {reason})"
+                self.progress(f"channel {channel.name}: not reachable ({reason}); retrying in the background")
+                log.warning("channel %s could not start (%s); retrying with backoff", channel.name, reason)
+                self._retries[channel.name] = asyncio.create_task(self._retry(channel), name=f"start-{channel.name}")
+            else:
+                self.status[channel.name] = "up"
+                self.progress(f"channel {channel.name}: ready")
+
+    async def _retry(self, channel: Any) -> None:
+        delay = self.first_delay_s
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await channel.stop()  # whatever the failed start left half open
+                await channel.start(self.inbox)
+            except ConfigError as exc:
+                self.status[channel.name] = f"failed: {exc}"
+                log.error("channel %s: %s", channel.name, exc)
+                return
+            except Exception as exc:
+                reason = _reason(exc)
+                self.status[channel.name] = f"connecting (retrying: {reason})"
+                log.warning("channel %s still cannot start (%s); next try in %.0f s", channel.name, reason, delay)
+                delay = min(self.max_delay_s, delay * 2)
+            else:
+                self.status[channel.name] = "up"
+                log.warning("channel %s is up now", channel.name)
+                return
+
+    async def stop(self) -> None:
+        for task in self._retries.values():
+            task.cancel()
+        await asyncio.gather(*self._retries.values(), return_exceptions=True)
+        self._retries.clear()
+        for name in self.status:
+            self.status[name] = "stopped"
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
