@@ -19,7 +19,7 @@ import typer
 import yaml
 
 from bot.agents_cli import agents_app
-from bot.cli_settings import ConfigOpt, cli_settings, remember_global_config
+from bot.cli_settings import ConfigOpt, cli_settings, pass_config_down
 from bot.mcp_cli import mcp_app
 from bot.settings import ConfigError, Settings, scrub_environment
 
@@ -162,7 +162,7 @@ def _default(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    remember_global_config(config)
+    pass_config_down(ctx, config)
     if ctx.invoked_subcommand is None:
         _run(config, eof_stops=True)
 

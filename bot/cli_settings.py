@@ -7,7 +7,7 @@ names no file is an error either way (never silently ignored).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,18 +17,27 @@ ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="Project config file (default: config/bot.yaml if present).")
 ]
 
-_given: dict[str, Path | None] = {"config": None}
-"""The ``-c`` given before the command name (the top-level option), for the command to use."""
+
+def pass_config_down(ctx: typer.Context, config: Path | None) -> None:
+    """Make the top-level ``-c`` every subcommand's default ``--config`` (click's ``default_map``)."""
+    if config is not None:
+        ctx.default_map = _defaults(ctx.command, str(config))
 
 
-def remember_global_config(config: Path | None) -> None:
-    _given["config"] = config
+def _defaults(command: Any, config: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        if getattr(sub, "commands", None):
+            out[name] = _defaults(sub, config)
+        elif any(getattr(p, "name", None) == "config" for p in sub.params):
+            out[name] = {"config": config}
+    return out
 
 
 def cli_settings(config: Path | None, **overrides: object) -> Settings:
-    """The settings for a command: its own ``-c``, else the top-level one, else the usual layers."""
+    """The settings for a command: its ``--config`` (which the top-level ``-c`` fills in), else the usual layers."""
     try:
-        return load_settings(config or _given["config"], overrides=overrides or None)
+        return load_settings(config, overrides=overrides or None)
     except ConfigError as exc:
         typer.echo(f"config error: {exc}", err=True)
         raise typer.Exit(2) from None

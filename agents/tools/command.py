@@ -101,6 +101,10 @@ async def _finish(proc: asyncio.subprocess.Process, config: CommandToolConfig) -
             _kill_group(proc)
         for task in (reader, waiter):
             task.cancel()
+        # Closed here, not left to the garbage collector after the loop is gone ("Event loop is closed").
+        transport = getattr(proc, "_transport", None)
+        if transport is not None and not transport.is_closing():
+            transport.close()
     text = _clip(bytes(output), dropped, config.max_output_chars)
     if timed_out:
         raise ToolError(f"timed out after {config.timeout_s:g} s; the command was killed. Output so far:\n{text}")

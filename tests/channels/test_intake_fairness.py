@@ -114,7 +114,7 @@ async def start_bot(make_settings: Callable[..., Settings]) -> AsyncIterator[Cal
 
 async def test_a_flooding_chat_does_not_hold_up_another(start_bot: Callable[..., Any]) -> None:
     """3,000 messages from one chat; another chat's message, sent once the flood is being taken, is answered
-    within 2 s.  Default limits except ``sender_rate_per_min: 0``: with the default token bucket (30 a minute,
+    within 4 s (minutes before step 1; the bound is loose for a loaded 2-core CI).  Default limits except ``sender_rate_per_min: 0``: with the default token bucket (30 a minute,
     burst 20) the flooder would be cut off by the rate limit before its chat's queue ever filled.
 
     Measured here (2 cores shared with other jobs): the other chat's message, queued behind about 2,900 flood
@@ -131,8 +131,8 @@ async def test_a_flooding_chat_does_not_hold_up_another(start_bot: Callable[...,
     await bot.fake.wait_for(lambda: bot.confirmed() > other, 5)
     fetched = time.monotonic() - sent
     answered = await bot.answer(OTHER, "echo: are you there?", 5) - sent
-    assert answered < 2.0, f"the other chat waited {answered:.2f}s"
-    assert fetched < 1.5, f"polling stalled: the other chat's update was taken after {fetched:.2f}s"
+    assert answered < 4.0, f"the other chat waited {answered:.2f}s"
+    assert fetched < 3.0, f"polling stalled: the other chat's update was taken after {fetched:.2f}s"
     assert bot.texts(OTHER) == ["echo: are you there?"]
 
     # Everything was taken (confirmed), most of the flood refused rather than queued.
@@ -181,7 +181,7 @@ async def test_huge_messages_do_not_hold_up_another_chat(start_bot: Callable[...
         sent = time.monotonic()
         bot.say(talker, f"still there? {n}")
         latencies.append(round(await bot.answer(talker, f"echo: still there? {n}", 5) - sent, 3))
-    assert max(latencies) < 1.0, latencies
+    assert max(latencies) < 2.5, latencies
 
     notice = await bot.fake.wait_for(lambda: [t for t in bot.texts(huge) if "too long" in t], 5)
     told = time.monotonic() - began
