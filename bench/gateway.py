@@ -1,6 +1,6 @@
 """End-to-end gateway benchmark: inbox → bus → supervisor → Chat → store → channel.
 
-Drives the real :class:`bot.app.Gateway` (the SQLite store on a temporary
+Drives the real :class:`bot.gateway.app.Gateway` (the SQLite store on a temporary
 FILE, every message and reply committed before the reply is sent) with a
 zero-latency model and a recording channel, then prints ONE JSON line:
 
@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 
 from agents.messages import Message
 from agents.models.base import Model, ModelResponse, ToolDeclaration
-from bot.app import Gateway
+from bot.config.settings import load_settings
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.gateway.app import Gateway
+from bot.gateway.runtime import tune_gc
 from bot.inbox import Inbox
-from bot.runtime import tune_gc
-from bot.settings import load_settings
 
 
 class InstantModel(Model):

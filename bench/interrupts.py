@@ -26,11 +26,11 @@ from typing import Any
 from agents.messages import Message, ToolCall
 from agents.models.base import Model, ModelResponse, ToolDeclaration
 from agents.tools.base import tool
-from bot.app import Gateway
+from bot.config.settings import load_settings
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.gateway.app import Gateway
+from bot.gateway.runtime import tune_gc
 from bot.inbox import Inbox
-from bot.runtime import tune_gc
-from bot.settings import load_settings
 
 
 class InstantModel(Model):

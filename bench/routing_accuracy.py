@@ -18,8 +18,8 @@ from collections import Counter
 from pathlib import Path
 
 from agents.spec import load_agents
-from bot.catalog import builtin_agents_dir
 from bot.routing.rule import RouteTarget, RuleRouter, is_cjk
+from bot.runs.catalog import builtin_agents_dir
 
 FALLBACK = "chat"
 

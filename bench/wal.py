@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gateway import InstantModel, ReplyChannel, _message, _roundtrip
 
-from bot.app import Gateway
-from bot.runtime import tune_gc
-from bot.settings import load_settings
+from bot.config.settings import load_settings
+from bot.gateway.app import Gateway
+from bot.gateway.runtime import tune_gc
 
 
 def _mb(path: Path) -> float:

@@ -5,7 +5,7 @@ webhook or Slack request with 200, acks a Socket Mode envelope) only after
 :meth:`Inbox.submit` returned: the event is committed then.  :class:`NotStored`
 (the database refused the write, or the gateway is stopping) means the opposite:
 do not acknowledge, the platform delivers the event again.  The implementation
-is :class:`bot.intake.DurableInbox`.
+is :class:`bot.gateway.intake.DurableInbox`.
 """
 
 from __future__ import annotations

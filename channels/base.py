@@ -23,7 +23,7 @@ class Channel(Protocol):
       ``(Action) -> str | None``; the adapter calls it when a button is pressed
       and answers the platform at once with a toast (the refusal, or a short
       "✓"); a refused press is not published.
-    * ``needs_http`` (bool) and ``mount(http: bot.http.HttpServer)``: routes on
+    * ``needs_http`` (bool) and ``mount(http: bot.gateway.http.HttpServer)``: routes on
       the shared aiohttp server (webhooks), added before it starts.
 
     ``send`` gets ``kind="typing"`` to show activity (refreshed by the adapter

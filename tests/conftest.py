@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from agents.models.scripted import ScriptedModel
-from bot.app import Gateway
+from bot.config.settings import Settings, load_settings
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender
+from bot.gateway.app import Gateway
 from bot.inbox import Inbox, Receipt
-from bot.settings import Settings, load_settings
 from tests.fakes.gemini_server import FakeGemini
 
 

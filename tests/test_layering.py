@@ -26,7 +26,7 @@ def test_channels_import_only_bot_contracts() -> None:
         "import channels\n"
         "for m in pkgutil.walk_packages(channels.__path__, 'channels.'):\n"
         "    importlib.import_module(m.name)\n"
-        "allowed = {'bot', 'bot.events', 'bot.inbox', 'bot.settings', 'bot.config_checks'}\n"
+        "allowed = {'bot', 'bot.events', 'bot.inbox', 'bot.config', 'bot.config.settings', 'bot.config.checks'}\n"
         "bad = sorted(n for n in sys.modules if n.split('.')[0] == 'bot' and n not in allowed)\n"
         "print(bad)\n"
         "sys.exit(1 if bad else 0)\n"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.settings import builtin_defaults_path, load_settings
+from bot.config.settings import builtin_defaults_path, load_settings
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _ROW = re.compile(r"^\| `([a-z_.<>]+)` \| (.+) \|$")

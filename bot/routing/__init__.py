@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agents.models.base import Model
+from bot.config.settings import RoutingSection
 from bot.routing.llm import LlmRouter, transfer_tool_name
 from bot.routing.rule import RouteTarget, RuleResult, RuleRouter, targets_from
-from bot.settings import RoutingSection
 
 __all__ = [
     "RouteDecision",

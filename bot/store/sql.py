@@ -48,7 +48,7 @@ from bot.store.retention import Retention, RetentionRule
 from bot.store.writer import GroupCommit
 
 if TYPE_CHECKING:
-    from bot.settings import StoreSection
+    from bot.config.settings import StoreSection
 
 __all__ = ["SqlStore", "async_url", "open_store", "store_from_settings"]
 

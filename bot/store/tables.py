@@ -155,7 +155,7 @@ class ScheduledMessage(SQLModel, table=True):
 
 
 class TraceEventRow(SQLModel, table=True):
-    """One decision of a run (``bot/tracing.py``): route, model call, tool call, handoff, interrupt..."""
+    """One decision of a run (``bot/tracing/recorder.py``): route, model call, tool call, handoff, interrupt..."""
 
     __tablename__ = "trace_events"
 

@@ -21,13 +21,13 @@ from discord.http import Route
 
 from bot.events import Action, Attachment, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.inbox import Inbox, InboxClosed, NotStored
-from bot.settings import ConfigError
+from bot.config.settings import ConfigError
 from channels.discord.buttons import PayloadButton, is_ours, make_view
 from channels.discord.calls import DiscordError, Retrying, endpoints, parse_ref
 from channels.formatting import rendered, split_markdown, to_discord_markdown
 
 if TYPE_CHECKING:
-    from bot.settings import DiscordChannel as DiscordSettings
+    from bot.config.settings import DiscordChannel as DiscordSettings
 
 log = logging.getLogger(__name__)
 

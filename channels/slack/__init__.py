@@ -38,8 +38,8 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
-from bot.settings import ConfigError
-from bot.settings import SlackChannel as SlackSettings
+from bot.config.settings import ConfigError
+from bot.config.settings import SlackChannel as SlackSettings
 from channels.formatting import rendered
 from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError, WebApi, api_url, blocks, render
 from channels.slack.inbound import (
@@ -55,7 +55,7 @@ from channels.slack.inbound import (
 )
 
 if TYPE_CHECKING:
-    from bot.http import HttpServer
+    from bot.gateway.http import HttpServer
 
 log = logging.getLogger(__name__)
 

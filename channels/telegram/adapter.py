@@ -53,8 +53,8 @@ from pydantic import ValidationError
 
 from bot.events import Action, Button, ChatKey, InboundEvent, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
-from bot.settings import ConfigError
-from bot.settings import TelegramChannel as TelegramSettings
+from bot.config.settings import ConfigError
+from bot.config.settings import TelegramChannel as TelegramSettings
 from channels.formatting import rendered, split_telegram_html, to_telegram_html
 from channels.telegram.delivery import Api, TelegramDeliveryError
 from channels.telegram.inbound import (

@@ -27,10 +27,10 @@ from typing import Any
 from agents.messages import Message, ToolCall
 from agents.models.base import Model, ModelResponse, ToolDeclaration
 from agents.tools.base import tool
-from bot.app import Gateway
+from bot.config.settings import load_settings
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.gateway.app import Gateway
 from bot.inbox import Inbox
-from bot.settings import load_settings
 
 COUNT_FILE = Path(os.environ["COUNT_FILE"])
 CRASH_ON = os.environ.get("CRASH_ON", "")

@@ -108,7 +108,7 @@ def test_route_cli_stdin_json_on_the_dev_file(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "BOT_"))}
     env["HOME"] = str(tmp_path)
     result = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "route", "--stdin", "--json", "--strategy", "rule"],
+        [sys.executable, "-m", "bot", "route", "--stdin", "--json", "--strategy", "rule"],
         input="\n".join(text for _, text in rows) + "\n",
         capture_output=True,
         text=True,

@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from agents.spec import parse_agent_text
-from bot.agents_cli import TEMPLATES, TemplateName, agents_app, known_tool_names
+from bot.cli.agents import TEMPLATES, TemplateName, agents_app, known_tool_names
 
 runner = CliRunner()
 

@@ -22,7 +22,7 @@ def test_run_serves_health_until_sigterm(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "BOT_"))}
     env.update(HOME=str(tmp_path), BOT_HTTP__ENABLED="true", BOT_HTTP__PORT=str(port))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "run"],
+        [sys.executable, "-m", "bot", "run"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -35,7 +35,7 @@ def test_run_serves_health_until_sigterm(tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             health = subprocess.run(
-                [sys.executable, "-m", "bot.cli", "health"],
+                [sys.executable, "-m", "bot", "health"],
                 capture_output=True,
                 text=True,
                 env=env,
@@ -55,7 +55,7 @@ def test_run_serves_health_until_sigterm(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     unhealthy = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "health"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30
+        [sys.executable, "-m", "bot", "health"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30
     )
     assert unhealthy.returncode == 1 and "unhealthy" in unhealthy.stderr
 
@@ -74,7 +74,7 @@ def test_sigterm_ends_the_process_within_five_seconds_whatever_is_running(tmp_pa
         BOT_LOG__LEVEL="WARNING",
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "run"],
+        [sys.executable, "-m", "bot", "run"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
-from bot.app import Gateway
-from bot.cli import app
+from bot.cli.main import app
+from bot.gateway.app import Gateway
 from tests.conftest import RecordingChannel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str = "
     full = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "BOT_"))}
     full.update(HOME=str(cwd), **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", "bot", *args],
         cwd=cwd,
         env=full,
         input=stdin,

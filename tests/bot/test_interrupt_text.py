@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.interrupt_text import (
+from bot.interrupts.text import (
     buttons_for,
     encode_payload,
     new_id,
@@ -56,7 +56,7 @@ def test_choices_and_rows() -> None:
 
 
 def test_fast_ids_are_unique_and_sort_in_creation_order() -> None:
-    from bot.interrupt_text import fast_id
+    from bot.interrupts.text import fast_id
 
     ids = [fast_id() for _ in range(20_000)]
     assert len(set(ids)) == len(ids)

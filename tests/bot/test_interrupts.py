@@ -11,7 +11,7 @@ import pytest
 from agents.models.scripted import ScriptedModel, call, calls
 from agents.react import DENIED
 from agents.tools.base import Tool, tool
-from bot.interrupt_text import encode_payload, parse_payload
+from bot.interrupts.text import encode_payload, parse_payload
 from tests.conftest import Harness
 
 

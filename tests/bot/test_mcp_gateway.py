@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from agents.models.base import ModelRequest
 from agents.models.scripted import ScriptedModel, call
-from bot.mcp_cli import mcp_app
+from bot.cli.mcp import mcp_app
 from tests.agents.tools.test_mcp import STDIO_FAKE, alive, gone, pids_in
 from tests.conftest import Harness
 
@@ -205,7 +205,7 @@ def test_bot_mcp_list(tmp_path: Path) -> None:
 
 
 def test_agents_validate_checks_mcp_tools_by_their_server(tmp_path: Path, monkeypatch: Any) -> None:
-    from bot.agents_cli import agents_app
+    from bot.cli.agents import agents_app
 
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "config" / "agents"

@@ -11,9 +11,9 @@ from agents.models.base import ModelError
 from agents.models.gemini import GeminiModel
 from agents.models.offline import OfflineModel
 from agents.models.scripted import ScriptedModel, call, calls
+from bot.config.settings import RoutingSection
 from bot.routing import Router, parse_target
 from bot.routing.rule import RouteTarget, RuleRouter, required_literal
-from bot.settings import RoutingSection
 from tests.fakes.gemini_server import call_body, function_call_part
 
 TARGETS = [

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.runtime import tune_gc
-from bot.settings import RuntimeSection, load_settings
+from bot.config.settings import RuntimeSection, load_settings
+from bot.gateway.runtime import tune_gc
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bot.cli import app
-from bot.logs import RedactingFilter, setup_logging
-from bot.settings import ConfigError, load_settings
+from bot.cli.logs import RedactingFilter, setup_logging
+from bot.cli.main import app
+from bot.config.settings import ConfigError, load_settings
 
 
 def write(path: Path, text: str) -> Path:
@@ -191,7 +191,7 @@ def test_setup_logging_installs_the_filter() -> None:
 
 
 def test_secrets_are_scrubbed_from_the_environment_once_loaded(tmp_path: Path) -> None:
-    from bot.settings import scrub_environment
+    from bot.config.settings import scrub_environment
 
     env = {
         "GEMINI_API_KEY": "AIza-secret-key-0001",

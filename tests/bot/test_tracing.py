@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from agents.models.gemini import GeminiModel
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
-from bot.cli import _trace
-from bot.tracing import OtelSink, Redactor, TraceEvent, timeline
+from bot.cli.main import _trace
+from bot.tracing.recorder import OtelSink, Redactor, TraceEvent, timeline
 from tests.bot.test_handoffs import AGENTS, toolbox, transfer, write_agents
 from tests.fakes.gemini_server import FakeGemini, call_body, function_call_part, text_body
 

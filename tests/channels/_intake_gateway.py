@@ -29,8 +29,8 @@ from typing import Any
 
 from agents.messages import Message
 from agents.models.base import Model, ModelResponse, ToolDeclaration
-from bot.app import Gateway
-from bot.settings import load_settings
+from bot.config.settings import load_settings
+from bot.gateway.app import Gateway
 from tests.fakes.telegram_server import TOKEN as TELEGRAM_TOKEN
 
 WEBHOOK_SECRET = "intake-webhook-secret"

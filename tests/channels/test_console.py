@@ -55,7 +55,7 @@ def _run_bot(
     env["HOME"] = str(cwd)
     env.update(env_extra or {})
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", "bot", *args],
         input=stdin,
         capture_output=True,
         text=True,

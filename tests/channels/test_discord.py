@@ -12,9 +12,9 @@ import pytest
 
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
-from bot.app import Gateway
+from bot.config.settings import Settings
 from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage
-from bot.settings import Settings
+from bot.gateway.app import Gateway
 from channels.discord import DiscordChannel
 from channels.discord.calls import endpoints
 from tests.conftest import RecordingInbox
@@ -404,7 +404,7 @@ async def test_inbound_mapping_chat_keys_mentions_replies_and_attachments(make_b
 async def test_without_the_message_content_intent_start_up_says_where_to_turn_it_on(
     make_bot: Any, fake: FakeDiscord
 ) -> None:
-    from bot.settings import ConfigError
+    from bot.config.settings import ConfigError
 
     fake.refuse_privileged_intents = True
     bot = make_bot()

@@ -16,8 +16,8 @@ import pytest
 
 from agents.messages import Message
 from agents.models.base import Model, ModelResponse, ToolDeclaration
-from bot.app import Gateway
-from bot.settings import Settings
+from bot.config.settings import Settings
+from bot.gateway.app import Gateway
 from channels.telegram import TelegramChannel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram, utf16_len
 
@@ -114,8 +114,9 @@ async def start_bot(make_settings: Callable[..., Settings]) -> AsyncIterator[Cal
 
 async def test_a_flooding_chat_does_not_hold_up_another(start_bot: Callable[..., Any]) -> None:
     """3,000 messages from one chat; another chat's message, sent once the flood is being taken, is answered
-    within 4 s (minutes before step 1; the bound is loose for a loaded 2-core CI).  Default limits except ``sender_rate_per_min: 0``: with the default token bucket (30 a minute,
-    burst 20) the flooder would be cut off by the rate limit before its chat's queue ever filled.
+    within 4 s (minutes before step 1; the bound is loose for a loaded 2-core CI).  Default limits except
+    ``sender_rate_per_min: 0``: with the default token bucket (30 a minute, burst 20) the flooder would be cut
+    off by the rate limit before its chat's queue ever filled.
 
     Measured here (2 cores shared with other jobs): the other chat's message, queued behind about 2,900 flood
     updates, was taken 0.3-0.5 s after it was sent (0.7 s with two more busy processes) and answered 0.01-0.03 s

@@ -19,9 +19,9 @@ import pytest
 
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
-from bot.app import Gateway
+from bot.config.settings import ConfigError, Settings
 from bot.events import Button, ChatKey, OutboundMessage
-from bot.settings import ConfigError, Settings
+from bot.gateway.app import Gateway
 from channels.slack import SlackChannel, delivery
 from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError
 from channels.slack.inbound import BotIdentity, chat_key, inbound_message, post_from_event

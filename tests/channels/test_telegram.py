@@ -18,9 +18,9 @@ from aiogram.types import Update
 
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
-from bot.app import Gateway
+from bot.config.settings import Settings
 from bot.events import Button, ChatKey, OutboundMessage
-from bot.settings import Settings
+from bot.gateway.app import Gateway
 from channels import formatting
 from channels.telegram import TelegramChannel, delivery
 from channels.telegram import adapter as adapter_module

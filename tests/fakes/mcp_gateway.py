@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from agents.models.scripted import ScriptedModel
-from bot.app import Gateway
-from bot.settings import load_settings
+from bot.config.settings import load_settings
+from bot.gateway.app import Gateway
 
 STDIO_FAKE = Path(__file__).with_name("mcp_stdio_server.py")
 

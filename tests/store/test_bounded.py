@@ -120,7 +120,7 @@ def test_a_second_bot_run_exits_at_once_with_a_clear_message(tmp_path: Path) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "BOT_"))}
     env.update(HOME=str(tmp_path), BOT_CHANNELS__CONSOLE__ENABLED="false", BOT_HTTP__ENABLED="false")
     first = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "run"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
     )
     try:
         deadline = time.monotonic() + 30
@@ -129,7 +129,7 @@ def test_a_second_bot_run_exits_at_once_with_a_clear_message(tmp_path: Path) -> 
             time.sleep(0.1)
         started = time.monotonic()
         second = subprocess.run(
-            [sys.executable, "-m", "bot.cli", "run"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
         )
         assert second.returncode != 0 and time.monotonic() - started < 20
         assert "in use by another bot process" in second.stderr and f"pid {first.pid}" in second.stderr

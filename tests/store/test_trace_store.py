@@ -10,10 +10,10 @@ from alembic.config import Config
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from bot.settings import TracingSection
+from bot.config.settings import TracingSection
 from bot.store.migrate import MIGRATIONS, async_url
 from bot.store.ops import Step, utcnow
-from bot.tracing import INSERT_HEAD, ROW, Tracing
+from bot.tracing.recorder import INSERT_HEAD, ROW, Tracing
 
 
 async def _upgrade_to(url: str, revision: str) -> None:

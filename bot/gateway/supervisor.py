@@ -20,15 +20,15 @@ from typing import Any
 
 from agents.messages import Message
 from agents.models.base import Model
-from bot.catalog import AgentCatalog, AgentDef
-from bot.commands import CommandCall, CommandRegistry, parse_command
+from bot.commands.registry import CommandCall, CommandRegistry, parse_command
+from bot.config.settings import ChannelSection, RoutingSection, Settings
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender, event_key
-from bot.interrupt_text import fast_id
-from bot.interrupts import InterruptService, TextOutcome
-from bot.outbox import Outbox
+from bot.gateway.delivery import Outbox
+from bot.interrupts.service import InterruptService, TextOutcome
+from bot.interrupts.text import fast_id
 from bot.routing import RouteDecision, Router, parse_target
-from bot.runs import RunManager
-from bot.settings import ChannelSection, RoutingSection, Settings
+from bot.runs.catalog import AgentCatalog, AgentDef
+from bot.runs.manager import RunManager
 from bot.store.base import StoreError
 from bot.store.ops import Step
 from bot.store.runs import RunRow, RunStore
@@ -61,8 +61,8 @@ class Supervisor:
     cancel_scheduled: Any = None
 
     def __post_init__(self) -> None:
-        from bot.admin_commands import register_admin_commands
-        from bot.builtin_commands import register_builtin_commands
+        from bot.commands.admin import register_admin_commands
+        from bot.commands.builtin import register_builtin_commands
 
         register_builtin_commands(self)
         register_admin_commands(self)
@@ -230,7 +230,7 @@ class Supervisor:
         overrides = {k.removeprefix("routing."): v for k, v in glob.items() if k.startswith("routing.")}
         data = self.settings.routing.model_dump()
         origins = {}
-        from bot.admin_commands import ROUTING_KEYS
+        from bot.commands.admin import ROUTING_KEYS
 
         for key in ROUTING_KEYS:
             origins[key] = self.settings.origin(f"routing.{key}")

@@ -1,6 +1,6 @@
 """``bot agents``: list, show, validate, create and schema for file-defined agents.
 
-``bot/cli.py`` mounts :data:`agents_app` as ``bot agents``.  A user's mistake
+``bot/cli/main.py`` mounts :data:`agents_app` as ``bot agents``.  A user's mistake
 (a broken file, a bad name, a missing config) ends with a message and an exit
 code, never a traceback: 0 all good, 1 problems found, 2 wrong usage or config.
 """
@@ -17,9 +17,9 @@ import typer
 import yaml
 
 from agents.spec import AgentRegistry, SpecError, agent_json_schema, load_agents, name_problem, parse_agent_text
-from bot.catalog import builtin_agents_dir
-from bot.cli_settings import ConfigOpt, cli_settings
-from bot.settings import Settings
+from bot.cli.settings import ConfigOpt, cli_settings
+from bot.config.settings import Settings
+from bot.runs.catalog import builtin_agents_dir
 
 agents_app = typer.Typer(
     help="File-defined agents: list, show, validate, create, schema.", add_completion=False, no_args_is_help=True
@@ -243,7 +243,7 @@ def validate(
     MCP tools (``mcp.<server>.<tool>``) are checked by their server: it must be
     configured and, with --mcp, list the tool.
     """
-    from bot.mcp_cli import mcp_problems
+    from bot.cli.mcp import mcp_problems
 
     settings = _settings(config)
     registry = _load(settings, check=True)

@@ -8,7 +8,7 @@ install works) < ``~/.config/bot/bot.yaml`` < the project file
 live in the store and are applied by the gateway.
 
 Strings may use ``${VAR}`` or ``${VAR:-default}``; an unset variable without
-a default is an error naming the file and field (:mod:`bot.config_checks`), and
+a default is an error naming the file and field (:mod:`bot.config.checks`), and
 an enabled section that lacks a required secret is reported by name.  Every leaf remembers the layer it came
 from (``Settings.origin``) so ``/routing`` and ``bot config show`` can say why
 a value is what it is.
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
-from bot.config_checks import interpolate, literal_secrets, store_url_problem
+from bot.config.checks import interpolate, literal_secrets, store_url_problem
 
 USER_CONFIG = Path("~/.config/bot/bot.yaml")
 PROJECT_CONFIG = Path("config/bot.yaml")

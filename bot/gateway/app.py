@@ -16,23 +16,23 @@ from agents.results import Runner
 from agents.spec import AgentSpec
 from agents.tools.base import Tool
 from bot.bus import InMemoryBus
-from bot.catalog import AgentCatalog, AgentDef
-from bot.channel_starter import ChannelStarter, Progress
+from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
 from bot.events import ChatKey, OutboundMessage
-from bot.http import HttpServer
-from bot.intake import DurableInbox
-from bot.interrupts import InterruptService
-from bot.mcp_pool import McpPool
-from bot.outbox import Outbox
-from bot.recovery import RecoveryReport, recover
+from bot.gateway.delivery import Outbox
+from bot.gateway.http import HttpServer
+from bot.gateway.intake import DurableInbox
+from bot.gateway.mcp_pool import McpPool
+from bot.gateway.starter import ChannelStarter, Progress
+from bot.gateway.supervisor import Supervisor
+from bot.interrupts.service import InterruptService
 from bot.routing import Router
-from bot.runs import RunManager
-from bot.scheduled import ScheduledMessages
-from bot.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
+from bot.runs.catalog import AgentCatalog, AgentDef
+from bot.runs.manager import RunManager
+from bot.runs.recovery import RecoveryReport, recover
+from bot.runs.scheduled import ScheduledMessages
 from bot.store import SqlStore, store_from_settings
 from bot.store.runs import RunStore
-from bot.supervisor import Supervisor
-from bot.tracing import OtelSink, Redactor, Sink, Tracing
+from bot.tracing.recorder import OtelSink, Redactor, Sink, Tracing
 from channels.base import Channel
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers:
     """Log what an agent file names that does not exist here (a misspelt tool in ``tools.allow`` would
     otherwise just never be offered); the agent still loads."""
     from agents.spec import check_references
-    from bot.agents_cli import known_tool_names
+    from bot.cli.agents import known_tool_names
 
     known = tools | known_tool_names()
     for agent in catalog.agents.values():

@@ -19,10 +19,10 @@ from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot.checkpoints import closed_messages, load_checkpoint
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
-from bot.interrupt_text import buttons_for, parse_payload, yes_no
-from bot.runs import NEVER_GRANTED, SHOW_ALL, RunManager
+from bot.interrupts.text import buttons_for, parse_payload, yes_no
+from bot.runs.checkpoints import closed_messages, load_checkpoint
+from bot.runs.manager import NEVER_GRANTED, SHOW_ALL, RunManager
 from bot.store.base import StoreError
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunStore

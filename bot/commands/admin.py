@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from bot.commands import CommandCall
+from bot.commands.registry import CommandCall
+from bot.config.settings import RoutingSection
 from bot.routing import STRATEGIES
-from bot.settings import RoutingSection
 
 if TYPE_CHECKING:
-    from bot.supervisor import Supervisor
+    from bot.gateway.supervisor import Supervisor
 
 GLOBAL = "*"
 ROUTING_KEYS = (

@@ -18,10 +18,10 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from bot.agents_cli import agents_app
-from bot.cli_settings import ConfigOpt, cli_settings, pass_config_down
-from bot.mcp_cli import mcp_app
-from bot.settings import ConfigError, Settings, scrub_environment
+from bot.cli.agents import agents_app
+from bot.cli.mcp import mcp_app
+from bot.cli.settings import ConfigOpt, cli_settings, pass_config_down
+from bot.config.settings import ConfigError, Settings, scrub_environment
 
 app = typer.Typer(
     help="A supervisor chat-bot gateway. Without a command, runs every enabled channel.",
@@ -38,7 +38,7 @@ _settings = cli_settings
 
 
 def _setup_logging(settings: Settings) -> None:
-    from bot.logs import setup_logging
+    from bot.cli.logs import setup_logging
 
     if settings.channels.console.enabled:
         # The terminal is the chat: log lines go to a file, the terminal shows only warnings and errors.
@@ -64,7 +64,7 @@ def _exit_now(code: int, why: str) -> None:
 
 
 async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
-    from bot.app import Gateway
+    from bot.gateway.app import Gateway
 
     for warning in settings.warnings:
         logging.getLogger("bot").warning("config: %s", warning)
@@ -114,7 +114,7 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
         typer.echo(f"could not start: {starting.exception()}", err=True)
         await gateway.stop(timeout=DRAIN_S)
         return 1
-    from bot.runtime import tune_gc
+    from bot.gateway.runtime import tune_gc
 
     tune_gc(settings.runtime)
     typer.echo(f"Ready in {time.monotonic() - began:.1f} s.", err=True)
@@ -257,7 +257,7 @@ def trace(
 async def _trace(settings: Settings, chat_key: str, last: int, as_json: bool) -> int:
     from bot.store import store_from_settings
     from bot.store.base import StoreError
-    from bot.tracing import Tracing, timeline
+    from bot.tracing.recorder import Tracing, timeline
 
     store = store_from_settings(settings.store, read_only=True)
     try:
@@ -302,9 +302,9 @@ def route(
 
 
 async def _route_all(settings: Settings, messages: list[str], strategy: str | None, as_json: bool) -> int:
-    from bot.app import build_model
-    from bot.catalog import AgentCatalog
+    from bot.gateway.app import build_model
     from bot.routing import Router, parse_target
+    from bot.runs.catalog import AgentCatalog
 
     catalog = AgentCatalog.load(settings)
     for error in catalog.errors:

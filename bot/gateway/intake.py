@@ -36,9 +36,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.bus import Bus, BusClosed
+from bot.config.settings import ChannelSection, ChannelsSection, LimitsSection
 from bot.events import Action, InboundEvent, InboundMessage, OutboundMessage, event_key
 from bot.inbox import InboxClosed, NotStored, Receipt
-from bot.settings import ChannelSection, ChannelsSection, LimitsSection
 from bot.store.base import StoreError
 from bot.store.sql import SqlStore
 

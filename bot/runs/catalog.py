@@ -22,8 +22,8 @@ from agents.react import CONFIRM_QUESTION, ReactRunner
 from agents.results import Runner
 from agents.spec import AgentSpec, load_agents
 from agents.tools.base import Tool, matches, select_tools
+from bot.config.settings import Settings
 from bot.routing.rule import RouteTarget
-from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any, Protocol
 
-from bot.interrupt_text import fast_id
-from bot.settings import Settings, TracingSection
+from bot.config.settings import Settings, TracingSection
+from bot.interrupts.text import fast_id
 from bot.store.ops import Step, utcnow
 from bot.store.sql import SqlStore
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from bot.settings import ConfigError, Settings, load_settings
+from bot.config.settings import ConfigError, Settings, load_settings
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="Project config file (default: config/bot.yaml if present).")

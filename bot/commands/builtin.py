@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.commands import CommandCall
+from bot.commands.registry import CommandCall
 from bot.store.ops import utcnow
-from bot.tracing import timeline
+from bot.tracing.recorder import timeline
 
 if TYPE_CHECKING:
-    from bot.supervisor import Supervisor
+    from bot.gateway.supervisor import Supervisor
 
 
 def _age(seconds: float) -> str:

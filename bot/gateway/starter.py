@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bot.config.settings import ConfigError
 from bot.inbox import Inbox
-from bot.settings import ConfigError
 
 log = logging.getLogger(__name__)
 

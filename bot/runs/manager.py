@@ -28,16 +28,16 @@ from agents.models.base import Model, ModelError
 from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, RunResult
 from agents.tools.base import RISK_ORDER, Tool
 from agents.tools.ledger import LedgerEntry
-from bot.catalog import AgentCatalog, AgentDef
-from bot.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
+from bot.config.settings import Settings
 from bot.events import ChatKey, OutboundMessage
-from bot.interrupt_text import buttons_for, new_id, new_nonce, tool_confirm_choices
-from bot.settings import Settings
+from bot.interrupts.text import buttons_for, new_id, new_nonce, tool_confirm_choices
+from bot.runs.catalog import AgentCatalog, AgentDef
+from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
 from bot.store.cache import Lru
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
-from bot.tracing import Tracing
+from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """``bot mcp list``: the configured MCP servers, whether they start and answer, and their tools.
 
-``bot/cli.py`` mounts :data:`mcp_app` as ``bot mcp``.  Every enabled server is
+``bot/cli/main.py`` mounts :data:`mcp_app` as ``bot mcp``.  Every enabled server is
 connected (each bounded by its ``timeout_s``) and stopped again.  Exit codes:
 0 every enabled server is up, 1 some are not, 2 configuration error.
 """
@@ -22,8 +22,8 @@ from agents.spec import AgentSpec, SpecError
 from agents.specs.registry import is_pattern
 from agents.tools.mcp.manager import McpManager, ServerStatus
 from agents.tools.mcp.toolset import split_tool_name
-from bot.cli_settings import ConfigOpt, cli_settings
-from bot.settings import Settings
+from bot.cli.settings import ConfigOpt, cli_settings
+from bot.config.settings import Settings
 
 mcp_app = typer.Typer(help="MCP servers: status and tools.", add_completion=False, no_args_is_help=True)
 

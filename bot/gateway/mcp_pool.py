@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable
 from agents.tools.base import Tool
 from agents.tools.mcp.faults import Outage
 from agents.tools.mcp.manager import McpManager
-from bot.catalog import AgentDef
+from bot.config.settings import Settings
 from bot.events import ChatKey, OutboundMessage
-from bot.settings import Settings
+from bot.runs.catalog import AgentDef
 
 log = logging.getLogger(__name__)
 

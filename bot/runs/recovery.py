@@ -17,9 +17,9 @@ import logging
 from dataclasses import dataclass, field, replace
 
 from bot.events import ChatKey, OutboundMessage
-from bot.interrupt_text import new_id
-from bot.interrupts import DENIED_EXPIRED, InterruptService
-from bot.runs import RunManager
+from bot.interrupts.service import DENIED_EXPIRED, InterruptService
+from bot.interrupts.text import new_id
+from bot.runs.manager import RunManager
 from bot.store.runs import RunRow, RunStore
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import logging
 
-from bot.settings import RuntimeSection
+from bot.config.settings import RuntimeSection
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Configuration: the settings model, its layers (defaults, files, environment) and checks."""

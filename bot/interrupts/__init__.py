@@ -1,0 +1,1 @@
+"""Human-in-the-loop: pending interrupts, their resolution, prompt text and buttons."""
