@@ -7,28 +7,15 @@ under ``*``, and sit above the configuration files in the layer order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
+from bot.commands.context import CommandContext
 from bot.commands.registry import CommandCall
 from bot.config.settings import RoutingSection
 from bot.routing import STRATEGIES
-
-if TYPE_CHECKING:
-    from bot.gateway.supervisor import Supervisor
-
-GLOBAL = "*"
-ROUTING_KEYS = (
-    "enabled",
-    "strategy",
-    "rule.confidence_threshold",
-    "llm.model",
-    "llm.timeout_ms",
-    "fallback",
-    "default_agent",
-    "notify",
-)
+from bot.routing.policy import GLOBAL, ROUTING_KEYS
 
 
 def _get(section: RoutingSection, dotted: str) -> Any:
@@ -52,12 +39,12 @@ def _parse_value(raw: str) -> Any:
         return raw
 
 
-def register_admin_commands(sup: Supervisor) -> None:
-    """Add the routing commands to ``sup.commands``."""
+def register_admin_commands(ctx: CommandContext) -> None:
+    """Add the routing commands to ``ctx.commands``."""
 
     async def agents(call: CommandCall) -> str:
         lines = ["Agents (address one with @name):"]
-        for agent in sup.agents.values():
+        for agent in ctx.routes.catalog.agents.values():
             about = f" - {agent.description}" if agent.description else ""
             lines.append(f"@{agent.name} ({agent.kind}){about}")
         return "\n".join(lines)
@@ -66,22 +53,22 @@ def register_admin_commands(sup: Supervisor) -> None:
         chat = call.event.chat
         args = call.argv
         if not args:
-            effective, origin = await sup.effective_strategy(chat)
+            effective, origin = await ctx.routes.effective_strategy(chat)
             return f"Routing strategy here: {effective} (from {origin})."
         actor = call.event.sender.id
         if args[0] == "reset":
             scope = GLOBAL if "--global" in args else chat.settings_key
-            old = (await sup.store.chat_settings(scope)).get("strategy")
-            await sup.audit(actor, scope, "strategy", old, None)
-            effective, origin = await sup.effective_strategy(chat)
+            old = (await ctx.store.chat_settings(scope)).get("strategy")
+            await ctx.audit(actor, scope, "strategy", old, None)
+            effective, origin = await ctx.routes.effective_strategy(chat)
             where = "global override removed" if scope == GLOBAL else "this chat's override removed"
             return f"{where.capitalize()}; now {effective} (from {origin})."
         value = args[0].lower()
         if value not in STRATEGIES:
             return "Usage: /strategy [rule|llm|hybrid] [--global] | /strategy reset [--global]"
         scope = GLOBAL if "--global" in args else chat.settings_key
-        old = (await sup.store.chat_settings(scope)).get("strategy")
-        await sup.audit(actor, scope, "strategy", old, value)
+        old = (await ctx.store.chat_settings(scope)).get("strategy")
+        await ctx.audit(actor, scope, "strategy", old, value)
         if scope == GLOBAL:
             return f"Global routing strategy set to {value} (chats with their own override keep it)."
         return f"Routing strategy for this chat set to {value}."
@@ -89,13 +76,13 @@ def register_admin_commands(sup: Supervisor) -> None:
     async def routing(call: CommandCall) -> str:
         args = call.argv
         if len(args) >= 3 and args[0] == "set":
-            return await _routing_set(sup, call, args[1], " ".join(args[2:]))
+            return await _routing_set(ctx, call, args[1], " ".join(args[2:]))
         if args and args[0] == "reset" and len(args) == 2:
-            return await _routing_set(sup, call, args[1], None)
+            return await _routing_set(ctx, call, args[1], None)
         if args:
             return "Usage: /routing | /routing set KEY VALUE | /routing reset KEY"
-        config, origins = await sup.effective_routing()
-        effective, origin = await sup.effective_strategy(call.event.chat)
+        config, origins = await ctx.routes.effective_routing()
+        effective, origin = await ctx.routes.effective_strategy(call.event.chat)
         lines = ["Routing (value - layer):"]
         for key in ROUTING_KEYS:
             if key == "strategy":
@@ -107,7 +94,7 @@ def register_admin_commands(sup: Supervisor) -> None:
     async def route(call: CommandCall) -> str:
         if not call.args:
             return "Usage: /route TEXT (a dry run: nothing is answered)"
-        decision = await sup.decide_route(call.event.chat, call.args)
+        decision = await ctx.routes.decide(call.event.chat, call.args)
         lines = [
             f"strategy: {decision.strategy}",
             f"method: {decision.method}",
@@ -124,28 +111,28 @@ def register_admin_commands(sup: Supervisor) -> None:
         return "\n".join(lines)
 
     async def reload(call: CommandCall) -> str:
-        errors = await sup.reload_agents()
-        names = ", ".join(sup.agents)
+        errors = await ctx.routes.reload_agents()
+        names = ", ".join(ctx.routes.catalog.agents)
         if not errors:
-            return f"Reloaded {len(sup.agents)} agents: {names}."
+            return f"Reloaded {len(ctx.routes.catalog.agents)} agents: {names}."
         shown = "\n".join(f"- {e}" for e in errors[:20])
-        return f"Reloaded {len(sup.agents)} agents: {names}.\n{len(errors)} file(s) skipped:\n{shown}"
+        return f"Reloaded {len(ctx.routes.catalog.agents)} agents: {names}.\n{len(errors)} file(s) skipped:\n{shown}"
 
-    sup.commands.add("agents", agents, "list the agents")
-    sup.commands.add(
+    ctx.commands.add("agents", agents, "list the agents")
+    ctx.commands.add(
         "strategy", strategy, "show or set the routing strategy", admin=True, usage="[rule|llm|hybrid|reset] [--global]"
     )
-    sup.commands.add("routing", routing, "routing settings and where they come from", admin=True)
-    sup.commands.add("route", route, "dry-run routing for a text", admin=True, usage="TEXT")
-    sup.commands.add("reload", reload, "re-read agent files", admin=True)
+    ctx.commands.add("routing", routing, "routing settings and where they come from", admin=True)
+    ctx.commands.add("route", route, "dry-run routing for a text", admin=True, usage="TEXT")
+    ctx.commands.add("reload", reload, "re-read agent files", admin=True)
 
 
-async def _routing_set(sup: Supervisor, call: CommandCall, key: str, raw: str | None) -> str:
+async def _routing_set(ctx: CommandContext, call: CommandCall, key: str, raw: str | None) -> str:
     if key not in ROUTING_KEYS:
         return f"Unknown routing key {key!r}. Keys: {', '.join(ROUTING_KEYS)}"
     if key == "strategy":
         return "Use /strategy to change the strategy."
-    current, _ = await sup.effective_routing()
+    current, _ = await ctx.routes.effective_routing()
     value = None if raw is None else _parse_value(raw)
     if value is not None:
         merged = current.model_dump()
@@ -159,12 +146,12 @@ async def _routing_set(sup: Supervisor, call: CommandCall, key: str, raw: str | 
         except ValidationError as exc:
             reason = exc.errors()[0]["msg"]
             return f"Invalid value for {key}: {reason}. Nothing was changed."
-        if key == "default_agent" and value not in sup.agents:
+        if key == "default_agent" and value not in ctx.routes.catalog.agents:
             return f"Unknown agent {value!r}. Nothing was changed."
         value = _get(checked, key)
     name = f"routing.{key}"
-    old = (await sup.store.chat_settings(GLOBAL)).get(name)
-    await sup.audit(call.event.sender.id, GLOBAL, name, old, value)
+    old = (await ctx.store.chat_settings(GLOBAL)).get(name)
+    await ctx.audit(call.event.sender.id, GLOBAL, name, old, value)
     if value is None:
         return f"{key} is back to its configured value."
     return f"{key} set to {value!r} for every chat."

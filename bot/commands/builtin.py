@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from bot.commands.context import CommandContext
 from bot.commands.registry import CommandCall
 from bot.store.ops import utcnow
 from bot.tracing.recorder import timeline
-
-if TYPE_CHECKING:
-    from bot.gateway.supervisor import Supervisor
 
 
 def _age(seconds: float) -> str:
@@ -20,19 +16,19 @@ def _age(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def register_builtin_commands(sup: Supervisor) -> None:
-    """Add the built-in commands to ``sup.commands``."""
+def register_builtin_commands(ctx: CommandContext) -> None:
+    """Add the built-in commands to ``ctx.commands``."""
 
     async def start(call: CommandCall) -> str:
-        greeting = sup.settings.bot.greeting or "Hi!"
+        greeting = ctx.settings.bot.greeting or "Hi!"
         return f"{greeting}\nJust write to me, or address an agent with @name (see /agents). Send /help for commands."
 
     async def help_(call: CommandCall) -> str:
         if call.event.chat.channel == "slack":
             # Slack intercepts /help, /start… itself: its users type them after the app's own command.
-            slash = sup.settings.channels.slack.slash_command.strip()
-            return sup.commands.help_text(call.event.sender.is_admin, prefix=f"/{slash.lstrip('/')} ")
-        return sup.commands.help_text(call.event.sender.is_admin)
+            slash = ctx.settings.channels.slack.slash_command.strip()
+            return ctx.commands.help_text(call.event.sender.is_admin, prefix=f"/{slash.lstrip('/')} ")
+        return ctx.commands.help_text(call.event.sender.is_admin)
 
     async def whoami(call: CommandCall) -> str:
         ev = call.event
@@ -41,44 +37,43 @@ def register_builtin_commands(sup: Supervisor) -> None:
         return f"You are {ev.sender.id}{name}, {role}, in chat {ev.chat}."
 
     async def reset(call: CommandCall) -> str:
-        cancelled = await sup.interrupts.cancel(call.event.chat, call.event.sender)
-        await sup.store.clear_history(str(call.event.chat))
+        cancelled = await ctx.interrupts.cancel(call.event.chat, call.event.sender)
+        await ctx.store.clear_history(str(call.event.chat))
         extra = " The pending request was cancelled." if cancelled else ""
         return f"Session cleared: I forgot this chat's history.{extra}"
 
     async def cancel(call: CommandCall) -> str:
         if call.argv:
-            if sup.cancel_scheduled is None or not await sup.cancel_scheduled(str(call.event.chat), call.argv[0]):
+            if not await ctx.scheduled.cancel(str(call.event.chat), call.argv[0]):
                 return f"No scheduled message {call.argv[0]!r} is pending here."
             return f"Scheduled message {call.argv[0]} cancelled."
-        row = await sup.runs.pending(str(call.event.chat))
+        row = await ctx.runs.pending(str(call.event.chat))
         if row is None:
             return "Nothing to cancel."
         if row.requester != call.event.sender.id and not call.event.sender.is_admin:
             return "Only the person who was asked (or an admin) can cancel this request."
-        await sup.interrupts.cancel(call.event.chat, call.event.sender)
+        await ctx.interrupts.cancel(call.event.chat, call.event.sender)
         return "Cancelled."
 
     async def pending(call: CommandCall) -> str:
         lines = []
-        row = await sup.runs.pending(str(call.event.chat))
+        row = await ctx.runs.pending(str(call.event.chat))
         if row is not None:
             age = _age((utcnow() - row.created_at).total_seconds())
             first = row.prompt.splitlines()[0] if row.prompt else row.kind
             lines.append(f"• {row.kind} ({age} ago, asked {row.requester}): {first} (shown again below)")
-        extra = getattr(sup, "pending_extra", None)
-        if extra is not None:
-            lines.extend(await extra(call.event.chat))
+        for r in await ctx.scheduled.pending(str(call.event.chat)):
+            lines.append(f"• scheduled {r['id']} at {r['due_at']:%Y-%m-%d %H:%M} UTC: {r['text'][:80]} (/cancel {r['id']})")
         if not lines:
             return "Nothing is pending in this chat."
-        await sup.notice(call.event.chat, "Pending:\n" + "\n".join(lines))
+        await ctx.notice(call.event.chat, "Pending:\n" + "\n".join(lines))
         if row is not None:
-            await sup.interrupts.show_again(row)  # with its buttons, under the list: answer it there
+            await ctx.interrupts.show_again(row)  # with its buttons, under the list: answer it there
         return ""
 
     async def permissions(call: CommandCall) -> str:
         chat = call.event.chat
-        grants = await sup.manager.grants(chat)
+        grants = await ctx.grants(chat)
         args = call.argv
         if args and args[0] == "revoke":
             if len(args) != 2:
@@ -87,7 +82,7 @@ def register_builtin_commands(sup: Supervisor) -> None:
             remaining = [] if target == "all" else [g for g in grants if g != target]
             if remaining == grants:
                 return f"{target} was not allowed here."
-            await sup.audit(call.event.sender.id, chat.settings_key, "grants", grants, remaining or None)
+            await ctx.audit(call.event.sender.id, chat.settings_key, "grants", grants, remaining or None)
             return f"Revoked {target}; tools will ask for confirmation again."
         if args:
             return "Usage: /permissions | /permissions revoke TOOL|all"
@@ -98,7 +93,7 @@ def register_builtin_commands(sup: Supervisor) -> None:
         )
 
     async def trace(call: CommandCall) -> str:
-        tracing = sup.manager.tracing
+        tracing = ctx.tracing
         if tracing is None or not tracing.config.enabled:
             return "Tracing is off (tracing.enabled in the configuration)."
         args = call.argv
@@ -109,13 +104,13 @@ def register_builtin_commands(sup: Supervisor) -> None:
             return "No trace yet in this chat: send a request first."
         return "\n\n".join(timeline(events) for events in runs)
 
-    sup.commands.add("start", start, "introduction")
-    sup.commands.add("help", help_, "this list")
-    sup.commands.add("whoami", whoami, "your id, role and chat")
-    sup.commands.add("reset", reset, "forget this chat's history (and cancel what is pending)")
-    sup.commands.add(
+    ctx.commands.add("start", start, "introduction")
+    ctx.commands.add("help", help_, "this list")
+    ctx.commands.add("whoami", whoami, "your id, role and chat")
+    ctx.commands.add("reset", reset, "forget this chat's history (and cancel what is pending)")
+    ctx.commands.add(
         "cancel", cancel, "cancel the pending request, the running one, or a scheduled message", usage="[ID]"
     )
-    sup.commands.add("pending", pending, "what is waiting for an answer here")
-    sup.commands.add("permissions", permissions, "tools always allowed here; revoke them", usage="[revoke TOOL]")
-    sup.commands.add("trace", trace, "how your last request was handled: agents, tools, pauses", usage="[N]")
+    ctx.commands.add("pending", pending, "what is waiting for an answer here")
+    ctx.commands.add("permissions", permissions, "tools always allowed here; revoke them", usage="[revoke TOOL]")
+    ctx.commands.add("trace", trace, "how your last request was handled: agents, tools, pauses", usage="[N]")

@@ -16,16 +16,22 @@ from agents.results import Runner
 from agents.spec import AgentSpec
 from agents.tools.base import Tool
 from bot.bus import InMemoryBus
+from bot.commands.admin import register_admin_commands
+from bot.commands.builtin import register_builtin_commands
+from bot.commands.context import CommandContext
+from bot.commands.registry import CommandRegistry
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
-from bot.events import ChatKey, OutboundMessage
-from bot.gateway.delivery import Outbox
+from bot.delivery import Delivery
+from bot.events import ChatKey
 from bot.gateway.http import HttpServer
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
 from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
+from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.service import InterruptService
 from bot.routing import Router
+from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.manager import RunManager
 from bot.runs.recovery import RecoveryReport, recover
@@ -161,13 +167,9 @@ class Gateway:
             trace_sinks = [otel] if otel is not None else []
         self.tracing = Tracing(self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks)
         self.bus = InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
-        self.outbox = Outbox(settings.secrets())
-        self.inbox = DurableInbox(
-            self.store, self.bus, channels=settings.channels, limits=settings.limits, notify=self._send
-        )
+        self.delivery = Delivery(settings.secrets(), marks=self.runs)
         self.channels = list(channels) if channels is not None else build_channels(settings, self.settled)
-        self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
-        self.scheduled = ScheduledMessages(self.runs, self._send)
+        self.scheduled = ScheduledMessages(self.runs, self.delivery)
         self.tools: list[Tool] = [
             *(tools if tools is not None else builtin_tools(settings)),
             ASK_USER_TOOL,
@@ -176,33 +178,52 @@ class Gateway:
         self.catalog = AgentCatalog.load(settings, plan_factory=plan_runner_factory(settings))
         warn_unknown_references(self.catalog, {t.name for t in self.tools}, set(settings.mcp.servers))
         self.router = Router(self.catalog.targets(), self.model)
-        self.mcp = McpPool(settings, self._send)
+        self.routes = RoutePolicy(settings, self.store, self.catalog, self.router)
+        self.mcp = McpPool(settings, self.delivery.send)
+        self.timers = ExpiryTimers()
         self.manager = RunManager(
             settings=settings,
             store=self.store,
             runs=self.runs,
             catalog=self.catalog,
             model=self.model,
-            send=self._send,
+            delivery=self.delivery,
+            timers=self.timers,
             tools=self.tool_pool,
             tracing=self.tracing,
             text_limits={c.name: getattr(c, "text_limit", None) for c in self.channels},
         )
-        self.interrupts = InterruptService(self.runs, self.manager)
-        self.manager.on_pause = self.interrupts.schedule
+        self.interrupts = InterruptService(self.runs, self.manager, self.delivery, self.timers)
+        self.commands = CommandRegistry()
+        context = CommandContext(
+            settings=settings,
+            commands=self.commands,
+            store=self.store,
+            runs=self.runs,
+            interrupts=self.interrupts,
+            routes=self.routes,
+            delivery=self.delivery,
+            scheduled=self.scheduled,
+            tracing=self.tracing,
+        )
+        register_builtin_commands(context)
+        register_admin_commands(context)
         self.supervisor = Supervisor(
             settings=settings,
             store=self.store,
-            outbox=self.outbox,
-            model=self.model,
+            delivery=self.delivery,
             catalog=self.catalog,
             manager=self.manager,
             interrupts=self.interrupts,
             runs=self.runs,
-            router=self.router,
+            routes=self.routes,
+            commands=self.commands,
+            tracing=self.tracing,
         )
-        self.supervisor.pending_extra = self._pending_scheduled
-        self.supervisor.cancel_scheduled = self.scheduled.cancel
+        self.inbox = DurableInbox(
+            self.store, self.bus, channels=settings.channels, limits=settings.limits, notify=self.delivery.send
+        )
+        self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.http: HttpServer | None = None
         self.recovery: RecoveryReport | None = None
         self._started = False
@@ -221,16 +242,6 @@ class Gateway:
         extra = await self.mcp.tools(agent, chat)
         # The same list object while there is nothing to add: agents remember their selection from it.
         return [*self.tools, *extra] if extra else self.tools
-
-    async def _pending_scheduled(self, chat: ChatKey) -> list[str]:
-        rows = await self.scheduled.pending(str(chat))
-        return [
-            f"• scheduled {r['id']} at {r['due_at']:%Y-%m-%d %H:%M} UTC: {r['text'][:80]} (/cancel {r['id']})"
-            for r in rows
-        ]
-
-    async def _send(self, message: OutboundMessage) -> str | None:
-        return await self.supervisor.send(message)
 
     async def _show_pending_again(self) -> None:
         """A terminal keeps no messages across a restart: a pending prompt is shown again there, with its buttons."""
@@ -270,13 +281,13 @@ class Gateway:
             on_urgent=self.inbox.tracked(self.supervisor.handle_urgent),
         )
         for channel in self.channels:
-            self.outbox.register(channel)
+            self.delivery.register(channel)
             if hasattr(channel, "press_check"):
                 # Adapters answer a press at once (a toast), before the chat's queue is reached.
                 channel.press_check = self.supervisor.check_press
-        self.interrupts.scheduler.start()
+        self.interrupts.start()
         self.recovery = await recover(self.runs, self.manager, self.interrupts)
-        self.recovery.late_scheduled = await self.scheduled.reconcile(self.interrupts.scheduler)
+        self.recovery.late_scheduled = await self.scheduled.start()
         self.recovery.inbox = await self.inbox.recover()
         webhooks = [c for c in self.channels if getattr(c, "needs_http", False)]
         if self.settings.http.enabled or webhooks:
@@ -309,8 +320,7 @@ class Gateway:
             if close is not None:
                 await close()
         await self.interrupts.drain()
-        if self.interrupts.scheduler.running:
-            self.interrupts.scheduler.shutdown(wait=False)
+        self.scheduled.stop()
         if self.http is not None:
             await self.http.stop()
         await self.mcp.aclose()

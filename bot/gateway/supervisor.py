@@ -19,24 +19,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.messages import Message
-from agents.models.base import Model
 from bot.commands.registry import CommandCall, CommandRegistry, parse_command
-from bot.config.settings import ChannelSection, RoutingSection, Settings
+from bot.config.settings import ChannelSection, Settings
+from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender, event_key
-from bot.gateway.delivery import Outbox
 from bot.interrupts.service import InterruptService, TextOutcome
 from bot.interrupts.text import fast_id
-from bot.routing import RouteDecision, Router, parse_target
+from bot.routing import parse_target
+from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.manager import RunManager
 from bot.store.base import StoreError
 from bot.store.ops import Step
 from bot.store.runs import RunRow, RunStore
 from bot.store.sql import SqlStore
+from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
 
-GLOBAL = "*"
 CRASHED = "⚠️ Something went wrong while answering; the error was logged and the request was stopped."
 
 
@@ -44,28 +44,16 @@ CRASHED = "⚠️ Something went wrong while answering; the error was logged and
 class Supervisor:
     settings: Settings
     store: SqlStore
-    outbox: Outbox
-    model: Model
+    delivery: Delivery
     catalog: AgentCatalog
     manager: RunManager
     interrupts: InterruptService
     runs: RunStore
-    router: Router
-    commands: CommandRegistry = field(default_factory=CommandRegistry)
+    routes: RoutePolicy
+    commands: CommandRegistry
+    tracing: Tracing | None = None
     _busy: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     _stopping: set[str] = field(default_factory=set)
-    _senders: dict[tuple[str, Sender], Sender] = field(default_factory=dict)
-    _routing_cache: tuple[int, RoutingSection, dict[str, str]] | None = None
-    pending_extra: Any = None
-    """Lines for /pending beyond the interrupt (scheduled messages), set by the gateway."""
-    cancel_scheduled: Any = None
-
-    def __post_init__(self) -> None:
-        from bot.commands.admin import register_admin_commands
-        from bot.commands.builtin import register_builtin_commands
-
-        register_builtin_commands(self)
-        register_admin_commands(self)
 
     @property
     def agents(self) -> dict[str, AgentDef]:
@@ -82,15 +70,8 @@ class Supervisor:
         if config is None:
             return sender.model_copy(update={"is_admin": False}), False
         is_admin = config.is_admin(sender.id)
-        if sender.is_admin != is_admin:
-            # Senders are frozen: the resolved copy of a frequent sender is made once.
-            key = (chat.channel, sender)
-            resolved = self._senders.get(key)
-            if resolved is None:
-                if len(self._senders) >= 4096:
-                    self._senders.clear()
-                resolved = self._senders[key] = sender.model_copy(update={"is_admin": is_admin})
-            sender = resolved
+        if sender.is_admin != is_admin:  # admin rights come from configuration, never from the platform
+            sender = sender.model_copy(update={"is_admin": is_admin})
         return sender, config.allows(sender.id) or is_admin
 
     async def check_press(self, action: Action) -> str | None:
@@ -220,74 +201,25 @@ class Supervisor:
 
     # -- routing ------------------------------------------------------------------------------
 
-    async def effective_routing(self) -> tuple[RoutingSection, dict[str, str]]:
-        """``routing.*`` with the admins' global changes on top, and the layer of each key."""
-        glob = await self.store.settings_view(GLOBAL)
-        version = self.store.settings_changes
-        cached = self._routing_cache
-        if cached is not None and cached[0] == version:
-            return cached[1], cached[2]
-        overrides = {k.removeprefix("routing."): v for k, v in glob.items() if k.startswith("routing.")}
-        data = self.settings.routing.model_dump()
-        origins = {}
-        from bot.commands.admin import ROUTING_KEYS
-
-        for key in ROUTING_KEYS:
-            origins[key] = self.settings.origin(f"routing.{key}")
-        for key, value in overrides.items():
-            cursor = data
-            parts = key.split(".")
-            for part in parts[:-1]:
-                cursor = cursor[part]
-            cursor[parts[-1]] = value
-            origins[key] = "admin (global)"
-        config = RoutingSection.model_validate(data)
-        self._routing_cache = (version, config, origins)
-        return config, origins
-
-    async def effective_strategy(self, chat: ChatKey) -> tuple[str, str]:
-        own = (await self.store.settings_view(chat.settings_key)).get("strategy")
-        if own:
-            return own, "this chat (admin)"
-        glob = (await self.store.settings_view(GLOBAL)).get("strategy")
-        if glob:
-            return glob, "admin (global)"
-        return self.settings.routing.strategy, self.settings.origin("routing.strategy")
-
-    async def decide_route(self, chat: ChatKey, text: str, config: RoutingSection | None = None) -> RouteDecision:
-        if config is None:
-            config, _ = await self.effective_routing()
-        targeting = parse_target(text, self.catalog.agents)
-        if targeting.agent is not None:
-            return RouteDecision(targeting.agent, "explicit", "explicit", 100.0, text=targeting.text)
-        strategy = targeting.strategy or (await self.effective_strategy(chat))[0]
-        # A long message is routed on its prefix (bounded cost); the agent still gets all of it.
-        limit = self.settings.limits.route_chars
-        decision = await self.router.decide(targeting.text[:limit], config, strategy)
-        decision.text = targeting.text
-        if targeting.error:
-            decision.note = targeting.error
-        return self.router.apply_fallback(decision, config)
-
     async def _route_and_run(self, event: InboundMessage, key: str) -> None:
         """Route, then in ONE write: mark the event handled, store the message, record the run; then run it.
 
         Routing has no side effects, so a crash before that write leaves the event pending and
         recovery routes it again; after it, the run is recovered like any other.
         """
-        config, _ = await self.effective_routing()
+        config, _ = await self.routes.effective_routing()
         problem = parse_target(event.text, self.catalog.agents).error
         if problem is not None:  # a typo in @agent or --strategy: say so instead of guessing
             if await self._accept(event, key, Message.user(event.text)):
                 await self.send(OutboundMessage(chat=event.chat, text=problem, reply_to=event.id))
             return
-        decision = await self.decide_route(event.chat, event.text, config)
+        decision = await self.routes.decide(event.chat, event.text, config)
         if decision.note and decision.method == "fallback":
             log.info("chat %s: routing fell back: %s", event.chat, decision.note)
         agent = self.agents.get(decision.agent) if decision.agent else None
         if agent is None:
             if await self._accept(event, key, Message.user(event.text)) and decision.fallback == "prompt_user":
-                await self.send(OutboundMessage(chat=event.chat, text=self.router.agent_list(), reply_to=event.id))
+                await self.send(OutboundMessage(chat=event.chat, text=self.routes.router.agent_list(), reply_to=event.id))
             return
         run = RunRow(
             id=fast_id(16),
@@ -304,8 +236,8 @@ class Supervisor:
         run.history_cutoff = (await self.store.chat_state(run.chat_key)).last_id
         if config.notify:
             await self.notice(event.chat, f"🎯 routed to {decision.summary()}")
-        if self.manager.tracing is not None:
-            self.manager.tracing.record(
+        if self.tracing is not None:
+            self.tracing.record(
                 "route",
                 run.chat_key,
                 key,
@@ -340,21 +272,8 @@ class Supervisor:
             await self.notice(event.chat, "⚠️ I could not save your message, so I did not act on it. Please resend.")
             return False
 
-    async def audit(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
-        await self.runs.change_setting(actor, scope, name, old, new)
-
-    async def reload_agents(self) -> list[str]:
-        catalog = AgentCatalog.load(self.settings, plan_factory=self.catalog.plan_factory)
-        self.catalog.agents, self.catalog.errors = catalog.agents, catalog.errors
-        self.router.set_targets(self.catalog.targets())
-        return catalog.errors
-
     async def send(self, message: OutboundMessage) -> str | None:
-        try:
-            return await self.outbox.send(message)
-        except Exception:
-            log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
-            return None
+        return await self.delivery.send(message)
 
     async def notice(self, chat: ChatKey, text: str) -> None:
         await self.send(OutboundMessage(chat=chat, text=text, kind="notice"))

@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
+from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import buttons_for, parse_payload, yes_no
 from bot.runs.checkpoints import closed_messages, load_checkpoint
 from bot.runs.manager import NEVER_GRANTED, SHOW_ALL, RunManager
@@ -48,13 +48,13 @@ class TextOutcome:
 class InterruptService:
     """Everything that ends a pending interrupt."""
 
-    def __init__(self, runs: RunStore, manager: RunManager) -> None:
+    def __init__(self, runs: RunStore, manager: RunManager, delivery: Delivery, timers: ExpiryTimers) -> None:
         self.runs = runs
         self.manager = manager
-        self.scheduler = AsyncIOScheduler(timezone="UTC")
-        """APScheduler, for the gateway's scheduled messages."""
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self.delivery = delivery
+        self.timers = timers
         self._expiring: set[asyncio.Task[None]] = set()
+        self._watcher: asyncio.Task[None] | None = None
 
     # -- buttons --------------------------------------------------------------------------
 
@@ -106,7 +106,7 @@ class InterruptService:
         full = str(row.payload.get("full_text") or row.prompt)
         choices = [(str(label), str(value)) for label, value in row.payload.get("full_choices") or row.choices]
         chat = ChatKey.parse(row.chat_key)
-        if await self.manager.send(OutboundMessage(chat=chat, text=full)) is None:
+        if await self.delivery.send(OutboundMessage(chat=chat, text=full)) is None:
             await self._notice(chat, "⚠️ I could not show the whole request; it is still waiting. Press Show all again.")
             return
         old_prompt, old_ref = row.prompt, row.prompt_ref
@@ -119,10 +119,10 @@ class InterruptService:
             text=text + "\n(Press a button, or reply yes / no.)",
             buttons=buttons_for(row.id, row.nonce, choices),
         )
-        ref = await self.manager.send(prompt)
+        ref = await self.delivery.send(prompt)
         self.runs.set_prompt_ref(row, ref)
         if old_ref is not None:  # the preview loses its buttons
-            await self.manager.send(
+            await self.delivery.send(
                 OutboundMessage(chat=chat, text=f"{old_prompt}\n\n📄 Shown in full below.", edit_of=old_ref)
             )
 
@@ -133,7 +133,7 @@ class InterruptService:
         choices = [(str(label), str(value)) for label, value in row.choices]
         hint = "\n(Press a button, or reply yes / no.)" if row.kind != "ask_user" else "\n(Reply with your answer.)"
         message = OutboundMessage(chat=chat, text=row.prompt + hint, buttons=buttons_for(row.id, row.nonce, choices))
-        ref = await self.manager.send(message)
+        ref = await self.delivery.send(message)
         if ref is not None:
             self.runs.set_prompt_ref(row, ref)
 
@@ -222,7 +222,7 @@ class InterruptService:
         if not resolved:
             await self._notice(ChatKey.parse(row.chat_key), NOT_PENDING)
             return False
-        self._unschedule(row.id)
+        self.timers.unschedule(row.id)
         chat = ChatKey.parse(row.chat_key)
         if row.kind == "tool_confirm" and resolution.get("grant"):
             names = sorted({c["name"] for c in row.payload.get("calls", [])} - NEVER_GRANTED)
@@ -256,7 +256,7 @@ class InterruptService:
         """Expire, cancel or supersede: the run ends, open calls get ``reason`` as their result."""
         if not await self.runs.resolve(row, status, {"reason": reason}, None):
             return False
-        self._unschedule(row.id)
+        self.timers.unschedule(row.id)
         await self._edit_prompt(row, outcome)
         run = await self.runs.paused_run(row.run_id)
         if run is None:
@@ -282,34 +282,25 @@ class InterruptService:
 
     # -- expiry ---------------------------------------------------------------------------
 
-    def schedule(self, row: InterruptRow) -> None:
-        """Expire ``row`` at its deadline: an event-loop timer (cheap; re-made from the table at start)."""
-        if row.expires_at is None:
-            return
-        self._unschedule(row.id)
-        delay = max(0.0, (row.expires_at - utcnow()).total_seconds())
-        self._timers[row.id] = asyncio.get_running_loop().call_later(delay, self._due, row.id)
+    def start(self) -> None:
+        """Expire interrupts as their timers fire (each expiry in a task of its own)."""
+        if self._watcher is None:
+            self._watcher = asyncio.create_task(self._watch(), name="interrupt-expiry")
 
-    def _due(self, interrupt_id: str) -> None:
-        self._timers.pop(interrupt_id, None)
-        task = asyncio.create_task(self.expire(interrupt_id), name=f"expire-{interrupt_id}")
-        self._expiring.add(task)
-        task.add_done_callback(self._expiring.discard)
-
-    def _unschedule(self, interrupt_id: str) -> None:
-        handle = self._timers.pop(interrupt_id, None)
-        if handle is not None:
-            handle.cancel()
-
-    def stop_timers(self) -> None:
-        """Forget every expiry timer (at shutdown; the next start re-reads the deadlines)."""
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
+    async def _watch(self) -> None:
+        while True:
+            interrupt_id = await self.timers.next_due()
+            task = asyncio.create_task(self.expire(interrupt_id), name=f"expire-{interrupt_id}")
+            self._expiring.add(task)
+            task.add_done_callback(self._expiring.discard)
 
     async def drain(self) -> None:
         """Stop the timers and let expiries already running finish."""
-        self.stop_timers()
+        self.timers.stop()
+        if self._watcher is not None:
+            self._watcher.cancel()
+            await asyncio.gather(self._watcher, return_exceptions=True)
+            self._watcher = None
         if self._expiring:
             await asyncio.gather(*list(self._expiring), return_exceptions=True)
 
@@ -329,7 +320,7 @@ class InterruptService:
                 await self.expire(row.id)
                 expired.append(row.id)
             else:
-                self.schedule(row)
+                self.timers.schedule(row.id, row.expires_at)
         return expired
 
     # -- prompts --------------------------------------------------------------------------
@@ -338,9 +329,9 @@ class InterruptService:
         chat = ChatKey.parse(row.chat_key)
         text = f"{row.prompt}\n\n{outcome}"
         if row.prompt_ref is None:
-            await self.manager.send(OutboundMessage(chat=chat, text=outcome, kind="notice"))
+            await self.delivery.send(OutboundMessage(chat=chat, text=outcome, kind="notice"))
             return
-        await self.manager.send(OutboundMessage(chat=chat, text=text, edit_of=row.prompt_ref))
+        await self.delivery.send(OutboundMessage(chat=chat, text=text, edit_of=row.prompt_ref))
 
     async def _notice(self, chat: ChatKey, text: str) -> None:
-        await self.manager.send(OutboundMessage(chat=chat, text=text, kind="notice"))
+        await self.delivery.send(OutboundMessage(chat=chat, text=text, kind="notice"))

@@ -29,7 +29,9 @@ from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, RunRes
 from agents.tools.base import RISK_ORDER, Tool
 from agents.tools.ledger import LedgerEntry
 from bot.config.settings import Settings
+from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
+from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import buttons_for, new_id, new_nonce, tool_confirm_choices
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
@@ -73,9 +75,6 @@ class RunLedger:
         )
 
 
-Send = Callable[[OutboundMessage], Awaitable[str | None]]
-
-
 @dataclass
 class RunManager:
     settings: Settings
@@ -83,10 +82,10 @@ class RunManager:
     runs: RunStore
     catalog: AgentCatalog
     model: Model
-    send: Send
+    delivery: Delivery
+    timers: ExpiryTimers
     tools: Callable[[AgentDef, ChatKey], Awaitable[Sequence[Tool]]]
     """The tool pool offered to an agent (built-in, gateway and its MCP servers' tools), before allow/deny."""
-    on_pause: Callable[[InterruptRow], None] | None = None
     tracing: Tracing | None = None
     models: dict[str, Model] | None = None
     text_limits: dict[str, int | None] = field(default_factory=dict)
@@ -127,7 +126,7 @@ class RunManager:
             return tool.confirm or RISK_ORDER[tool.risk] >= RISK_ORDER["high"] or agent.confirms(tool.name)
 
         async def emit(text: str) -> None:
-            await self.send(OutboundMessage(chat=chat, text=text, kind="notice"))
+            await self.delivery.send(_notice(chat, text))
 
         return RunContext(
             chat_key=run.chat_key,
@@ -214,7 +213,7 @@ class RunManager:
     async def _drive(self, run: RunRow, leg: _Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""
         chat = ChatKey.parse(run.chat_key)
-        await self.send(_typing(chat))
+        await self.delivery.send(OutboundMessage(chat=chat, kind="typing"))
         try:
             result = await step()
             while isinstance(result, HandoffRequest):
@@ -272,7 +271,7 @@ class RunManager:
         template = self.settings.handoffs.notify
         if template:
             line = template.replace("{from}", leg.agent.name).replace("{to}", target.name)
-            await self.send(_notice(chat, line.replace("{reason}", request.reason)))
+            await self.delivery.send(_notice(chat, line.replace("{reason}", request.reason)))
         ctx = await self.context(run, target, resumed=False, chain=chain, handoff=handoff)
         self.runs.set_run_later(run.id, agent=target.name)
         return _Leg(target, ctx, chain, request.message, prefix, handoff)
@@ -339,10 +338,8 @@ class RunManager:
         if isinstance(leg.ctx.ledger, RunLedger) and not leg.ctx.ledger.resumed:
             self._ledgers.put(run.id, leg.ctx.ledger)
         self.trace("interrupt", run, agent.name, kind=request.kind, status="raised", interrupt_id=interrupt_id)
-        if self.on_pause is not None:
-            self.on_pause(interrupt)
-        ref = await self.send(prompt)
-        await self.runs.sent(outbox_id, ref, interrupt)
+        self.timers.schedule(interrupt.id, interrupt.expires_at)
+        await self.delivery.deliver(outbox_id, prompt, interrupt)
 
     async def _choices(self, chat: ChatKey, request: InterruptRequest) -> list[tuple[str, str]]:
         if request.kind == "tool_confirm":
@@ -364,11 +361,10 @@ class RunManager:
         except Exception:
             log.exception("chat %s: could not store the end of run %s", run.chat_key, run.id)
             chat = ChatKey.parse(run.chat_key)
-            await self.send(_notice(chat, "⚠️ I could not save my answer, so I did not send it. Please try again."))
+            await self.delivery.send(_notice(chat, "⚠️ I could not save my answer, so I did not send it. Please try again."))
             return
         if reply is not None and outbox_id is not None:
-            ref = await self.send(reply)
-            await self.runs.sent(outbox_id, ref)
+            await self.delivery.deliver(outbox_id, reply)
 
 
 @dataclass
@@ -384,18 +380,6 @@ class _Leg:
     """Turns of the agents that handed off, stored before this agent's own."""
     handoff: HandoffContext | None = None
 
-
-_TYPING: dict[ChatKey, OutboundMessage] = {}
-
-
-def _typing(chat: ChatKey) -> OutboundMessage:
-    """The chat's typing indicator (frozen, so one serves every run of the chat)."""
-    message = _TYPING.get(chat)
-    if message is None:
-        if len(_TYPING) >= 4096:
-            _TYPING.clear()
-        message = _TYPING[chat] = OutboundMessage(chat=chat, kind="typing")
-    return message
 
 
 def _notice(chat: ChatKey, text: str) -> OutboundMessage:

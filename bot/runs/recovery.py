@@ -43,8 +43,7 @@ async def recover(runs: RunStore, manager: RunManager, interrupts: InterruptServ
     report = RecoveryReport()
     for entry in await runs.unsent():
         outbound = OutboundMessage.model_validate_json(entry.message)
-        ref = await manager.send(outbound)
-        await runs.sent(entry.id, ref, entry.interrupt_id)
+        await manager.delivery.deliver(entry.id, outbound, entry.interrupt_id)
         report.resent += 1
     for run in await runs.runs_with_status("running", "paused"):
         try:

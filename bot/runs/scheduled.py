@@ -10,13 +10,13 @@ transaction that puts the message in the outbox.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from agents.tools.base import Tool, ToolContext, ToolError, tool
+from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from bot.interrupts.text import new_id
 from bot.store.ops import Step, utcnow
@@ -47,11 +47,12 @@ def parse_when(at: str | None, in_minutes: float | None, now: datetime) -> datet
 
 
 class ScheduledMessages:
-    def __init__(self, runs: RunStore, send: Callable[[OutboundMessage], Awaitable[str | None]]) -> None:
+    def __init__(self, runs: RunStore, delivery: Delivery) -> None:
         self.runs = runs
         self.store = runs.store
-        self.send = send
+        self.delivery = delivery
         self.scheduler: AsyncIOScheduler | None = None
+        """APScheduler (job id ``sched:<id>``, no misfire grace), from :meth:`start` on."""
 
     # -- the tool ----------------------------------------------------------------------------
 
@@ -151,13 +152,14 @@ class ScheduledMessages:
         )
         if not result.ok:
             return False
-        ref = await self.send(message)
-        await self.runs.sent(int(result.rows[0][0]), ref)
+        await self.delivery.deliver(int(result.rows[0][0]), message)
         return True
 
-    async def reconcile(self, scheduler: AsyncIOScheduler) -> int:
-        """Schedule every pending message; send at once those that fell due while we were down."""
-        self.scheduler = scheduler
+    async def start(self) -> int:
+        """Start the scheduler and schedule every pending message; send at once (and count) those that
+        fell due while we were down."""
+        self.scheduler = AsyncIOScheduler(timezone="UTC")
+        self.scheduler.start()
         now = utcnow()
         late = 0
         for row in await self.pending():
@@ -166,6 +168,11 @@ class ScheduledMessages:
             else:
                 self._schedule(row["id"], row["due_at"])
         return late
+
+    def stop(self) -> None:
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        self.scheduler = None
 
 
 def _when(value: Any) -> datetime:

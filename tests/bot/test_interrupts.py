@@ -281,7 +281,7 @@ async def test_expiry_during_downtime_expires_at_start(make_harness: Any) -> Non
     model2 = ScriptedModel(["Not deleted: the confirmation expired."])
 
     # The gateway goes down before the expiry job fires, and stays down past the deadline.
-    h.gateway.interrupts.stop_timers()
+    h.gateway.timers.stop()
     await h.gateway.stop(timeout=5)
     await asyncio.sleep(0.7)
     await h.restart(model2, tools)

@@ -135,7 +135,7 @@ async def test_scheduled_message_listed_cancelled_and_fired_after_restart(make_h
     assert "later" in pending
     later_id = next(line for line in pending.splitlines() if "later" in line).split("scheduled ")[1].split()[0]
     # The gateway is down when the first one falls due: it is sent at the next start, marked late.
-    h.gateway.interrupts.scheduler.remove_all_jobs()
+    h.gateway.scheduled.stop()
     await h.gateway.stop(timeout=5)
     await asyncio.sleep(1.5)
     tools: list[Tool] = []

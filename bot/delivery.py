@@ -1,0 +1,84 @@
+"""Delivery: the one way anything reaches a channel.
+
+Everything the bot says passes here: replies, prompts, notices, typing, edits.  A message that must
+survive a crash was committed to the ``outbox`` table in the same transaction as the state change
+that produced it (a run's end, a pause, a scheduled message falling due); :meth:`Delivery.deliver`
+then sends it and marks it sent (commit → send → mark).  What is not committed (typing, notices)
+goes through :meth:`Delivery.send`.  Known secret values are replaced by ``***`` first, and a
+failing adapter never raises into the caller: the failure is logged and ``None`` returned.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
+
+from bot.events import OutboundMessage
+
+if TYPE_CHECKING:
+    from bot.store.runs import InterruptRow
+
+log = logging.getLogger(__name__)
+
+
+class ChannelOut(Protocol):
+    """The sending side of a channel adapter."""
+
+    name: str
+
+    async def send(self, message: OutboundMessage) -> str | None: ...
+
+
+class SentMarks(Protocol):
+    """Where a committed outbox entry is marked sent (with the platform's reference)."""
+
+    async def sent(self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None) -> None: ...
+
+
+class DeliveryError(RuntimeError):
+    """No adapter could deliver a message."""
+
+
+class Delivery:
+    """Routes each :class:`OutboundMessage` to the adapter named by its chat key."""
+
+    def __init__(self, secrets: Iterable[str] = (), marks: SentMarks | None = None) -> None:
+        self._channels: dict[str, ChannelOut] = {}
+        self._secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
+        self._marks = marks
+
+    def register(self, channel: ChannelOut) -> None:
+        self._channels[channel.name] = channel
+
+    def channels(self) -> list[str]:
+        return sorted(self._channels)
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        """Send; the platform's message reference, or None (typing, no reference, or a failure, logged)."""
+        try:
+            return await self.send_or_raise(message)
+        except Exception:
+            log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
+            return None
+
+    async def send_or_raise(self, message: OutboundMessage) -> str | None:
+        """:meth:`send`, raising what the adapter raised (or :class:`DeliveryError`)."""
+        channel = self._channels.get(message.chat.channel)
+        if channel is None:
+            raise DeliveryError(f"no channel adapter for {message.chat.channel!r}")
+        text = message.text
+        if any(secret in text for secret in self._secrets):
+            for secret in self._secrets:
+                text = text.replace(secret, "***")
+            message = message.model_copy(update={"text": text})
+        return await channel.send(message)
+
+    async def deliver(
+        self, outbox_id: int, message: OutboundMessage, interrupt: InterruptRow | str | None = None
+    ) -> str | None:
+        """Send a committed outbox entry, then mark it sent (a prompt's reference lands on ``interrupt``)."""
+        ref = await self.send(message)
+        if self._marks is not None:
+            await self._marks.sent(outbox_id, ref, interrupt)
+        return ref

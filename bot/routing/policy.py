@@ -1,0 +1,88 @@
+"""The routing in force for a chat: configuration with the admins' stored changes on top.
+
+Layers, lowest first: the configuration files and environment (``routing.*``), global admin changes
+(stored under ``*``), then a chat's own strategy (stored under the chat's ``channel:chat_id``).
+The supervisor asks it for a decision; the admin commands read and change it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.config.settings import RoutingSection, Settings
+from bot.events import ChatKey
+from bot.routing import RouteDecision, Router, parse_target
+from bot.runs.catalog import AgentCatalog
+from bot.store.sql import SqlStore
+
+GLOBAL = "*"
+"""The settings scope of global admin changes."""
+ROUTING_KEYS = (
+    "enabled",
+    "strategy",
+    "rule.confidence_threshold",
+    "llm.model",
+    "llm.timeout_ms",
+    "fallback",
+    "default_agent",
+    "notify",
+)
+"""The ``routing.*`` keys admins may see and change in chat."""
+
+
+class RoutePolicy:
+    def __init__(self, settings: Settings, store: SqlStore, catalog: AgentCatalog, router: Router) -> None:
+        self.settings = settings
+        self.store = store
+        self.catalog = catalog
+        self.router = router
+
+    async def effective_routing(self) -> tuple[RoutingSection, dict[str, str]]:
+        """``routing.*`` with the admins' global changes on top, and the layer of each key."""
+        glob = await self.store.settings_view(GLOBAL)
+        overrides = {k.removeprefix("routing."): v for k, v in glob.items() if k.startswith("routing.")}
+        origins = {key: self.settings.origin(f"routing.{key}") for key in ROUTING_KEYS}
+        if not overrides:
+            return self.settings.routing, origins
+        data: dict[str, Any] = self.settings.routing.model_dump()
+        for key, value in overrides.items():
+            cursor = data
+            parts = key.split(".")
+            for part in parts[:-1]:
+                cursor = cursor[part]
+            cursor[parts[-1]] = value
+            origins[key] = "admin (global)"
+        return RoutingSection.model_validate(data), origins
+
+    async def effective_strategy(self, chat: ChatKey) -> tuple[str, str]:
+        """The strategy for ``chat`` and the layer it comes from."""
+        own = (await self.store.settings_view(chat.settings_key)).get("strategy")
+        if own:
+            return own, "this chat (admin)"
+        glob = (await self.store.settings_view(GLOBAL)).get("strategy")
+        if glob:
+            return glob, "admin (global)"
+        return self.settings.routing.strategy, self.settings.origin("routing.strategy")
+
+    async def decide(self, chat: ChatKey, text: str, config: RoutingSection | None = None) -> RouteDecision:
+        """Which agent answers ``text`` here (``@name`` and ``@auto --strategy=`` first); no side effects."""
+        if config is None:
+            config, _ = await self.effective_routing()
+        targeting = parse_target(text, self.catalog.agents)
+        if targeting.agent is not None:
+            return RouteDecision(targeting.agent, "explicit", "explicit", 100.0, text=targeting.text)
+        strategy = targeting.strategy or (await self.effective_strategy(chat))[0]
+        # A long message is routed on its prefix (bounded cost); the agent still gets all of it.
+        limit = self.settings.limits.route_chars
+        decision = await self.router.decide(targeting.text[:limit], config, strategy)
+        decision.text = targeting.text
+        if targeting.error:
+            decision.note = targeting.error
+        return self.router.apply_fallback(decision, config)
+
+    async def reload_agents(self) -> list[str]:
+        """Re-read the agent files; the problems found (those files are skipped)."""
+        catalog = AgentCatalog.load(self.settings, plan_factory=self.catalog.plan_factory)
+        self.catalog.agents, self.catalog.errors = catalog.agents, catalog.errors
+        self.router.set_targets(self.catalog.targets())
+        return catalog.errors
