@@ -24,7 +24,7 @@ import jsonschema
 from agents.context import RunContext
 from agents.messages import Message
 from agents.react import ReactRunner
-from agents.results import Choice, FinalAnswer, InterruptRequest, RunResult
+from agents.results import Choice, FinalAnswer, InterruptRequest, Resolution, RunResult
 
 PLAN_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -94,20 +94,20 @@ class PlanExecuteRunner:
         }
         return await self._plan(ctx, state, feedback=None)
 
-    async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: dict[str, Any]) -> RunResult:
+    async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: Resolution) -> RunResult:
         phase = state.get("phase")
         if phase == "approval":
-            choice = resolution.get("choice")
+            choice = resolution.choice
             if choice == "approve":
                 return await self._execute(ctx, state)
             if choice == "reject":
                 return self._final(state, "Plan rejected; nothing was done.")
-            feedback = resolution.get("feedback") or (resolution.get("answer") if choice not in ("edit",) else None)
+            feedback = resolution.feedback or (resolution.answer if choice != "edit" else None)
             if not feedback:
                 return self._ask_feedback(state)
             return await self._plan(ctx, state, feedback=str(feedback))
         if phase == "feedback":
-            return await self._plan(ctx, state, feedback=str(resolution.get("answer") or ""))
+            return await self._plan(ctx, state, feedback=resolution.answer or "")
         if phase == "execute":
             inner = await self.executor.resume(ctx, state["inner"], resolution)
             outcome = await self._after_step(ctx, state, inner)

@@ -19,7 +19,7 @@ from typing import Any
 from agents.context import RunContext
 from agents.handoffs import check_handoff, handoff_tools, is_handoff_call, target_of
 from agents.messages import Message, ToolCall, ToolResult
-from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, RunResult
+from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
 from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
 
 log = logging.getLogger(__name__)
@@ -122,23 +122,23 @@ class ReactRunner:
     async def run(self, ctx: RunContext, message: Message) -> RunResult:
         return await self._loop(ctx, [message], iteration=0)
 
-    async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: dict[str, Any]) -> RunResult:
+    async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: Resolution) -> RunResult:
         """Continue after a ``tool_confirm`` (run approved calls, deny the others) or an ``ask_user`` answer."""
         messages = [Message.model_validate(m) for m in state["messages"]]
         done = {r["call_id"]: ToolResult.model_validate(r) for r in state.get("results", [])}
-        approved = set(resolution.get("approved", ()))
+        approved = set(resolution.approved)
         calls = list(messages[-1].tool_calls)
         tools = self._tools(ctx)
         results: list[ToolResult] = []
         for call in calls:
             if call.id in done:
                 results.append(done[call.id])
-            elif call.name == ASK_USER and "answer" in resolution:
-                results.append(ToolResult(call_id=call.id, name=call.name, content=str(resolution["answer"])))
+            elif call.name == ASK_USER and resolution.answer is not None:
+                results.append(ToolResult(call_id=call.id, name=call.name, content=resolution.answer))
             elif call.id in approved:
                 results.append(await self._execute(ctx, call, tools))
             else:
-                reason = resolution.get("reason") or DENIED
+                reason = resolution.reason or DENIED
                 results.append(ToolResult(call_id=call.id, name=call.name, content=reason, is_error=True))
         messages.append(Message.results(results))
         return await self._loop(ctx, messages, iteration=int(state.get("iteration", 0)))

@@ -66,6 +66,38 @@ class HandoffRequest(BaseModel):
 RunResult = FinalAnswer | InterruptRequest | HandoffRequest
 
 
+class Resolution(BaseModel):
+    """How a human answered an interrupt; what a runner's ``resume`` continues with.
+
+    Stored as JSON (only the fields set) in the interrupt's row, so a run resumed after a
+    restart continues with exactly what was answered.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    approved: tuple[str, ...] = ()
+    """``tool_confirm``: the ids of the calls that may run (the others are denied)."""
+    grant: bool = False
+    """``tool_confirm``: also allow these tools in this chat from now on."""
+    choice: str | None = None
+    """The button's value (``approve``, ``reject``, ``edit``, ``a``, ``d``, ``o1``...), if one was pressed."""
+    answer: str | None = None
+    """``ask_user`` (or a choice's label): the text of the answer."""
+    feedback: str | None = None
+    """``plan_approval``: what to change in the plan."""
+    reason: str | None = None
+    """Why the calls did not run (expired, cancelled, superseded): their result text."""
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_defaults=True)
+
+
+class Resumable(Protocol):
+    """A runner that can continue a paused run from its state and the human's resolution."""
+
+    async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: Resolution) -> RunResult: ...
+
+
 class Runner(Protocol):
     """Runs one agent turn: a final answer, or a request to pause."""
 

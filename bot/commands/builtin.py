@@ -63,7 +63,8 @@ def register_builtin_commands(ctx: CommandContext) -> None:
             first = row.prompt.splitlines()[0] if row.prompt else row.kind
             lines.append(f"• {row.kind} ({age} ago, asked {row.requester}): {first} (shown again below)")
         for r in await ctx.scheduled.pending(str(call.event.chat)):
-            lines.append(f"• scheduled {r['id']} at {r['due_at']:%Y-%m-%d %H:%M} UTC: {r['text'][:80]} (/cancel {r['id']})")
+            when = f"{r['due_at']:%Y-%m-%d %H:%M} UTC"
+            lines.append(f"• scheduled {r['id']} at {when}: {r['text'][:80]} (/cancel {r['id']})")
         if not lines:
             return "Nothing is pending in this chat."
         await ctx.notice(call.event.chat, "Pending:\n" + "\n".join(lines))

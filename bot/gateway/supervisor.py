@@ -219,7 +219,8 @@ class Supervisor:
         agent = self.agents.get(decision.agent) if decision.agent else None
         if agent is None:
             if await self._accept(event, key, Message.user(event.text)) and decision.fallback == "prompt_user":
-                await self.send(OutboundMessage(chat=event.chat, text=self.routes.router.agent_list(), reply_to=event.id))
+                listing = self.routes.router.agent_list()
+                await self.send(OutboundMessage(chat=event.chat, text=listing, reply_to=event.id))
             return
         run = RunRow(
             id=fast_id(16),

@@ -15,8 +15,8 @@ import asyncio
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
+from agents.results import Resolution
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.interrupts.expiry import ExpiryTimers
@@ -149,16 +149,16 @@ class InterruptService:
     def _may_answer(row: InterruptRow, sender: Sender) -> bool:
         return sender.id == row.requester or sender.is_admin
 
-    def _resolution(self, row: InterruptRow, choice: str) -> dict[str, Any]:
+    def _resolution(self, row: InterruptRow, choice: str) -> Resolution:
         if row.kind != "tool_confirm":
             label = next((label for label, value in row.choices if value == choice), choice)
-            return {"choice": choice, "answer": label}
-        ids = [c["id"] for c in row.payload.get("calls", [])]
+            return Resolution(choice=choice, answer=str(label))
+        ids = tuple(str(c["id"]) for c in row.payload.get("calls", []))
         if choice in ("a", "g"):
-            return {"approved": ids, "grant": choice == "g", "choice": choice}
+            return Resolution(approved=ids, grant=choice == "g", choice=choice)
         if choice.startswith("o") and choice[1:].isdigit() and 1 <= int(choice[1:]) <= len(ids):
-            return {"approved": [ids[int(choice[1:]) - 1]], "choice": choice}
-        return {"approved": [], "choice": choice}
+            return Resolution(approved=(ids[int(choice[1:]) - 1],), choice=choice)
+        return Resolution(choice=choice)
 
     # -- text -----------------------------------------------------------------------------
 
@@ -171,7 +171,7 @@ class InterruptService:
         if not self._may_answer(row, event.sender):
             return TextOutcome(False)
         if row.kind == "ask_user":
-            await self.resolve(row, {"answer": event.text, "choice": None}, event.sender, event_key=event_key)
+            await self.resolve(row, Resolution(answer=event.text), event.sender, event_key=event_key)
             return TextOutcome(True)
         decision = yes_no(event.text)
         if decision and row.kind == "tool_confirm" and not any(value == "a" for _label, value in row.choices):
@@ -180,15 +180,15 @@ class InterruptService:
             return TextOutcome(True)
         if decision is not None:
             if row.kind == "tool_confirm":
-                ids = [c["id"] for c in row.payload.get("calls", [])]
-                resolution = {"approved": ids if decision else [], "choice": "a" if decision else "d"}
+                ids = tuple(str(c["id"]) for c in row.payload.get("calls", []))
+                resolution = Resolution(approved=ids if decision else (), choice="a" if decision else "d")
             else:
-                resolution = {"choice": "approve" if decision else "reject", "answer": event.text}
+                resolution = Resolution(choice="approve" if decision else "reject", answer=event.text)
             await self.resolve(row, resolution, event.sender, event_key=event_key)
             return TextOutcome(True)
         if row.kind == "plan_approval":
             # Anything else is feedback on the plan.
-            await self.resolve(row, {"choice": "edit", "feedback": event.text}, event.sender, event_key=event_key)
+            await self.resolve(row, Resolution(choice="edit", feedback=event.text), event.sender, event_key=event_key)
             return TextOutcome(True)
         if row.reprompted == 0:
             if event_key is not None and not await self._first_time(event_key, event.chat):
@@ -206,11 +206,11 @@ class InterruptService:
     # -- resolution -----------------------------------------------------------------------
 
     async def resolve(
-        self, row: InterruptRow, resolution: dict[str, Any], by: Sender, *, event_key: str | None = None
+        self, row: InterruptRow, resolution: Resolution, by: Sender, *, event_key: str | None = None
     ) -> bool:
         try:
             resolved = await self.runs.resolve(
-                row, "resolved", resolution, by.id, run_status="running", event_key=event_key
+                row, "resolved", resolution.to_json(), by.id, run_status="running", event_key=event_key
             )
         except StoreError as exc:
             # Nothing changed: the request is still pending and the same answer works again.
@@ -224,7 +224,7 @@ class InterruptService:
             return False
         self.timers.unschedule(row.id)
         chat = ChatKey.parse(row.chat_key)
-        if row.kind == "tool_confirm" and resolution.get("grant"):
+        if row.kind == "tool_confirm" and resolution.grant:
             names = sorted({c["name"] for c in row.payload.get("calls", [])} - NEVER_GRANTED)
             current = await self.manager.grants(chat)
             granted = sorted(set(current) | set(names))
@@ -232,29 +232,28 @@ class InterruptService:
         await self._edit_prompt(row, self._outcome_text(row, resolution, by))
         run = await self.runs.paused_run(row.run_id)
         if run is not None:
-            choice = resolution.get("choice")
-            self.manager.trace("interrupt", run, kind=row.kind, status="resolved", by=by.id, choice=choice)
+            self.manager.trace("interrupt", run, kind=row.kind, status="resolved", by=by.id, choice=resolution.choice)
             await self.manager.resume(replace(run, status="running"), resolution, running=True)
         return True
 
-    def _outcome_text(self, row: InterruptRow, resolution: dict[str, Any], by: Sender) -> str:
+    def _outcome_text(self, row: InterruptRow, resolution: Resolution, by: Sender) -> str:
         who = by.name or by.id
         if row.kind == "tool_confirm":
-            approved = set(resolution.get("approved", []))
+            approved = set(resolution.approved)
             calls = row.payload.get("calls", [])
             if not approved:
                 return f"❌ Denied by {who}."
             if len(approved) == len(calls):
-                extra = " (always allowed here from now on)" if resolution.get("grant") else ""
+                extra = " (always allowed here from now on)" if resolution.grant else ""
                 return f"✅ Approved by {who}{extra}."
             names = ", ".join(c["label"] for c in calls if c["id"] in approved)
             return f"✅ Approved by {who} only: {names}."
-        answer = resolution.get("answer") or resolution.get("feedback") or resolution.get("choice")
+        answer = resolution.answer or resolution.feedback or resolution.choice
         return f"💬 Answered by {who}: {answer}"
 
     async def end(self, row: InterruptRow, status: str, reason: str, outcome: str) -> bool:
         """Expire, cancel or supersede: the run ends, open calls get ``reason`` as their result."""
-        if not await self.runs.resolve(row, status, {"reason": reason}, None):
+        if not await self.runs.resolve(row, status, Resolution(reason=reason).to_json(), None):
             return False
         self.timers.unschedule(row.id)
         await self._edit_prompt(row, outcome)
@@ -264,7 +263,7 @@ class InterruptService:
         self.manager.trace("interrupt", run, kind=row.kind, status=status)
         if status == "expired" and row.kind == "tool_confirm":
             # An expired confirmation counts as denied: the run goes on without the calls.
-            await self.manager.resume(run, {"approved": [], "reason": reason})
+            await self.manager.resume(run, Resolution(reason=reason))
             return True
         try:
             messages = closed_messages(load_checkpoint(run.checkpoint), reason)

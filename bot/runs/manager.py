@@ -25,7 +25,7 @@ from agents.guardrails import enforce
 from agents.handoffs import HandoffContext, recent_lines
 from agents.messages import Message, ToolCall, fit_context
 from agents.models.base import Model, ModelError
-from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, RunResult
+from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
 from agents.tools.base import RISK_ORDER, Tool
 from agents.tools.ledger import LedgerEntry
 from bot.config.settings import Settings
@@ -173,7 +173,7 @@ class RunManager:
         ctx = await self.context(run, agent, resumed=False)
         await self._drive(run, _Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
 
-    async def resume(self, run: RunRow, resolution: dict[str, Any], *, running: bool = False) -> None:
+    async def resume(self, run: RunRow, resolution: Resolution, *, running: bool = False) -> None:
         """Continue a paused run from its checkpoint with the human's ``resolution``.
 
         ``running``: the run's row already says so (the resolution's write changed it).
@@ -361,7 +361,9 @@ class RunManager:
         except Exception:
             log.exception("chat %s: could not store the end of run %s", run.chat_key, run.id)
             chat = ChatKey.parse(run.chat_key)
-            await self.delivery.send(_notice(chat, "⚠️ I could not save my answer, so I did not send it. Please try again."))
+            await self.delivery.send(
+                _notice(chat, "⚠️ I could not save my answer, so I did not send it. Please try again.")
+            )
             return
         if reply is not None and outbox_id is not None:
             await self.delivery.deliver(outbox_id, reply)
@@ -379,7 +381,6 @@ class _Leg:
     prefix: list[Message] = field(default_factory=list)
     """Turns of the agents that handed off, stored before this agent's own."""
     handoff: HandoffContext | None = None
-
 
 
 def _notice(chat: ChatKey, text: str) -> OutboundMessage:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 
+from agents.results import Resolution
 from bot.events import ChatKey, OutboundMessage
 from bot.interrupts.service import DENIED_EXPIRED, InterruptService
 from bot.interrupts.text import new_id
@@ -63,7 +64,8 @@ async def _recover_run(run: RunRow, runs: RunStore, manager: RunManager, report:
     if latest is not None and latest.status == "pending":
         return  # waiting for a human; expiry is reconciled afterwards
     if run.checkpoint is not None and latest is not None:
-        resolution = latest.resolution or {"approved": [], "reason": DENIED_EXPIRED}
+        stored = latest.resolution
+        resolution = Resolution.model_validate(stored) if stored else Resolution(reason=DENIED_EXPIRED)
         log.info("recovery: resuming run %s of %s", run.id, run.chat_key)
         await manager.resume(run, resolution)
         report.resumed.append(run.id)
