@@ -49,23 +49,12 @@ class ChatKey(_Event):
 
     @classmethod
     def parse(cls, text: str) -> ChatKey:
-        # Keys are frozen, so one parsed key serves every caller (a run parses its chat's key often).
-        key = _PARSED.get(text)
-        if key is not None and type(key) is cls:
-            return key
+        """The key whose string form is ``text`` (``channel:chat_id[:thread_id]``)."""
         channel, sep, rest = text.partition(":")
         if not sep or not channel or not rest:
             raise ValueError(f"not a chat key: {text!r} (expected channel:chat_id[:thread_id])")
         chat_id, _, thread = rest.partition(":")
-        key = cls(channel=channel, chat_id=chat_id, thread_id=thread or None)
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[text] = key
-        return key
-
-
-_PARSED: dict[str, ChatKey] = {}
-_PARSED_MAX = 4096
+        return cls(channel=channel, chat_id=chat_id, thread_id=thread or None)
 
 
 class Sender(_Event):

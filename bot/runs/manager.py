@@ -35,7 +35,6 @@ from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import buttons_for, new_id, new_nonce, tool_confirm_choices
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
-from bot.store.cache import Lru
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
@@ -90,8 +89,6 @@ class RunManager:
     models: dict[str, Model] | None = None
     text_limits: dict[str, int | None] = field(default_factory=dict)
     """The longest text one message holds, per channel (None: no limit): longer confirmations are locked."""
-    _ledgers: Lru[RunLedger] = field(default_factory=lambda: Lru(1000))
-    """Ledgers of runs this process paused, complete in memory: resuming them reads nothing."""
 
     # -- context -------------------------------------------------------------------------
 
@@ -106,7 +103,6 @@ class RunManager:
         resumed: bool,
         chain: list[str] | None = None,
         handoff: HandoffContext | None = None,
-        ledger: RunLedger | None = None,
     ) -> RunContext:
         chat = ChatKey.parse(run.chat_key)
         state = await self.store.chat_state(run.chat_key)
@@ -138,7 +134,7 @@ class RunManager:
             run_id=run.id,
             # A chat agent has no tools: its runner never sees them, so no MCP server is woken for it.
             tools=agent.tools(await self.tools(agent, chat)) if agent.kind != "chat" else (),
-            ledger=ledger if ledger is not None else RunLedger(self.runs, resumed),
+            ledger=RunLedger(self.runs, resumed),
             needs_confirmation=needs_confirmation,
             system_extra=handoff.render() if handoff is not None else "",
             # Handoffs are tools of ReAct agents; chat agents have no tools and plans run their own steps.
@@ -196,8 +192,7 @@ class RunManager:
         chain = list(checkpoint.get("handoff_chain") or [agent.name])
         handed = checkpoint.get("handoff") or {}
         handoff = HandoffContext.from_json(handed["context"]) if handed.get("context") else None
-        ledger = self._ledgers.pop(run.id)
-        ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff, ledger=ledger)
+        ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff)
         state = checkpoint["state"]
         first = (state.get("messages") or [None])[0]
         leg = _Leg(
@@ -335,8 +330,6 @@ class RunManager:
                 "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in leg.prefix],
             }
         outbox_id = await self.runs.pause(run, checkpoint, interrupt, prompt.model_dump_json())
-        if isinstance(leg.ctx.ledger, RunLedger) and not leg.ctx.ledger.resumed:
-            self._ledgers.put(run.id, leg.ctx.ledger)
         self.trace("interrupt", run, agent.name, kind=request.kind, status="raised", interrupt_id=interrupt_id)
         self.timers.schedule(interrupt.id, interrupt.expires_at)
         await self.delivery.deliver(outbox_id, prompt, interrupt)
@@ -353,7 +346,6 @@ class RunManager:
         self, run: RunRow, status: str, messages: tuple[Message, ...] | list[Message], reply: OutboundMessage | None
     ) -> None:
         self.trace("run", run, status=status)
-        self._ledgers.pop(run.id)
         if reply is not None and reply.key is None:
             reply = reply.model_copy(update={"key": f"reply:{run.id}"})
         try:
