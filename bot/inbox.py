@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Protocol
 
-from bot.events import InboundEvent
+from bot.events import Action, InboundEvent
 
 
 class Receipt(StrEnum):
@@ -46,3 +46,10 @@ class Inbox(Protocol):
 
     async def submit_many(self, events: Sequence[InboundEvent]) -> list[Receipt]:
         """:meth:`submit` for a batch (one commit for all of it), in order."""
+
+    async def check_press(self, action: Action) -> str | None:
+        """Why a button press would be refused (a short text to show the presser at once), or None.
+
+        For adapters that answer a press before it is submitted (a toast, an ephemeral reply); the
+        authoritative check is repeated in the chat's turn.
+        """

@@ -141,6 +141,9 @@ class RecordingInbox:
     async def submit_many(self, events: Any) -> list[Receipt]:
         return [await self.submit(event) for event in events]
 
+    async def check_press(self, action: Any) -> str | None:
+        return None
+
 
 class Harness:
     """A started gateway whose only channel is a :class:`RecordingChannel`."""

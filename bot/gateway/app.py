@@ -221,7 +221,12 @@ class Gateway:
             tracing=self.tracing,
         )
         self.inbox = DurableInbox(
-            self.store, self.bus, channels=settings.channels, limits=settings.limits, notify=self.delivery.send
+            self.store,
+            self.bus,
+            channels=settings.channels,
+            limits=settings.limits,
+            notify=self.delivery.send,
+            press_check=self.supervisor.check_press,
         )
         self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.http: HttpServer | None = None

@@ -111,9 +111,11 @@ class DurableInbox:
         channels: ChannelsSection,
         limits: LimitsSection,
         notify: Notify,
+        press_check: Callable[[Action], Awaitable[str | None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
+        self._press_check = press_check
         self.bus = bus
         self.channels = channels
         self.limits = limits
@@ -133,6 +135,10 @@ class DurableInbox:
         self.stats = InboxStats()
 
     # -- intake -------------------------------------------------------------------------------
+
+    async def check_press(self, action: Action) -> str | None:
+        """Why ``action`` would be refused (the supervisor's answer), or None."""
+        return None if self._press_check is None else await self._press_check(action)
 
     async def submit(self, event: InboundEvent) -> Receipt:
         return (await self.submit_many((event,)))[0]
