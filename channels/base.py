@@ -1,11 +1,19 @@
-"""What every channel adapter provides to the gateway."""
+"""What every channel adapter provides to the gateway, its settings' common keys, and its plugin entry."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.events import OutboundMessage
 from bot.inbox import Inbox
+
+if TYPE_CHECKING:
+    from bot.gateway.http import HttpServer
 
 
 class Channel(Protocol):
@@ -13,23 +21,15 @@ class Channel(Protocol):
 
     ``start`` begins receiving and returns: every :class:`~bot.events.InboundMessage`
     and :class:`~bot.events.Action` goes to :meth:`Inbox.submit`, and the platform is
-    told "received" only after it returned (the event is committed then); ``send``
-    delivers one outbound message and returns the platform message reference
-    (so a prompt can be edited later, even after a restart).
-
-    Optional, duck-typed extras an adapter may have:
-
-    * ``press_check``: an attribute the gateway sets to an async function
-      ``(Action) -> str | None``; the adapter calls it when a button is pressed
-      and answers the platform at once with a toast (the refusal, or a short
-      "✓"); a refused press is not published.
-    * ``needs_http`` (bool) and ``mount(http: bot.gateway.http.HttpServer)``: routes on
-      the shared aiohttp server (webhooks), added before it starts.
+    told "received" only after it returned (the event is committed then); a button press
+    may first be checked with :meth:`Inbox.check_press`, to answer the platform at once
+    with a toast.  ``send`` delivers one outbound message and returns the platform message
+    reference (so a prompt can be edited later, even after a restart).
 
     ``send`` gets ``kind="typing"`` to show activity (refreshed by the adapter
     until its next message to that chat), ``edit_of`` (a reference ``send``
     returned earlier) to edit a prompt, and ``kind="notice"`` for short status
-    lines.
+    lines.  Optional features are the protocols below.
     """
 
     name: str
@@ -39,3 +39,85 @@ class Channel(Protocol):
     async def stop(self) -> None: ...
 
     async def send(self, message: OutboundMessage) -> str | None: ...
+
+
+@runtime_checkable
+class ServesHttp(Protocol):
+    """Routes on the shared aiohttp server (webhooks), added before it starts (when ``needs_http``)."""
+
+    needs_http: bool
+
+    def mount(self, http: HttpServer) -> None: ...
+
+
+@runtime_checkable
+class LimitsText(Protocol):
+    """The longest text one message holds: longer confirmations are shown locked (preview, Show all)."""
+
+    text_limit: int
+
+
+@runtime_checkable
+class ForgetsMessages(Protocol):
+    """A terminal: nothing it showed survives a restart, so a pending prompt is shown again at start."""
+
+    forgets_messages: bool
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """Has connections to close after the last message was sent."""
+
+    async def close(self) -> None: ...
+
+
+class ChannelSection(BaseModel):
+    """Keys every channel has (Conventions); platform keys are added per channel."""
+
+    # Platform ids are numbers on Telegram and Discord; YAML reads them unquoted as ints.
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+    enabled: bool = False
+    api_base: str | None = None
+    allow_from: list[str] = Field(default_factory=list)
+    admins: list[str] = Field(default_factory=list)
+    mention_policy: Literal["mention", "all"] = "mention"
+    unknown_senders: Literal["reply", "ignore"] = "reply"
+    """What a sender outside ``allow_from`` gets: a refusal naming their id, or silence."""
+
+    def allows(self, user_id: str) -> bool:
+        return "*" in self.allow_from or user_id in self.allow_from
+
+    def is_admin(self, user_id: str) -> bool:
+        return "*" in self.admins or user_id in self.admins
+
+    def problems(self) -> list[str]:
+        """What is missing for this channel to start (checked at load when it is enabled)."""
+        return []
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What the gateway gives a channel factory beyond the channel's own settings."""
+
+    settled: Callable[[], Awaitable[None]] | None = None
+    """Waits until everything received so far was handled (a console uses it to pace its prompt)."""
+
+
+@dataclass(frozen=True)
+class ChannelPlugin:
+    """A channel as the gateway knows it: its name (the key under ``channels``), its settings model,
+    and its adapter, imported only when the channel is enabled (platform libraries load slowly)."""
+
+    name: str
+    settings: type[ChannelSection]
+    adapter: str
+    """``module:factory``: called with ``(settings, BuildContext)``, returns a :class:`Channel`."""
+    secret_variables: tuple[str, ...] = ()
+    """Environment variables that hold this channel's secrets (removed from the environment once read)."""
+
+    def build(self, settings: ChannelSection, context: BuildContext) -> Channel:
+        module, _, name = self.adapter.partition(":")
+        factory: Any = getattr(import_module(module), name)
+        channel: Channel = factory(settings, context)
+        return channel

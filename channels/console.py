@@ -13,10 +13,24 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import TextIO
+from typing import Literal, TextIO
+
+from pydantic import Field
 
 from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.inbox import Inbox
+from channels.base import BuildContext, ChannelSection
+
+
+class ConsoleSettings(ChannelSection):
+    """``channels.console``: on by default; the local user is allowed and an admin."""
+
+    enabled: bool = True
+    allow_from: list[str] = Field(default_factory=lambda: ["*"])
+    admins: list[str] = Field(default_factory=lambda: ["*"])
+    mention_policy: Literal["mention", "all"] = "all"
+    user_id: str = "console-user"
+    user_name: str = "you"
 
 
 class ConsoleChannel:
@@ -139,3 +153,8 @@ class ConsoleChannel:
         self.stdout.write(text + "\n")
         self.stdout.flush()
         return ref
+
+
+def build(settings: ConsoleSettings, context: BuildContext) -> ConsoleChannel:
+    """The channel plugin's factory (:mod:`channels.registry`)."""
+    return ConsoleChannel(user_id=settings.user_id, user_name=settings.user_name, join=context.settled)

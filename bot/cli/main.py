@@ -40,7 +40,7 @@ _settings = cli_settings
 def _setup_logging(settings: Settings) -> None:
     from bot.cli.logs import setup_logging
 
-    if settings.channels.console.enabled:
+    if settings.channels.section("console").enabled:
         # The terminal is the chat: log lines go to a file, the terminal shows only warnings and errors.
         file = settings.store.data_dir.expanduser() / "bot.log"
         try:

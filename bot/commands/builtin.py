@@ -26,7 +26,7 @@ def register_builtin_commands(ctx: CommandContext) -> None:
     async def help_(call: CommandCall) -> str:
         if call.event.chat.channel == "slack":
             # Slack intercepts /help, /start… itself: its users type them after the app's own command.
-            slash = ctx.settings.channels.slack.slash_command.strip()
+            slash = str(getattr(ctx.settings.channels.section("slack"), "slash_command", "/bot")).strip()
             return ctx.commands.help_text(call.event.sender.is_admin, prefix=f"/{slash.lstrip('/')} ")
         return ctx.commands.help_text(call.event.sender.is_admin)
 

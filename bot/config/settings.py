@@ -21,14 +21,17 @@ import re
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
 from bot.config.checks import interpolate, literal_secrets, store_url_problem
+from bot.errors import ConfigError
+from channels.base import ChannelSection
+from channels.registry import PLUGINS
 
 USER_CONFIG = Path("~/.config/bot/bot.yaml")
 PROJECT_CONFIG = Path("config/bot.yaml")
@@ -41,10 +44,6 @@ ENV_SHORTHANDS = {
     "GEMINI_BASE_URL": ("model", "base_url"),
     "DATABASE_URL": ("store", "url"),
 }
-
-
-class ConfigError(Exception):
-    """The operator's configuration is wrong; the message names file and field."""
 
 
 class _Section(BaseModel):
@@ -237,98 +236,32 @@ class McpSection(McpConfig):
     """``mcp``: ``servers`` by name (letters, digits, ``_``, ``-``); their tools are ``mcp.<name>.<tool>``."""
 
 
-class ChannelSection(BaseModel):
-    """Keys every channel has (Conventions); platform keys are added per channel."""
-
-    # Platform ids are numbers on Telegram and Discord; YAML reads them unquoted as ints.
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
-
-    enabled: bool = False
-    api_base: str | None = None
-    allow_from: list[str] = Field(default_factory=list)
-    admins: list[str] = Field(default_factory=list)
-    mention_policy: Literal["mention", "all"] = "mention"
-    unknown_senders: Literal["reply", "ignore"] = "reply"
-    """What a sender outside ``allow_from`` gets: a refusal naming their id, or silence."""
-
-    def allows(self, user_id: str) -> bool:
-        return "*" in self.allow_from or user_id in self.allow_from
-
-    def is_admin(self, user_id: str) -> bool:
-        return "*" in self.admins or user_id in self.admins
-
-
-class ConsoleChannel(ChannelSection):
-    enabled: bool = True
-    allow_from: list[str] = Field(default_factory=lambda: ["*"])
-    admins: list[str] = Field(default_factory=lambda: ["*"])
-    mention_policy: Literal["mention", "all"] = "all"
-    user_id: str = "console-user"
-    user_name: str = "you"
-
-
-class TelegramWebhook(_Section):
-    url: str | None = None
-    """The public HTTPS URL Telegram posts to (registered with setWebhook at start); empty: managed elsewhere."""
-    path: str = "/telegram/webhook"
-    """The route on the shared ``http`` server."""
-    secret_token: str = ""
-    """Checked against ``X-Telegram-Bot-Api-Secret-Token`` on every webhook request (required in webhook mode)."""
-
-
-class TelegramChannel(ChannelSection):
-    token: str = ""
-    mode: Literal["polling", "webhook"] = "polling"
-    webhook: TelegramWebhook = Field(default_factory=TelegramWebhook)
-    poll_timeout_s: int = Field(30, ge=0, le=50)
-    """Long-polling timeout of getUpdates (polling mode)."""
-    commands_menu: bool = True
-    """Publish the command menu (setMyCommands) at start when it differs from Telegram's."""
-
-    @model_validator(mode="after")
-    def _webhook_needs_secret(self) -> TelegramChannel:
-        if self.enabled and self.mode == "webhook" and not self.webhook.secret_token:
-            raise ValueError("webhook.secret_token is empty (webhook mode): set TELEGRAM_WEBHOOK_SECRET")
-        return self
-
-
-class SlackChannel(ChannelSection):
-    bot_token: str = ""
-    """The bot token (``xoxb-…``)."""
-    app_token: str = ""
-    """The app-level token (``xapp-…``, scope ``connections:write``): Socket Mode only."""
-    signing_secret: str = ""
-    """Verifies every request in HTTP mode."""
-    mode: Literal["socket", "http"] = "socket"
-    reply_in_thread: bool = True
-    """A top-level mention is answered in a thread under it (its own conversation); false: in the channel."""
-    events_path: str = "/slack/events"
-    """HTTP mode: the route on the shared ``http`` server for events, button presses and the slash command."""
-    slash_command: str = "/bot"
-    """The slash command set up in the Slack app: ``/bot help`` runs ``/help``."""
-    typing_reaction: str = "eyes"
-    """Slack has no typing indicator for bots: this reaction marks the message being answered; empty: none."""
-
-
-class DiscordChannel(ChannelSection):
-    # Discord ids are numbers; YAML reads unquoted ones as ints.
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
-
-    token: str = ""
-    allowed_channels: list[str] = Field(default_factory=list)
-    """Guild channel ids the bot listens in (a thread counts as its parent channel); empty: all. DMs always pass."""
-    gateway_url: str | None = None
-    """The gateway websocket (tests, proxies); unset: derived from ``api_base`` (``ws(s)://…/gateway``) or Discord's."""
-
-
-class ChannelsSection(_Section):
-    console: ConsoleChannel = Field(default_factory=ConsoleChannel)
-    telegram: TelegramChannel = Field(default_factory=TelegramChannel)
-    slack: SlackChannel = Field(default_factory=SlackChannel)
-    discord: DiscordChannel = Field(default_factory=DiscordChannel)
+class _Channels(_Section):
+    """``channels``: one section per registered channel plugin (:mod:`channels.registry`)."""
 
     def enabled(self) -> list[str]:
-        return [name for name in type(self).model_fields if getattr(self, name).enabled]
+        return [name for name in type(self).model_fields if self.section(name).enabled]
+
+    def section(self, name: str) -> ChannelSection:
+        """The settings of channel ``name`` (``KeyError``: no such channel)."""
+        value = getattr(self, name, None)
+        if not isinstance(value, ChannelSection):
+            raise KeyError(name)
+        return value
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any: ...
+
+
+if TYPE_CHECKING:
+    ChannelsSection = _Channels
+else:
+    ChannelsSection = create_model(
+        "ChannelsSection",
+        __base__=_Channels,
+        **{name: (plugin.settings, Field(default_factory=plugin.settings)) for name, plugin in PLUGINS.items()},
+    )
 
 
 class Settings(_Section):
@@ -570,26 +503,9 @@ def _explain(exc: ValidationError, origins: dict[str, str]) -> str:
     return "invalid configuration:\n  " + "\n  ".join(lines)
 
 
-_REQUIRED = {
-    "telegram": (("token", "TELEGRAM_BOT_TOKEN"),),
-    "slack": (("bot_token", "SLACK_BOT_TOKEN"),),
-    "discord": (("token", "DISCORD_BOT_TOKEN"),),
-}
-
-
 def _check_required_secrets(settings: Settings) -> None:
     problems = []
-    for channel, keys in _REQUIRED.items():
-        section = getattr(settings.channels, channel)
-        if not section.enabled:
-            continue
-        for key, var in keys:
-            if not getattr(section, key):
-                problems.append(f"channels.{channel}.{key} is empty: set {var} in the environment")
-    slack = settings.channels.slack
-    if slack.enabled and slack.mode == "socket" and not slack.app_token:
-        problems.append("channels.slack.app_token is empty (socket mode): set SLACK_APP_TOKEN")
-    if slack.enabled and slack.mode == "http" and not slack.signing_secret:
-        problems.append("channels.slack.signing_secret is empty (http mode): set SLACK_SIGNING_SECRET")
+    for name in settings.channels.enabled():
+        problems += settings.channels.section(name).problems()
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))

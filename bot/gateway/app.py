@@ -39,7 +39,8 @@ from bot.runs.scheduled import ScheduledMessages
 from bot.store import SqlStore, store_from_settings
 from bot.store.runs import RunStore
 from bot.tracing.recorder import OtelSink, Redactor, Sink, Tracing
-from channels.base import Channel
+from channels.base import BuildContext, Channel, Closable, ForgetsMessages, LimitsText, ServesHttp
+from channels.registry import PLUGINS
 
 log = logging.getLogger(__name__)
 
@@ -115,29 +116,9 @@ def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers:
 
 
 def build_channels(settings: Settings, join: Callable[[], Awaitable[None]] | None = None) -> list[Channel]:
-    """An adapter for every enabled channel section (platform libraries imported only when enabled)."""
-    channels: list[Channel] = []
-    for name in settings.channels.enabled():
-        if name == "console":
-            from channels.console import ConsoleChannel
-
-            cfg = settings.channels.console
-            channels.append(ConsoleChannel(user_id=cfg.user_id, user_name=cfg.user_name, join=join))
-        elif name == "telegram":
-            from channels.telegram import TelegramChannel
-
-            channels.append(TelegramChannel(settings.channels.telegram))
-        elif name == "slack":
-            from channels.slack import SlackChannel
-
-            channels.append(SlackChannel(settings.channels.slack))
-        elif name == "discord":
-            from channels.discord import DiscordChannel
-
-            channels.append(DiscordChannel(settings.channels.discord))
-        else:
-            raise ConfigError(f"channels.{name}: unknown channel")
-    return channels
+    """An adapter for every enabled channel section, from its plugin (platform libraries load only then)."""
+    context = BuildContext(settled=join)
+    return [PLUGINS[name].build(settings.channels.section(name), context) for name in settings.channels.enabled()]
 
 
 class Gateway:
@@ -191,7 +172,7 @@ class Gateway:
             timers=self.timers,
             tools=self.tool_pool,
             tracing=self.tracing,
-            text_limits={c.name: getattr(c, "text_limit", None) for c in self.channels},
+            text_limits={c.name: c.text_limit if isinstance(c, LimitsText) else None for c in self.channels},
         )
         self.interrupts = InterruptService(self.runs, self.manager, self.delivery, self.timers)
         self.commands = CommandRegistry()
@@ -250,7 +231,7 @@ class Gateway:
 
     async def _show_pending_again(self) -> None:
         """A terminal keeps no messages across a restart: a pending prompt is shown again there, with its buttons."""
-        forgetful = {c.name for c in self.channels if getattr(c, "forgets_messages", False)}
+        forgetful = {c.name for c in self.channels if isinstance(c, ForgetsMessages) and c.forgets_messages}
         if not forgetful:
             return
         for row in await self.runs.all_pending():
@@ -287,18 +268,15 @@ class Gateway:
         )
         for channel in self.channels:
             self.delivery.register(channel)
-            if hasattr(channel, "press_check"):
-                # Adapters answer a press at once (a toast), before the chat's queue is reached.
-                channel.press_check = self.supervisor.check_press
         self.interrupts.start()
         self.recovery = await recover(self.runs, self.manager, self.interrupts)
         self.recovery.late_scheduled = await self.scheduled.start()
         self.recovery.inbox = await self.inbox.recover()
-        webhooks = [c for c in self.channels if getattr(c, "needs_http", False)]
+        webhooks = [c for c in self.channels if isinstance(c, ServesHttp) and c.needs_http]
         if self.settings.http.enabled or webhooks:
             self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
             for channel in webhooks:
-                channel.mount(self.http)  # type: ignore[attr-defined]
+                channel.mount(self.http)
             await self.http.start()
         if not self.channels:
             log.warning("no channel is enabled: nobody can reach this bot (enable one under channels.*)")
@@ -321,9 +299,8 @@ class Gateway:
         await self.inbox.close(timeout=min(timeout, 0.5))
         await self.bus.close(timeout)
         for channel in self.channels:
-            close = getattr(channel, "close", None)
-            if close is not None:
-                await close()
+            if isinstance(channel, Closable):
+                await channel.close()
         await self.interrupts.drain()
         self.scheduled.stop()
         if self.http is not None:

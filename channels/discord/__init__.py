@@ -11,8 +11,8 @@ Inbound, over the gateway (the message-content intent is required):
   the bot's own mention is stripped from the text.
 * buttons are a :class:`PayloadButton` (a ``DynamicItem`` whose template matches ``v1:<id>:<nonce>:<choice>``),
   registered in ``setup_hook``, so a press on a prompt sent before a restart still arrives.  A press is
-  deferred at once (within Discord's 3 seconds), then ``press_check`` runs: a refusal is sent as an ephemeral
-  followup and the press is dropped; otherwise an :class:`~bot.events.Action` is published.
+  deferred at once (within Discord's 3 seconds), then the inbox's ``check_press`` runs: a refusal is sent as an
+  ephemeral followup and the press is dropped; otherwise an :class:`~bot.events.Action` is published.
 
 Outbound, over REST (``send`` logs the client in on first use, so it works before ``start``):
 
@@ -31,7 +31,21 @@ Outbound, over REST (``send`` logs the client in on first use, so it works befor
 in class attributes, so they apply to the whole process: one Discord adapter per process.
 """
 
-from channels.discord.adapter import DiscordChannel
-from channels.discord.calls import DiscordError
+from __future__ import annotations
 
-__all__ = ["DiscordChannel", "DiscordError"]
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from channels.discord.adapter import DiscordChannel
+    from channels.discord.calls import DiscordError
+
+__all__ = ['DiscordChannel', 'DiscordError']
+_WHERE = {'DiscordChannel': 'channels.discord.adapter', 'DiscordError': 'channels.discord.calls'}
+
+
+def __getattr__(name: str) -> Any:
+    # The adapter loads only when used: the settings module stays light (no platform library).
+    if name in _WHERE:
+        return getattr(import_module(_WHERE[name]), name)
+    raise AttributeError(name)

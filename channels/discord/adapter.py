@@ -9,7 +9,7 @@ import re
 import secrets
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -19,15 +19,16 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from bot.errors import ConfigError
 from bot.events import Action, Attachment, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.inbox import Inbox, InboxClosed, NotStored
-from bot.config.settings import ConfigError
+from channels.base import BuildContext
 from channels.discord.buttons import PayloadButton, is_ours, make_view
 from channels.discord.calls import DiscordError, Retrying, endpoints, parse_ref
 from channels.formatting import rendered, split_markdown, to_discord_markdown
 
 if TYPE_CHECKING:
-    from bot.config.settings import DiscordChannel as DiscordSettings
+    from channels.discord.settings import DiscordSettings
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,6 @@ class DiscordChannel:
         connect_timeout_s: float = 30.0,
     ) -> None:
         self.cfg = cfg
-        self.press_check: Callable[[Action], Awaitable[str | None]] | None = None
         self.typing_interval_s = typing_interval_s
         self.typing_max_s = typing_max_s
         self.retry = Retrying(retry_attempts, retry_budget_s)
@@ -242,9 +242,9 @@ class DiscordChannel:
             message_ref=f"{interaction.message.channel.id}:{interaction.message.id}",
             platform={"interaction_id": str(interaction.id), "application_id": str(interaction.application_id)},
         )
-        if self.press_check is not None:
+        if self._inbox is not None:
             try:
-                refusal = await self.press_check(action)
+                refusal = await self._inbox.check_press(action)
             except Exception:
                 # The gateway checks again in the chat's turn, where it is authoritative.
                 log.exception("discord: press check failed for %s; passing the press on", interaction.id)
@@ -455,3 +455,8 @@ def _replies_to(message: discord.Message, bot_id: int) -> bool:
 def _report_gateway_end(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("discord: the gateway connection ended: %s", task.exception())
+
+
+def build(settings: DiscordSettings, context: BuildContext) -> DiscordChannel:
+    """The channel plugin's factory (:mod:`channels.registry`)."""
+    return DiscordChannel(settings)

@@ -9,7 +9,7 @@ import html
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiogram import Bot
@@ -51,10 +51,10 @@ from aiogram.utils.token import TokenValidationError
 from aiohttp import web
 from pydantic import ValidationError
 
+from bot.errors import ConfigError
 from bot.events import Action, Button, ChatKey, InboundEvent, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
-from bot.config.settings import ConfigError
-from bot.config.settings import TelegramChannel as TelegramSettings
+from channels.base import BuildContext
 from channels.formatting import rendered, split_telegram_html, to_telegram_html
 from channels.telegram.delivery import Api, TelegramDeliveryError
 from channels.telegram.inbound import (
@@ -66,6 +66,7 @@ from channels.telegram.inbound import (
     message_ref,
     parse_ref,
 )
+from channels.telegram.settings import TelegramSettings
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,6 @@ COMMANDS = (
 _KEEP = 5000
 """Recent update ids (and their message ids, for replies) remembered."""
 
-PressCheck = Callable[[Action], Awaitable[str | None]]
 
 
 class TelegramChannel:
@@ -113,7 +113,6 @@ class TelegramChannel:
 
     def __init__(self, cfg: TelegramSettings) -> None:
         self.cfg = cfg
-        self.press_check: PressCheck | None = None
         """Set by the gateway: a refusal for a press (shown as a toast) or None to accept it."""
         server = TelegramAPIServer.from_base(cfg.api_base) if cfg.api_base else PRODUCTION
         try:
@@ -295,9 +294,9 @@ class TelegramChannel:
             await self._answer(query.id, None)
             return None
         refusal = None
-        if self.press_check is not None:
+        if self._inbox is not None:
             try:
-                refusal = await self.press_check(action)
+                refusal = await self._inbox.check_press(action)
             except Exception:
                 # The pre-check only picks the toast; the gateway checks again, authoritatively, in the chat's turn.
                 log.exception("telegram: checking a button press failed")
@@ -494,3 +493,8 @@ _TAG = re.compile(r"<[^>]*>")
 def _html_to_plain(text: str) -> str:
     """The fallback when Telegram refuses our HTML: the same text without markup (never lose a reply)."""
     return html.unescape(_TAG.sub("", text)).strip() or "…"
+
+
+def build(settings: TelegramSettings, context: BuildContext) -> TelegramChannel:
+    """The channel plugin's factory (:mod:`channels.registry`)."""
+    return TelegramChannel(settings)

@@ -1,0 +1,40 @@
+"""The channels the gateway knows: a new channel is a package under ``channels/`` plus one line here.
+
+Each entry names the key under ``channels`` in the configuration, the settings model (imported
+here: settings modules are light) and the adapter factory (imported only when the channel is
+enabled: platform libraries take seconds to import).
+"""
+
+from __future__ import annotations
+
+from channels.base import ChannelPlugin
+from channels.console import ConsoleSettings
+from channels.discord.settings import DiscordSettings
+from channels.slack.settings import SlackSettings
+from channels.telegram.settings import TelegramSettings
+
+PLUGINS: dict[str, ChannelPlugin] = {}
+
+
+def register(plugin: ChannelPlugin) -> None:
+    PLUGINS[plugin.name] = plugin
+
+
+register(ChannelPlugin("console", ConsoleSettings, "channels.console:build"))
+register(
+    ChannelPlugin(
+        "telegram",
+        TelegramSettings,
+        "channels.telegram.adapter:build",
+        ("TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET"),
+    )
+)
+register(
+    ChannelPlugin(
+        "slack",
+        SlackSettings,
+        "channels.slack.adapter:build",
+        ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"),
+    )
+)
+register(ChannelPlugin("discord", DiscordSettings, "channels.discord.adapter:build", ("DISCORD_BOT_TOKEN",)))

@@ -1,0 +1,35 @@
+"""``channels.slack``: the Slack channel's settings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from channels.base import ChannelSection
+
+
+class SlackSettings(ChannelSection):
+    bot_token: str = ""
+    """The bot token (``xoxb-…``)."""
+    app_token: str = ""
+    """The app-level token (``xapp-…``, scope ``connections:write``): Socket Mode only."""
+    signing_secret: str = ""
+    """Verifies every request in HTTP mode."""
+    mode: Literal["socket", "http"] = "socket"
+    reply_in_thread: bool = True
+    """A top-level mention is answered in a thread under it (its own conversation); false: in the channel."""
+    events_path: str = "/slack/events"
+    """HTTP mode: the route on the shared ``http`` server for events, button presses and the slash command."""
+    slash_command: str = "/bot"
+    """The slash command set up in the Slack app: ``/bot help`` runs ``/help``."""
+    typing_reaction: str = "eyes"
+    """Slack has no typing indicator for bots: this reaction marks the message being answered; empty: none."""
+
+    def problems(self) -> list[str]:
+        found = []
+        if not self.bot_token:
+            found.append("channels.slack.bot_token is empty: set SLACK_BOT_TOKEN in the environment")
+        if self.mode == "socket" and not self.app_token:
+            found.append("channels.slack.app_token is empty (socket mode): set SLACK_APP_TOKEN")
+        if self.mode == "http" and not self.signing_secret:
+            found.append("channels.slack.signing_secret is empty (http mode): set SLACK_SIGNING_SECRET")
+        return found
