@@ -21,7 +21,8 @@ import yaml
 from bot.cli.agents import agents_app
 from bot.cli.mcp import mcp_app
 from bot.cli.settings import ConfigOpt, cli_settings, pass_config_down
-from bot.config.settings import ConfigError, Settings, scrub_environment
+from bot.config.secrets import scrub_environment
+from bot.config.settings import ConfigError, Settings
 
 app = typer.Typer(
     help="A supervisor chat-bot gateway. Without a command, runs every enabled channel.",
@@ -180,7 +181,7 @@ def run(config: ConfigOpt = None) -> None:
 def _run(config: Path | None, *, eof_stops: bool) -> None:
     settings = _settings(config)
     _setup_logging(settings)
-    scrub_environment(settings)
+    scrub_environment(settings.secrets())
     # The console alone: the end of its input (Ctrl-D, or the end of a pipe for plain `bot`) ends the bot.
     alone = settings.channels.enabled() == ["console"]
     raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=alone and eof_stops)))
@@ -200,7 +201,7 @@ def chat(config: ConfigOpt = None) -> None:
         http={"enabled": False},
     )
     _setup_logging(settings)
-    scrub_environment(settings)
+    scrub_environment(settings.secrets())
     raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=True)))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
 from bot.config.checks import interpolate, literal_secrets, store_url_problem
+from bot.config.secrets import SECRET_KEYS, redact, walk
 from bot.errors import ConfigError
 from channels.base import ChannelSection
 from channels.registry import PLUGINS
@@ -36,9 +37,6 @@ from channels.registry import PLUGINS
 USER_CONFIG = Path("~/.config/bot/bot.yaml")
 PROJECT_CONFIG = Path("config/bot.yaml")
 ENV_PREFIX = "BOT_"
-SECRET_KEYS = frozenset(
-    {"token", "api_key", "bot_token", "app_token", "signing_secret", "secret_token", "password", "headers", "env"}
-)
 ENV_SHORTHANDS = {
     "GEMINI_API_KEY": ("model", "api_key"),
     "GEMINI_BASE_URL": ("model", "base_url"),
@@ -305,7 +303,7 @@ class Settings(_Section):
     def secrets(self) -> set[str]:
         """Every configured secret value (for the log filter and redaction)."""
         found: set[str] = set()
-        for path, value in _walk(self.model_dump(mode="json")):
+        for path, value in walk(self.model_dump(mode="json")):
             secret_path = any(p in SECRET_KEYS for p in path)
             if secret_path and isinstance(value, str) and len(value) >= 4:
                 found.add(value)
@@ -317,30 +315,7 @@ class Settings(_Section):
 
     def redacted(self) -> dict[str, Any]:
         """The configuration as plain data with every secret replaced."""
-        return _redact(self.model_dump(mode="json"))
-
-
-def _walk(data: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield from _walk(value, (*path, str(key)))
-    elif isinstance(data, list):
-        for value in data:
-            yield from _walk(value, path)
-    else:
-        yield path, data
-
-
-def _redact(data: Any, secret: bool = False) -> Any:
-    if isinstance(data, dict):
-        return {k: _redact(v, secret or k in SECRET_KEYS) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_redact(v, secret) for v in data]
-    if secret and isinstance(data, str) and data:
-        return "***"
-    if isinstance(data, str) and "://" in data:
-        return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", data)
-    return data
+        return redact(self.model_dump(mode="json"))
 
 
 def _merge(base: dict[str, Any], top: Mapping[str, Any], layer: str, origins: dict[str, str], prefix: str = "") -> None:
@@ -393,35 +368,6 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
         if env.get(name):
             layers[f"env {name}"] = {section: {key: env[name]}}
     return layers
-
-
-SECRET_VARIABLES = (
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "OPENAI_API_KEY",
-    "TELEGRAM_BOT_TOKEN",
-    "TELEGRAM_WEBHOOK_SECRET",
-    "SLACK_BOT_TOKEN",
-    "SLACK_APP_TOKEN",
-    "SLACK_SIGNING_SECRET",
-    "DISCORD_BOT_TOKEN",
-    "DATABASE_URL",
-)
-"""Variables that hold secrets whatever their value (the ones the README names)."""
-
-
-def scrub_environment(settings: Settings, environ: dict[str, str] | None = None) -> list[str]:
-    """Remove secrets from the process environment once the settings hold them; the names removed.
-
-    Read once at start, they need not stay where every child process (an MCP server, a
-    command) would inherit them: MCP servers get their configured ``env`` explicitly.
-    """
-    env = os.environ if environ is None else environ
-    values = {v for v in settings.secrets() if len(v) >= 8}
-    gone = [name for name, value in env.items() if name in SECRET_VARIABLES or (value and value in values)]
-    for name in gone:
-        env.pop(name, None)
-    return sorted(gone)
 
 
 def builtin_defaults_path() -> Path:

@@ -105,7 +105,7 @@ class InterruptService:
         """
         full = str(row.payload.get("full_text") or row.prompt)
         choices = [(str(label), str(value)) for label, value in row.payload.get("full_choices") or row.choices]
-        chat = ChatKey.parse(row.chat_key)
+        chat = row.chat
         if await self.delivery.send(OutboundMessage(chat=chat, text=full)) is None:
             await self._notice(chat, "⚠️ I could not show the whole request; it is still waiting. Press Show all again.")
             return
@@ -129,7 +129,7 @@ class InterruptService:
     async def show_again(self, row: InterruptRow) -> None:
         """Send a pending prompt again, with its buttons (``/pending``, or a console after a restart):
         its outcome will be shown on this copy."""
-        chat = ChatKey.parse(row.chat_key)
+        chat = row.chat
         choices = [(str(label), str(value)) for label, value in row.choices]
         hint = "\n(Press a button, or reply yes / no.)" if row.kind != "ask_user" else "\n(Reply with your answer.)"
         message = OutboundMessage(chat=chat, text=row.prompt + hint, buttons=buttons_for(row.id, row.nonce, choices))
@@ -195,7 +195,7 @@ class InterruptService:
                 return TextOutcome(True)
             await self.runs.mark_reprompted(row)
             await self._notice(
-                ChatKey.parse(row.chat_key),
+                row.chat,
                 "I'm waiting for your decision on the request above: press a button or reply yes / no. "
                 "If you send something else again, I'll drop that request and take the new one.",
             )
@@ -215,15 +215,15 @@ class InterruptService:
         except StoreError as exc:
             # Nothing changed: the request is still pending and the same answer works again.
             log.error("chat %s: could not store the answer to %s: %s", row.chat_key, row.id, exc)
-            await self._notice(ChatKey.parse(row.chat_key), NOT_SAVED)
+            await self._notice(row.chat, NOT_SAVED)
             return False
         if resolved is None:  # this very press was handled before
             return False
         if not resolved:
-            await self._notice(ChatKey.parse(row.chat_key), NOT_PENDING)
+            await self._notice(row.chat, NOT_PENDING)
             return False
         self.timers.unschedule(row.id)
-        chat = ChatKey.parse(row.chat_key)
+        chat = row.chat
         if row.kind == "tool_confirm" and resolution.grant:
             names = sorted({c["name"] for c in row.payload.get("calls", [])} - NEVER_GRANTED)
             current = await self.manager.grants(chat)
@@ -325,7 +325,7 @@ class InterruptService:
     # -- prompts --------------------------------------------------------------------------
 
     async def _edit_prompt(self, row: InterruptRow, outcome: str) -> None:
-        chat = ChatKey.parse(row.chat_key)
+        chat = row.chat
         text = f"{row.prompt}\n\n{outcome}"
         if row.prompt_ref is None:
             await self.delivery.send(OutboundMessage(chat=chat, text=outcome, kind="notice"))

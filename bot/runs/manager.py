@@ -104,7 +104,7 @@ class RunManager:
         chain: list[str] | None = None,
         handoff: HandoffContext | None = None,
     ) -> RunContext:
-        chat = ChatKey.parse(run.chat_key)
+        chat = run.chat
         state = await self.store.chat_state(run.chat_key)
         budget = self.settings.store.context_chars
         if agent.context_mode == "isolated":
@@ -174,7 +174,7 @@ class RunManager:
 
         ``running``: the run's row already says so (the resolution's write changed it).
         """
-        chat = ChatKey.parse(run.chat_key)
+        chat = run.chat
         try:
             checkpoint = load_checkpoint(run.checkpoint)
         except CheckpointError as exc:
@@ -207,7 +207,7 @@ class RunManager:
 
     async def _drive(self, run: RunRow, leg: _Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""
-        chat = ChatKey.parse(run.chat_key)
+        chat = run.chat
         await self.delivery.send(OutboundMessage(chat=chat, kind="typing"))
         try:
             result = await step()
@@ -237,7 +237,7 @@ class RunManager:
 
     async def _hand_off(self, run: RunRow, leg: _Leg, request: HandoffRequest) -> _Leg | None:
         """Continue the run with the handoff's target (the runner already checked whitelist, cycle, depth)."""
-        chat = ChatKey.parse(run.chat_key)
+        chat = run.chat
         target = self.catalog.get(request.target)
         prefix = [*leg.prefix, *request.messages]
         if target is None:
@@ -296,7 +296,7 @@ class RunManager:
 
     async def pause(self, run: RunRow, leg: _Leg, request: InterruptRequest) -> None:
         agent = leg.agent
-        chat = ChatKey.parse(run.chat_key)
+        chat = run.chat
         interrupt_id, nonce = new_id(), new_nonce()
         choices = await self._choices(chat, request)
         own = agent.confirm_timeout_s if request.kind == "tool_confirm" else None
@@ -352,7 +352,7 @@ class RunManager:
             outbox_id = await self.runs.finish_run(run, status, messages, reply.model_dump_json() if reply else None)
         except Exception:
             log.exception("chat %s: could not store the end of run %s", run.chat_key, run.id)
-            chat = ChatKey.parse(run.chat_key)
+            chat = run.chat
             await self.delivery.send(
                 _notice(chat, "⚠️ I could not save my answer, so I did not send it. Please try again.")
             )

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field, replace
 
 from agents.results import Resolution
-from bot.events import ChatKey, OutboundMessage
+from bot.events import OutboundMessage
 from bot.interrupts.service import DENIED_EXPIRED, InterruptService
 from bot.interrupts.text import new_id
 from bot.runs.manager import RunManager
@@ -52,7 +52,7 @@ async def recover(runs: RunStore, manager: RunManager, interrupts: InterruptServ
         except Exception:
             # One broken run must not keep the gateway from starting: it ends as failed, and its chat is told.
             log.exception("recovery: run %s of %s could not be recovered", run.id, run.chat_key)
-            notice = OutboundMessage(chat=ChatKey.parse(run.chat_key), text=LOST, kind="notice")
+            notice = OutboundMessage(chat=run.chat, text=LOST, kind="notice")
             await manager.finish(run, "failed", [], notice)
             report.reported.append(run.id)
     report.expired = await interrupts.reconcile()
@@ -80,6 +80,6 @@ async def _recover_run(run: RunRow, runs: RunStore, manager: RunManager, report:
         report.rerun.append(run.id)
         return
     log.warning("recovery: run %s of %s was interrupted; telling the user", run.id, run.chat_key)
-    notice = OutboundMessage(chat=ChatKey.parse(run.chat_key), text=LOST, kind="notice")
+    notice = OutboundMessage(chat=run.chat, text=LOST, kind="notice")
     await manager.finish(run, "failed", [], notice)
     report.reported.append(run.id)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -23,96 +23,23 @@ from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus
 from bot.store.cache import CachedMap, Lru
 from bot.store.ops import MARK_HANDLED, Step, WriteResult, to_json, utcnow
+from bot.store.rows import (
+    INTERRUPT_COLUMNS,
+    RUN_COLUMNS,
+    InterruptRow,
+    OutboxRow,
+    RunRow,
+    interrupt_from_row,
+    run_from_row,
+)
 from bot.store.sql import SqlStore, add_rows, insert_messages
 
-_RUN_COLS = "id, chat_key, agent, status, correlation_id, user_id, reply_to, history_cutoff, checkpoint"
-_INT_COLS = (
-    "id, chat_key, run_id, kind, prompt, payload, choices, nonce, requester, status, resolution, "
-    "resolved_by, prompt_ref, reprompted, created_at, expires_at"
-)
-
-
-@dataclass
-class RunRow:
-    id: str
-    chat_key: str
-    agent: str
-    status: str
-    correlation_id: str
-    user_id: str
-    reply_to: str | None = None
-    history_cutoff: int = 0
-    checkpoint: dict[str, Any] | None = None
-
-
-@dataclass
-class InterruptRow:
-    id: str
-    chat_key: str
-    run_id: str
-    kind: str
-    prompt: str
-    payload: dict[str, Any]
-    choices: list[list[str]]
-    nonce: str
-    requester: str
-    status: str = "pending"
-    resolution: dict[str, Any] | None = None
-    resolved_by: str | None = None
-    prompt_ref: str | None = None
-    reprompted: int = 0
-    created_at: datetime = field(default_factory=utcnow)
-    expires_at: datetime | None = None
-
-
-@dataclass
-class OutboxRow:
-    id: int
-    chat_key: str
-    message: str
-    interrupt_id: str | None
+__all__ = ["InterruptRow", "OutboxRow", "RunRow", "RunStore", "checkpoint_json"]
 
 
 @dataclass
 class _Pending:
     row: InterruptRow | None
-
-
-def _run(row: tuple[Any, ...]) -> RunRow:
-    rid, chat, agent, status, corr, user, reply_to, cutoff, checkpoint = row
-    return RunRow(
-        rid, chat, agent, status, corr, user, reply_to, cutoff, json.loads(checkpoint) if checkpoint else None
-    )
-
-
-def _when(value: Any) -> datetime | None:
-    """SQLite hands timestamps back as ISO text, PostgreSQL as datetimes."""
-    if value is None or isinstance(value, datetime):
-        return value
-    return datetime.fromisoformat(str(value))
-
-
-def _interrupt(row: tuple[Any, ...]) -> InterruptRow:
-    (iid, chat, run, kind, prompt, payload, choices, nonce, req, status, res, by, ref, rep, created, expires) = row
-    created, expires = _when(created) or utcnow(), _when(expires)
-    return InterruptRow(
-        iid,
-        chat,
-        run,
-        kind,
-        prompt,
-        json.loads(payload),
-        json.loads(choices),
-        nonce,
-        req,
-        status,
-        json.loads(res) if res else None,
-        by,
-        ref,
-        rep,
-        created,
-        expires,
-    )
 
 
 _OPEN = "('running', 'paused')"
@@ -148,7 +75,7 @@ class RunStore:
         now = utcnow()
         if after_message:
             return Step(
-                f"INSERT INTO runs ({_RUN_COLS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, "
+                f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, "
                 "(SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE chat_key = ?), ?, ?, ?)",
                 (
                     run.id,
@@ -165,7 +92,7 @@ class RunStore:
                 ),
             )
         return Step(
-            f"INSERT INTO runs ({_RUN_COLS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.id,
                 run.chat_key,
@@ -182,8 +109,8 @@ class RunStore:
         )
 
     async def get_run(self, run_id: str) -> RunRow | None:
-        rows = await self.store.read(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,))
-        return _run(rows[0]) if rows else None
+        rows = await self.store.read(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        return run_from_row(rows[0]) if rows else None
 
     async def paused_run(self, run_id: str) -> RunRow | None:
         """The paused run an interrupt belongs to, for ending its pause (taken from memory when this process paused it).
@@ -202,9 +129,9 @@ class RunStore:
     async def runs_with_status(self, *statuses: str) -> list[RunRow]:
         marks = ", ".join("?" for _ in statuses)
         rows = await self.store.read(
-            f"SELECT {_RUN_COLS} FROM runs WHERE status IN ({marks}) ORDER BY created_at", statuses
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN ({marks}) ORDER BY created_at", statuses
         )
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     async def set_run(self, run_id: str, **fields: Any) -> None:
         await self.store.write([self._update_run(run_id, **fields)])
@@ -257,7 +184,7 @@ class RunStore:
         steps = [
             self._update_run(run.id, status="paused", checkpoint=saved),
             Step(
-                f"INSERT INTO interrupts ({_INT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO interrupts ({INTERRUPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     interrupt.id,
                     interrupt.chat_key,
@@ -297,12 +224,12 @@ class RunStore:
         return (await self._pending.get(chat_key)).row
 
     async def get_interrupt(self, interrupt_id: str) -> InterruptRow | None:
-        rows = await self.store.read(f"SELECT {_INT_COLS} FROM interrupts WHERE id = ?", (interrupt_id,))
-        return _interrupt(rows[0]) if rows else None
+        rows = await self.store.read(f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE id = ?", (interrupt_id,))
+        return interrupt_from_row(rows[0]) if rows else None
 
     async def all_pending(self) -> list[InterruptRow]:
-        rows = await self.store.read(f"SELECT {_INT_COLS} FROM interrupts WHERE status = 'pending'")
-        return [_interrupt(r) for r in rows]
+        rows = await self.store.read(f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE status = 'pending'")
+        return [interrupt_from_row(r) for r in rows]
 
     async def resolve(
         self,
@@ -370,9 +297,9 @@ class RunStore:
 
     async def latest_interrupt(self, run_id: str) -> InterruptRow | None:
         rows = await self.store.read(
-            f"SELECT {_INT_COLS} FROM interrupts WHERE run_id = ? ORDER BY created_at DESC LIMIT 1", (run_id,)
+            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = ? ORDER BY created_at DESC LIMIT 1", (run_id,)
         )
-        return _interrupt(rows[0]) if rows else None
+        return interrupt_from_row(rows[0]) if rows else None
 
     async def message(self, row_id: int) -> Message | None:
         """One history row by id (the user message a run started from)."""
@@ -485,9 +412,9 @@ class RunStore:
 
     async def _load_pending(self, chat_key: str) -> _Pending:
         rows = await self.store.read(
-            f"SELECT {_INT_COLS} FROM interrupts WHERE chat_key = ? AND status = 'pending'", (chat_key,)
+            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE chat_key = ? AND status = 'pending'", (chat_key,)
         )
-        return _Pending(_interrupt(rows[0]) if rows else None)
+        return _Pending(interrupt_from_row(rows[0]) if rows else None)
 
 
 def _age_rule(runs_days: float, audit_days: float) -> Callable[[], list[Step]]:

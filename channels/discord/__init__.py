@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from channels.discord.adapter import DiscordChannel
     from channels.discord.calls import DiscordError
 
-__all__ = ['DiscordChannel', 'DiscordError']
-_WHERE = {'DiscordChannel': 'channels.discord.adapter', 'DiscordError': 'channels.discord.calls'}
+__all__ = ["DiscordChannel", "DiscordError"]
+_WHERE = {"DiscordChannel": "channels.discord.adapter", "DiscordError": "channels.discord.calls"}
 
 
 def __getattr__(name: str) -> Any:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from channels.telegram.adapter import TelegramChannel
 
-__all__ = ['TelegramChannel']
-_WHERE = {'TelegramChannel': 'channels.telegram.adapter'}
+__all__ = ["TelegramChannel"]
+_WHERE = {"TelegramChannel": "channels.telegram.adapter"}
 
 
 def __getattr__(name: str) -> Any:

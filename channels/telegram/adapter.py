@@ -93,7 +93,6 @@ _KEEP = 5000
 """Recent update ids (and their message ids, for replies) remembered."""
 
 
-
 class TelegramChannel:
     """Telegram through the Bot API (aiogram 3): private chats, groups, forum topics, inline-button approvals.
 

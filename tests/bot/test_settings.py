@@ -191,7 +191,7 @@ def test_setup_logging_installs_the_filter() -> None:
 
 
 def test_secrets_are_scrubbed_from_the_environment_once_loaded(tmp_path: Path) -> None:
-    from bot.config.settings import scrub_environment
+    from bot.config.secrets import scrub_environment
 
     env = {
         "GEMINI_API_KEY": "AIza-secret-key-0001",
@@ -207,7 +207,7 @@ def test_secrets_are_scrubbed_from_the_environment_once_loaded(tmp_path: Path) -
         overrides={"mcp": {"servers": {"gh": {"command": "x", "env": {"TOKEN": "ghp_also_secret_0001"}}}}},
     )
     assert settings.model.api_key == "AIza-secret-key-0001"
-    gone = scrub_environment(settings, env)
+    gone = scrub_environment(settings.secrets(), env)
     assert gone == ["GEMINI_API_KEY", "MY_GITHUB", "TELEGRAM_BOT_TOKEN"]
     assert env == {"HOME": "/home/x", "PATH": "/usr/bin"}
     assert settings.mcp.servers["gh"].env == {"TOKEN": "ghp_also_secret_0001"}  # the settings keep them

@@ -1,0 +1,57 @@
+"""Slack mrkdwn: ``*bold*``, ``_italic_``, `` `code` ``, ``<url|label>``; ``&``, ``<``, ``>`` escaped."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from channels.formatting.plain import plain_nodes
+from channels.formatting.tree import Bold, Code, CodeBlock, Italic, Link, Node, Text, parse
+
+BACKTICK_RUN = re.compile(r"`{3,}")
+_SLACK_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+# Slack code has no escape for a backtick; a look-alike keeps the span intact.
+BACKTICK_LOOKALIKE = "\u02cb"
+ZWSP = "\u200b"
+
+
+def to_slack_mrkdwn(text: str) -> str:
+    """-> Slack mrkdwn: ``*bold*``, ``_italic_``, ```` `code` ````, ```` ```blocks``` ````, ``<url|label>``.
+
+    ``&``, ``<`` and ``>`` are escaped everywhere except in our own ``<url|label>`` syntax.
+    """
+    return _slack(parse(text))
+
+
+def _slack(nodes: Sequence[Node]) -> str:
+    pieces: list[str] = []
+    for node in nodes:
+        match node:
+            case Text(text=t):
+                # A literal ``` would open a code block in Slack.
+                pieces.append(_slack_fence_safe(t.translate(_SLACK_ESCAPES)))
+            case Bold(children=ch):
+                pieces.append(f"*{_slack(ch)}*")
+            case Italic(children=ch):
+                pieces.append(f"_{_slack(ch)}_")
+            case Code(text=t):
+                pieces.append(f"`{t.translate(_SLACK_ESCAPES).replace('`', BACKTICK_LOOKALIKE)}`")
+            case Link(children=ch, url=url):
+                label = plain_nodes(ch).translate(_SLACK_ESCAPES)
+                target = url.translate(_SLACK_ESCAPES).replace("|", "%7C")
+                pieces.append(f"<{target}>" if plain_nodes(ch) == url else f"<{target}|{label}>")
+            case CodeBlock(text=t):
+                body = _slack_fence_safe(t.translate(_SLACK_ESCAPES))
+                pieces.append(f"```\n{body}\n```" if t else "")
+    # Slack only formats at word boundaries; a zero-width space makes one inside "foo*bar*baz" or CJK text.
+    for k, node in enumerate(nodes):
+        if isinstance(node, Bold | Italic):
+            if k > 0 and pieces[k - 1][-1:].isalnum():
+                pieces[k] = ZWSP + pieces[k]
+            if k + 1 < len(pieces) and pieces[k + 1][:1].isalnum():
+                pieces[k] += ZWSP
+    return "".join(pieces)
+
+
+def _slack_fence_safe(text: str) -> str:
+    return BACKTICK_RUN.sub(lambda m: "``" + BACKTICK_LOOKALIKE * (len(m[0]) - 2), text)
