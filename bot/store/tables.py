@@ -1,10 +1,12 @@
-"""The schema, as SQLModel tables.  Every change adds an Alembic migration."""
+"""The schema, as SQLModel tables.  Every change adds an Alembic migration, and
+tests/store/test_migrations_match_tables.py checks the two agree (on SQLite and PostgreSQL): text columns are
+``TEXT``, timestamps naive UTC (``timestamp without time zone``), as the migrations create them."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index
+from sqlalchemy import DateTime, Index, Text, text
 from sqlmodel import Field, SQLModel
 
 
@@ -17,8 +19,8 @@ class SessionMessage(SQLModel, table=True):
     chat_key: str = Field(index=True, max_length=255)
     role: str = Field(max_length=16)
     agent: str | None = Field(default=None, max_length=64)
-    data: str
-    created_at: datetime
+    data: str = Field(sa_type=Text)
+    created_at: datetime = Field(sa_type=DateTime)
 
 
 class ChatSetting(SQLModel, table=True):
@@ -28,8 +30,8 @@ class ChatSetting(SQLModel, table=True):
 
     settings_key: str = Field(primary_key=True, max_length=255)
     name: str = Field(primary_key=True, max_length=128)
-    value: str
-    updated_at: datetime
+    value: str = Field(sa_type=Text)
+    updated_at: datetime = Field(sa_type=DateTime)
 
 
 class InboxEvent(SQLModel, table=True):
@@ -49,12 +51,12 @@ class InboxEvent(SQLModel, table=True):
     chat_key: str = Field(max_length=255)
     kind: str = Field(max_length=16)
     """``message`` or ``action`` (empty for rows recorded only as handled)."""
-    event: str
+    event: str = Field(sa_type=Text)
     """The event as JSON (empty for rows recorded only as handled)."""
     status: str = Field(max_length=16)
     """No index: marking an event handled then touches one row and one index (its key); recovery and
     retention read the table in ``seq`` order, at start and every few seconds."""
-    received_at: datetime
+    received_at: datetime = Field(sa_type=DateTime)
 
 
 class AuditEntry(SQLModel, table=True):
@@ -63,12 +65,12 @@ class AuditEntry(SQLModel, table=True):
     __tablename__ = "audit_log"
 
     id: int | None = Field(default=None, primary_key=True)
-    at: datetime
+    at: datetime = Field(sa_type=DateTime)
     actor: str = Field(max_length=255)
     scope: str = Field(max_length=255)
     name: str = Field(max_length=128)
-    old: str | None = None
-    new: str | None = None
+    old: str | None = Field(default=None, sa_type=Text)
+    new: str | None = Field(default=None, sa_type=Text)
 
 
 class Run(SQLModel, table=True):
@@ -84,33 +86,43 @@ class Run(SQLModel, table=True):
     user_id: str = Field(max_length=255)
     reply_to: str | None = Field(default=None, max_length=255)
     history_cutoff: int = 0
-    checkpoint: str | None = None
-    created_at: datetime
-    updated_at: datetime
+    checkpoint: str | None = Field(default=None, sa_type=Text)
+    created_at: datetime = Field(sa_type=DateTime)
+    updated_at: datetime = Field(sa_type=DateTime)
 
 
 class Interrupt(SQLModel, table=True):
     """A pause waiting for a human; at most one ``pending`` per chat key."""
 
     __tablename__ = "interrupts"
+    __table_args__ = (
+        # The store's rule "at most one pending interrupt per chat key".
+        Index(
+            "ux_interrupts_one_pending",
+            "chat_key",
+            unique=True,
+            sqlite_where=text("status = 'pending'"),
+            postgresql_where=text("status = 'pending'"),
+        ),
+    )
 
     id: str = Field(primary_key=True, max_length=32)
     chat_key: str = Field(index=True, max_length=255)
     run_id: str = Field(max_length=32)
     kind: str = Field(max_length=32)
-    prompt: str
-    payload: str
-    choices: str
+    prompt: str = Field(sa_type=Text)
+    payload: str = Field(sa_type=Text)
+    choices: str = Field(sa_type=Text)
     nonce: str = Field(max_length=16)
     requester: str = Field(max_length=255)
     status: str = Field(max_length=16)
-    resolution: str | None = None
+    resolution: str | None = Field(default=None, sa_type=Text)
     resolved_by: str | None = Field(default=None, max_length=255)
     prompt_ref: str | None = Field(default=None, max_length=255)
     reprompted: int = 0
-    created_at: datetime
-    expires_at: datetime | None = None
-    resolved_at: datetime | None = None
+    created_at: datetime = Field(sa_type=DateTime)
+    expires_at: datetime | None = Field(default=None, sa_type=DateTime)
+    resolved_at: datetime | None = Field(default=None, sa_type=DateTime)
 
 
 class ToolLedgerEntry(SQLModel, table=True):
@@ -122,8 +134,8 @@ class ToolLedgerEntry(SQLModel, table=True):
     call_id: str = Field(primary_key=True, max_length=128)
     name: str = Field(max_length=255)
     status: str = Field(max_length=16)
-    result: str | None = None
-    updated_at: datetime
+    result: str | None = Field(default=None, sa_type=Text)
+    updated_at: datetime = Field(sa_type=DateTime)
 
 
 class OutboxEntry(SQLModel, table=True):
@@ -133,11 +145,11 @@ class OutboxEntry(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     chat_key: str = Field(max_length=255)
-    message: str
+    message: str = Field(sa_type=Text)
     interrupt_id: str | None = Field(default=None, max_length=32)
     status: str = Field(index=True, max_length=16)
     ref: str | None = Field(default=None, max_length=255)
-    created_at: datetime
+    created_at: datetime = Field(sa_type=DateTime)
 
 
 class ScheduledMessage(SQLModel, table=True):
@@ -147,11 +159,11 @@ class ScheduledMessage(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=32)
     chat_key: str = Field(index=True, max_length=255)
-    text: str
-    due_at: datetime = Field(index=True)
+    text: str = Field(sa_type=Text)
+    due_at: datetime = Field(index=True, sa_type=DateTime)
     status: str = Field(max_length=16)
     created_by: str = Field(max_length=255)
-    created_at: datetime
+    created_at: datetime = Field(sa_type=DateTime)
 
 
 class TraceEventRow(SQLModel, table=True):
@@ -169,5 +181,5 @@ class TraceEventRow(SQLModel, table=True):
     run_id: str | None = Field(default=None, max_length=32)
     agent: str | None = Field(default=None, max_length=64)
     type: str = Field(max_length=32)
-    data: str
-    created_at: datetime
+    data: str = Field(sa_type=Text)
+    created_at: datetime = Field(sa_type=DateTime)
