@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from agents.models.base import Model
 from bot.config.settings import RoutingSection
@@ -33,8 +33,6 @@ __all__ = [
     "transfer_tool_name",
 ]
 
-Strategy = Literal["rule", "llm", "hybrid"]
-STRATEGIES: tuple[str, ...] = ("rule", "llm", "hybrid")
 _TARGET = re.compile(r"^@([A-Za-z][A-Za-z0-9_-]*)(?:\s+|$)(.*)$", re.DOTALL)
 _STRATEGY_FLAG = re.compile(r"^--strategy=(\S+)\s*(.*)$", re.DOTALL)
 
@@ -122,14 +120,24 @@ class Router:
         started = time.perf_counter()
         if not config.enabled:
             return self._fallback(text, strategy, "routing is disabled", started, method="disabled")
+        choose = STRATEGIES.get(strategy)
+        if choose is None:
+            return self._fallback(text, strategy, f"unknown strategy {strategy!r}", started)
+        return await choose(self, text, config, strategy, started)
+
+    async def by_rules(self, text: str, strategy: str, started: float) -> RouteDecision:
+        """The best rule's decision, or the fallback when no rule matched."""
         rule = await self.rules.route_async(text)
-        # Without a model that understands text (the offline stand-in), any rule match beats asking it.
-        trust_rules = strategy == "hybrid" and rule.best is not None and not self.llm_model.understands
-        if strategy == "rule" or trust_rules or (strategy == "hybrid" and self._confident(rule, config)):
-            if rule.best is not None:
-                return self._from_rule(text, strategy, rule, started)
-            if strategy == "rule":
-                return self._fallback(text, strategy, "no rule matched", started, rule=rule)
+        if rule.best is not None:
+            return self._from_rule(text, strategy, rule, started)
+        return self._fallback(text, strategy, "no rule matched", started, rule=rule)
+
+    async def by_model(
+        self, text: str, config: RoutingSection, strategy: str, started: float, rule: RuleResult | None = None
+    ) -> RouteDecision:
+        """Ask the model; on no answer, ``rule``'s best guess (hybrid) or the fallback."""
+        if rule is None:
+            rule = await self.rules.route_async(text)
         timeout_s = config.llm.timeout_ms / 1000
         llm = self._llm
         if llm is None or llm.timeout_s != timeout_s or llm.model is not self.llm_model:
@@ -207,3 +215,32 @@ class Router:
             about = f": {t.description}" if t.description else ""
             lines.append(f"@{t.name}{about}")
         return "\n".join(lines)
+
+
+class Strategy(Protocol):
+    """A routing strategy: the decision for ``text`` (already stripped of any ``@`` prefix)."""
+
+    async def __call__(
+        self, router: Router, text: str, config: RoutingSection, strategy: str, started: float
+    ) -> RouteDecision: ...
+
+
+async def _rule(router: Router, text: str, config: RoutingSection, strategy: str, started: float) -> RouteDecision:
+    return await router.by_rules(text, strategy, started)
+
+
+async def _llm(router: Router, text: str, config: RoutingSection, strategy: str, started: float) -> RouteDecision:
+    return await router.by_model(text, config, strategy, started)
+
+
+async def _hybrid(router: Router, text: str, config: RoutingSection, strategy: str, started: float) -> RouteDecision:
+    """The rule result when it is confident enough, else the model (falling back to the rule's best guess).
+    Without a model that understands text (the offline stand-in), any rule match beats asking it."""
+    rule = await router.rules.route_async(text)
+    if rule.best is not None and (not router.llm_model.understands or router._confident(rule, config)):
+        return router._from_rule(text, strategy, rule, started)
+    return await router.by_model(text, config, strategy, started, rule)
+
+
+STRATEGIES: dict[str, Strategy] = {"rule": _rule, "llm": _llm, "hybrid": _hybrid}
+"""Routing strategies by name (``routing.strategy``, ``/strategy``, ``@auto --strategy=``): a new one is one entry."""

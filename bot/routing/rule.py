@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-import re._constants as _sre
-import re._parser as _parser
 import time
 from collections import defaultdict
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 YIELD_ABOVE = 2048
 """Texts longer than this are scored in slices (one pattern each) by :meth:`RuleRouter.route_async`."""
@@ -60,29 +57,69 @@ def is_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 
 
-def _literal_runs(parsed: Any) -> list[str]:
-    """Literal strings every match of a parsed (sub)pattern must contain, in order."""
+_ESCAPED_LITERAL = re.compile(r"\\[^A-Za-z0-9]")
+_CLASS_END = re.compile(r"\\.|\]", re.DOTALL)
+
+
+def _literal_runs(pattern: str) -> list[str] | None:
+    """Literal runs a match of ``pattern`` must contain (outside groups and classes), or None when the
+    pattern has a top-level ``|`` (no literal is required then).
+
+    Conservative: groups, classes and escapes like ``\\s`` end a run and are skipped; a character
+    followed by ``?``, ``*`` or ``{`` is optional and left out; ``+`` keeps it and ends the run.
+    """
     runs: list[str] = []
     current: list[str] = []
+    i, n = 0, len(pattern)
 
     def cut() -> None:
         if current:
             runs.append("".join(current))
             current.clear()
 
-    for op, arg in parsed:
-        if op is _sre.LITERAL:
-            current.append(chr(arg))
-        elif op is _sre.SUBPATTERN:
+    while i < n:
+        c = pattern[i]
+        if c in "?*{":
+            if current:
+                current.pop()
             cut()
-            runs.extend(_literal_runs(arg[-1]))
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] >= 1:
+            if c == "{":
+                close = pattern.find("}", i)
+                i = n if close < 0 else close
+        elif c == "+":
             cut()
-            runs.extend(_literal_runs(arg[2]))
-        elif op is _sre.AT:
-            continue  # anchors (\b, ^) take no characters
+        elif c == "|":
+            return None
+        elif c == "\\":
+            escaped = _ESCAPED_LITERAL.match(pattern, i)
+            if escaped:
+                current.append(pattern[i + 1])
+            else:
+                cut()
+            i += 1
+        elif c == "[":
+            cut()
+            j = i + 2 if pattern.startswith("[]", i) or pattern.startswith("[^]", i) else i + 1
+            end = next((m for m in _CLASS_END.finditer(pattern, j) if m.group() == "]"), None)
+            i = n if end is None else end.start()
+        elif c == "(":
+            cut()
+            depth, i = 1, i + 1
+            while i < n and depth:
+                if pattern[i] == "\\":
+                    i += 1
+                elif pattern[i] == "[":
+                    end = next((m for m in _CLASS_END.finditer(pattern, i + 1) if m.group() == "]"), None)
+                    i = n if end is None else end.start()
+                elif pattern[i] in "()":
+                    depth += 1 if pattern[i] == "(" else -1
+                i += 1
+            continue
+        elif c in ".^$)":
+            cut()
         else:
-            cut()
+            current.append(c)
+        i += 1
     cut()
     return runs
 
@@ -90,10 +127,14 @@ def _literal_runs(parsed: Any) -> list[str]:
 def required_literal(pattern: str) -> str | None:
     """The longest literal a match must contain (lower-cased), to skip the regex when it is absent."""
     try:
-        parsed = _parser.parse(pattern, re.IGNORECASE)
+        if re.compile(pattern).flags & re.VERBOSE:  # whitespace and comments are not literal there
+            return None
     except re.error:
         return None
-    candidates = [r.lower() for r in _literal_runs(parsed) if _PLAIN.match(r.lower()) or is_cjk(r)]
+    runs = _literal_runs(pattern)
+    if not runs:
+        return None
+    candidates = [r.lower() for r in runs if _PLAIN.match(r.lower()) or is_cjk(r)]
     candidates = [c for c in candidates if len(c.strip()) >= 2 or is_cjk(c)]
     return max(candidates, key=len) if candidates else None
 
