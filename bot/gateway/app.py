@@ -10,10 +10,7 @@ from typing import Any
 
 from agents.models.base import Model
 from agents.models.offline import OfflineModel
-from agents.plan_execute import PlanExecuteRunner
-from agents.react import ASK_USER_TOOL, CONFIRM_QUESTION, ReactRunner
-from agents.results import Runner
-from agents.spec import AgentSpec
+from agents.react import ASK_USER_TOOL
 from agents.tools.base import Tool
 from bot.bus import InMemoryBus
 from bot.commands.admin import register_admin_commands
@@ -81,26 +78,6 @@ def own_files(settings: Settings) -> list[Path]:
     return [Path(p).expanduser() for p in paths]
 
 
-def plan_runner_factory(settings: Settings) -> Callable[[AgentSpec], Runner]:
-    """Plan-Execute-Replan runners configured by the ``plan`` section."""
-
-    def make(spec: AgentSpec) -> Runner:
-        return PlanExecuteRunner(
-            spec.name,
-            spec.prompt,
-            approval=settings.plan.approval_rule(),
-            max_steps=settings.plan.max_steps,
-            progress=settings.plan.progress,
-            executor=ReactRunner(
-                spec.name,
-                spec.prompt,
-                confirm_question=(spec.confirmation.prompt_template if spec.confirmation else None) or CONFIRM_QUESTION,
-            ),
-        )
-
-    return make
-
-
 def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers: set[str]) -> None:
     """Log what an agent file names that does not exist here (a misspelt tool in ``tools.allow`` would
     otherwise just never be offered); the agent still loads."""
@@ -156,7 +133,7 @@ class Gateway:
             ASK_USER_TOOL,
             *self.scheduled.tools(),
         ]
-        self.catalog = AgentCatalog.load(settings, plan_factory=plan_runner_factory(settings))
+        self.catalog = AgentCatalog.load(settings)
         warn_unknown_references(self.catalog, {t.name for t in self.tools}, set(settings.mcp.servers))
         self.router = Router(self.catalog.targets(), self.model)
         self.routes = RoutePolicy(settings, self.store, self.catalog, self.router)

@@ -82,7 +82,7 @@ class RoutePolicy:
 
     async def reload_agents(self) -> list[str]:
         """Re-read the agent files; the problems found (those files are skipped)."""
-        catalog = AgentCatalog.load(self.settings, plan_factory=self.catalog.plan_factory)
+        catalog = AgentCatalog.load(self.settings)
         self.catalog.agents, self.catalog.errors = catalog.agents, catalog.errors
         self.router.set_targets(self.catalog.targets())
         return catalog.errors

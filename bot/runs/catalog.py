@@ -9,25 +9,22 @@ catalog from the files; errors are reported per file and the rest load.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from agents.chat import ChatRunner
 from agents.guardrails import GuardrailRule
 from agents.handoffs import HandoffTarget
-from agents.react import CONFIRM_QUESTION, ReactRunner
 from agents.results import Runner
 from agents.spec import AgentSpec, load_agents
 from agents.tools.base import Tool, matches, select_tools
 from bot.config.settings import Settings
 from bot.routing.rule import RouteTarget
+from bot.runs.runners import RUNNERS, RunnerKind
 
 log = logging.getLogger(__name__)
-
-RunnerKind = Literal["chat", "react", "plan"]
 
 
 @dataclass
@@ -50,7 +47,11 @@ class AgentDef:
     source: str = "builtin"
     handoffs: list[HandoffTarget] = field(default_factory=list)
     guardrails: list[GuardrailRule] = field(default_factory=list)
-    _selected: tuple[Sequence[Tool], list[Tool]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def runs_as(self) -> RunnerKind:
+        """What its runner kind promises (:mod:`bot.runs.runners`)."""
+        return RUNNERS[self.kind]
 
     @property
     def system_prompt(self) -> str:
@@ -60,18 +61,9 @@ class AgentDef:
         return next((h for h in self.handoffs if h.to == name), None)
 
     def tools(self, available: Sequence[Tool]) -> list[Tool]:
-        """The tools this agent may see: its MCP servers, then allow/deny (deny wins).
-
-        Remembered for the last pool seen (the gateway hands out the same list object while
-        no MCP tool changes), so the per-message path does not filter again.
-        """
-        last = self._selected
-        if last is not None and last[0] is available:
-            return last[1]
+        """The tools this agent may see: its MCP servers, then allow/deny (deny wins)."""
         pool = [t for t in available if not t.toolset.startswith("mcp.") or self._mcp_allowed(t.toolset)]
-        selected = select_tools(pool, self.allow, self.deny)
-        self._selected = (available, selected)
-        return selected
+        return select_tools(pool, self.allow, self.deny)
 
     def _mcp_allowed(self, toolset: str) -> bool:
         server = toolset.removeprefix("mcp.")
@@ -96,25 +88,12 @@ def builtin_agents_dir() -> Path:
     return Path(str(resources.files("bot") / "defaults" / "agents"))
 
 
-RunnerFactory = Callable[[AgentSpec], Runner]
-
-
-def _runner_for(spec: AgentSpec, plan_factory: RunnerFactory | None) -> Runner:
-    prompt = spec.prompt
-    if spec.runner == "chat":
-        return ChatRunner(spec.name, prompt)
-    if spec.runner == "plan" and plan_factory is not None:
-        return plan_factory(spec)
-    question = spec.confirmation.prompt_template if spec.confirmation else None
-    return ReactRunner(spec.name, prompt, confirm_question=question or CONFIRM_QUESTION)
-
-
-def agent_from_spec(spec: AgentSpec, plan_factory: RunnerFactory | None = None) -> AgentDef:
+def agent_from_spec(spec: AgentSpec, settings: Settings) -> AgentDef:
     confirmation = spec.confirmation
     return AgentDef(
         name=spec.name,
         kind=spec.runner,
-        runner=_runner_for(spec, plan_factory),
+        runner=RUNNERS[spec.runner].build(spec, settings),
         title=spec.title or spec.name,
         description=spec.description or "",
         allow=list(spec.tools.allow) or None,
@@ -143,7 +122,6 @@ class AgentCatalog:
 
     agents: dict[str, AgentDef]
     errors: list[str]
-    plan_factory: RunnerFactory | None = None
 
     @classmethod
     def load(
@@ -151,7 +129,6 @@ class AgentCatalog:
         settings: Settings,
         *,
         known_tools: set[str] | None = None,
-        plan_factory: RunnerFactory | None = None,
     ) -> AgentCatalog:
         registry = load_agents(
             builtin_agents_dir(),
@@ -161,14 +138,20 @@ class AgentCatalog:
         errors = [str(e) for e in registry.errors]
         for error in errors:
             log.warning("agent file skipped: %s", error)
-        agents = {spec.name: agent_from_spec(spec, plan_factory) for spec in registry.specs.values()}
+        agents = {}
+        for spec in registry.specs.values():
+            if spec.runner not in RUNNERS:
+                errors.append(f"{spec.name}: runner {spec.runner!r} is not one of {', '.join(RUNNERS)}")
+                log.warning("agent file skipped: %s", errors[-1])
+                continue
+            agents[spec.name] = agent_from_spec(spec, settings)
         for agent in agents.values():
             # A handoff tool without its own description borrows the target's.
             agent.handoffs = [
                 h if h.description or h.to not in agents else replace(h, description=agents[h.to].description)
                 for h in agent.handoffs
             ]
-        return cls(agents, errors, plan_factory)
+        return cls(agents, errors)
 
     def get(self, name: str) -> AgentDef | None:
         return self.agents.get(name)

@@ -133,12 +133,12 @@ class RunManager:
             user_id=run.user_id,
             run_id=run.id,
             # A chat agent has no tools: its runner never sees them, so no MCP server is woken for it.
-            tools=agent.tools(await self.tools(agent, chat)) if agent.kind != "chat" else (),
+            tools=agent.tools(await self.tools(agent, chat)) if agent.runs_as.uses_tools else (),
             ledger=RunLedger(self.runs, resumed),
             needs_confirmation=needs_confirmation,
             system_extra=handoff.render() if handoff is not None else "",
             # Handoffs are tools of ReAct agents; chat agents have no tools and plans run their own steps.
-            handoffs=tuple(agent.handoffs) if agent.kind == "react" else (),
+            handoffs=tuple(agent.handoffs) if agent.runs_as.hands_off else (),
             handoff_chain=tuple(chain or [agent.name]),
             max_handoff_depth=self.settings.handoffs.max_depth,
             tracer=(

@@ -72,7 +72,7 @@ async def _recover_run(run: RunRow, runs: RunStore, manager: RunManager, report:
         return
     agent = manager.catalog.get(run.agent)
     message = await runs.message(run.history_cutoff) if run.history_cutoff else None
-    if agent is not None and agent.kind == "chat" and message is not None:
+    if agent is not None and agent.runs_as.replays_on_recovery and message is not None:
         # A Chat run has no side effects: answering again is safe.
         await runs.set_run(run.id, status="superseded")
         log.info("recovery: re-running chat run %s of %s", run.id, run.chat_key)
