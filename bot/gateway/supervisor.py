@@ -23,8 +23,8 @@ from bot.commands.registry import CommandCall, CommandRegistry, parse_command
 from bot.config.settings import ChannelSection, Settings
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender, event_key
+from bot.ids import fast_id
 from bot.interrupts.service import InterruptService, TextOutcome
-from bot.interrupts.text import fast_id
 from bot.routing import parse_target
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef

@@ -8,10 +8,7 @@ press to one prompt; the id finds the row.
 
 from __future__ import annotations
 
-import random
 import re
-import secrets
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +16,6 @@ from bot.events import Button
 
 PAYLOAD_VERSION = "v1"
 _PAYLOAD = re.compile(r"^v1:([A-Za-z0-9]{6,24}):([A-Za-z0-9]{4,16}):([A-Za-z0-9_.-]{1,24})$")
-_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 
 YES = frozenset(
     "yes y yep yeah sure ok okay approve approved confirm confirmed go proceed allow do it "
@@ -29,57 +25,6 @@ NO = frozenset(
     "no n nope deny denied reject rejected cancel stop abort don't dont "
     "拒绝 取消 不 不要 不行 否 别 停止 不同意".split()
 )
-
-
-_pool = bytearray()
-_LETTERS = bytes(ord(_ALPHABET[b & 31]) for b in range(256))
-"""Byte → letter of the alphabet by its low five bits (a C-level ``translate``)."""
-
-
-def new_id(length: int = 10) -> str:
-    """An unguessable id over a 32-letter alphabet (button nonces rely on it).
-
-    Bytes come from ``secrets`` in 4 KiB draws: one system call serves hundreds
-    of ids.  256 is a multiple of 32, so the low five bits of each byte are uniform.
-    """
-    global _pool
-    if len(_pool) < length:
-        _pool = bytearray(secrets.token_bytes(4096))
-    chunk = _pool[-length:]
-    del _pool[-length:]
-    return chunk.translate(_LETTERS).decode("ascii")
-
-
-_last_stamp = 0
-
-
-def fast_id(length: int = 16) -> str:
-    """A unique, time-ordered id for rows nobody can press (runs, trace events): lowercase hex.
-
-    Microseconds since the epoch, 16 hex digits, strictly increasing in this
-    process (a second id in the same microsecond, or after the clock stepped
-    back, takes the next one): ids made later sort later, so inserts append to
-    the primary-key index instead of splitting pages all over it, and no system
-    call is needed (``os.urandom`` costs tens of microseconds on some hosts;
-    nonces that guard buttons still use :func:`new_id`).  ``length`` above 16
-    pads with random digits.
-    """
-    global _last_stamp
-    stamp = time.time_ns() // 1000
-    if stamp <= _last_stamp:
-        stamp = _last_stamp + 1
-    _last_stamp = stamp
-    text = f"{stamp:016x}"
-    if length > 16:
-        return text + f"{_fast.getrandbits(4 * (length - 16)):0{length - 16}x}"
-    return text[16 - length :]
-
-
-_fast = random.Random(secrets.token_bytes(32))
-
-
-def new_nonce() -> str:
-    return new_id(6)
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,9 @@ from agents.tools.ledger import LedgerEntry
 from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
+from bot.ids import new_id, new_nonce
 from bot.interrupts.expiry import ExpiryTimers
-from bot.interrupts.text import buttons_for, new_id, new_nonce, tool_confirm_choices
+from bot.interrupts.text import buttons_for, tool_confirm_choices
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
 from bot.store.ops import utcnow

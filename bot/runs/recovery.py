@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 
 from agents.results import Resolution
 from bot.events import OutboundMessage
+from bot.ids import new_id
 from bot.interrupts.service import DENIED_EXPIRED, InterruptService
-from bot.interrupts.text import new_id
 from bot.runs.manager import RunManager
 from bot.store.runs import RunRow, RunStore
 

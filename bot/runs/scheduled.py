@@ -18,7 +18,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from agents.tools.base import Tool, ToolContext, ToolError, tool
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
-from bot.interrupts.text import new_id
+from bot.ids import new_id
 from bot.store.ops import Step, utcnow
 from bot.store.runs import RunStore
 

@@ -27,7 +27,7 @@ from itertools import chain
 from typing import Any, Protocol
 
 from bot.config.settings import Settings, TracingSection
-from bot.interrupts.text import fast_id
+from bot.ids import fast_id
 from bot.store.ops import Step, utcnow
 from bot.store.sql import SqlStore
 

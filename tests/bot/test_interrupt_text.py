@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from bot.ids import new_id, new_nonce
 from bot.interrupts.text import (
     buttons_for,
     encode_payload,
-    new_id,
-    new_nonce,
     parse_payload,
     tool_confirm_choices,
     yes_no,
@@ -56,7 +55,7 @@ def test_choices_and_rows() -> None:
 
 
 def test_fast_ids_are_unique_and_sort_in_creation_order() -> None:
-    from bot.interrupts.text import fast_id
+    from bot.ids import fast_id
 
     ids = [fast_id() for _ in range(20_000)]
     assert len(set(ids)) == len(ids)
