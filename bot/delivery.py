@@ -36,10 +36,6 @@ class SentMarks(Protocol):
     async def sent(self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None) -> None: ...
 
 
-class DeliveryError(RuntimeError):
-    """No adapter could deliver a message."""
-
-
 class Delivery:
     """Routes each :class:`OutboundMessage` to the adapter named by its chat key."""
 
@@ -51,28 +47,27 @@ class Delivery:
     def register(self, channel: ChannelOut) -> None:
         self._channels[channel.name] = channel
 
-    def channels(self) -> list[str]:
-        return sorted(self._channels)
-
     async def send(self, message: OutboundMessage) -> str | None:
         """Send; the platform's message reference, or None (typing, no reference, or a failure, logged)."""
-        try:
-            return await self.send_or_raise(message)
-        except Exception:
-            log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
-            return None
-
-    async def send_or_raise(self, message: OutboundMessage) -> str | None:
-        """:meth:`send`, raising what the adapter raised (or :class:`DeliveryError`)."""
         channel = self._channels.get(message.chat.channel)
         if channel is None:
-            raise DeliveryError(f"no channel adapter for {message.chat.channel!r}")
+            log.error(
+                "chat %s: no channel adapter for %r; a %s message was dropped",
+                message.chat,
+                message.chat.channel,
+                message.kind,
+            )
+            return None
         text = message.text
         if any(secret in text for secret in self._secrets):
             for secret in self._secrets:
                 text = text.replace(secret, "***")
             message = message.model_copy(update={"text": text})
-        return await channel.send(message)
+        try:
+            return await channel.send(message)
+        except Exception:
+            log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
+            return None
 
     async def deliver(
         self, outbox_id: int, message: OutboundMessage, interrupt: InterruptRow | str | None = None

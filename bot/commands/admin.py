@@ -81,7 +81,7 @@ def register_admin_commands(ctx: CommandContext) -> None:
             return await _routing_set(ctx, call, args[1], None)
         if args:
             return "Usage: /routing | /routing set KEY VALUE | /routing reset KEY"
-        config, origins = await ctx.routes.effective_routing()
+        config, origins = await ctx.routes.effective_routing(), await ctx.routes.origins()
         effective, origin = await ctx.routes.effective_strategy(call.event.chat)
         lines = ["Routing (value - layer):"]
         for key in ROUTING_KEYS:
@@ -132,7 +132,7 @@ async def _routing_set(ctx: CommandContext, call: CommandCall, key: str, raw: st
         return f"Unknown routing key {key!r}. Keys: {', '.join(ROUTING_KEYS)}"
     if key == "strategy":
         return "Use /strategy to change the strategy."
-    current, _ = await ctx.routes.effective_routing()
+    current = await ctx.routes.effective_routing()
     value = None if raw is None else _parse_value(raw)
     if value is not None:
         merged = current.model_dump()

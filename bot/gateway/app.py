@@ -203,7 +203,6 @@ class Gateway:
         left out; ``chat`` (the run's chat) gets one notice per outage.
         """
         extra = await self.mcp.tools(agent, chat)
-        # The same list object while there is nothing to add: agents remember their selection from it.
         return [*self.tools, *extra] if extra else self.tools
 
     async def _show_pending_again(self) -> None:

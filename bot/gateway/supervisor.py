@@ -207,7 +207,7 @@ class Supervisor:
         Routing has no side effects, so a crash before that write leaves the event pending and
         recovery routes it again; after it, the run is recovered like any other.
         """
-        config, _ = await self.routes.effective_routing()
+        config = await self.routes.effective_routing()
         problem = parse_target(event.text, self.catalog.agents).error
         if problem is not None:  # a typo in @agent or --strategy: say so instead of guessing
             if await self._accept(event, key, Message.user(event.text)):

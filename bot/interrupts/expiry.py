@@ -44,6 +44,3 @@ class ExpiryTimers:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
-
-    def __len__(self) -> int:
-        return len(self._timers)

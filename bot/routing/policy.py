@@ -37,13 +37,15 @@ class RoutePolicy:
         self.catalog = catalog
         self.router = router
 
-    async def effective_routing(self) -> tuple[RoutingSection, dict[str, str]]:
-        """``routing.*`` with the admins' global changes on top, and the layer of each key."""
+    async def _overrides(self) -> dict[str, Any]:
         glob = await self.store.settings_view(GLOBAL)
-        overrides = {k.removeprefix("routing."): v for k, v in glob.items() if k.startswith("routing.")}
-        origins = {key: self.settings.origin(f"routing.{key}") for key in ROUTING_KEYS}
+        return {k.removeprefix("routing."): v for k, v in glob.items() if k.startswith("routing.")}
+
+    async def effective_routing(self) -> RoutingSection:
+        """``routing.*`` with the admins' global changes on top (the configured section when there are none)."""
+        overrides = await self._overrides()
         if not overrides:
-            return self.settings.routing, origins
+            return self.settings.routing
         data: dict[str, Any] = self.settings.routing.model_dump()
         for key, value in overrides.items():
             cursor = data
@@ -51,8 +53,15 @@ class RoutePolicy:
             for part in parts[:-1]:
                 cursor = cursor[part]
             cursor[parts[-1]] = value
-            origins[key] = "admin (global)"
-        return RoutingSection.model_validate(data), origins
+        return RoutingSection.model_validate(data)
+
+    async def origins(self) -> dict[str, str]:
+        """The layer each of :data:`ROUTING_KEYS` comes from (for ``/routing``)."""
+        overrides = await self._overrides()
+        return {
+            key: "admin (global)" if key in overrides else self.settings.origin(f"routing.{key}")
+            for key in ROUTING_KEYS
+        }
 
     async def effective_strategy(self, chat: ChatKey) -> tuple[str, str]:
         """The strategy for ``chat`` and the layer it comes from."""
@@ -67,7 +76,7 @@ class RoutePolicy:
     async def decide(self, chat: ChatKey, text: str, config: RoutingSection | None = None) -> RouteDecision:
         """Which agent answers ``text`` here (``@name`` and ``@auto --strategy=`` first); no side effects."""
         if config is None:
-            config, _ = await self.effective_routing()
+            config = await self.effective_routing()
         targeting = parse_target(text, self.catalog.agents)
         if targeting.agent is not None:
             return RouteDecision(targeting.agent, "explicit", "explicit", 100.0, text=targeting.text)

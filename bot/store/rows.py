@@ -17,8 +17,17 @@ INTERRUPT_COLUMNS = (
 )
 
 
+class _InChat:
+    chat_key: str
+
+    @property
+    def chat(self) -> ChatKey:
+        """The chat, typed (``chat_key`` is its string form, as stored)."""
+        return ChatKey.parse(self.chat_key)
+
+
 @dataclass
-class RunRow:
+class RunRow(_InChat):
     id: str
     chat_key: str
     agent: str
@@ -29,14 +38,9 @@ class RunRow:
     history_cutoff: int = 0
     checkpoint: dict[str, Any] | None = None
 
-    @property
-    def chat(self) -> ChatKey:
-        """The chat, typed (``chat_key`` is its string form, as stored)."""
-        return ChatKey.parse(self.chat_key)
-
 
 @dataclass
-class InterruptRow:
+class InterruptRow(_InChat):
     id: str
     chat_key: str
     run_id: str
@@ -53,11 +57,6 @@ class InterruptRow:
     reprompted: int = 0
     created_at: datetime = field(default_factory=utcnow)
     expires_at: datetime | None = None
-
-    @property
-    def chat(self) -> ChatKey:
-        """The chat, typed (``chat_key`` is its string form, as stored)."""
-        return ChatKey.parse(self.chat_key)
 
 
 @dataclass
