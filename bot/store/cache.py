@@ -19,16 +19,13 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from agents.messages import Message
 
 log = logging.getLogger(__name__)
 
 V = TypeVar("V")
-
-UNKNOWN: Any = object()
-"""A cache slot not loaded yet (for example the pending interrupt)."""
 
 _MAX_RELOADS = 5
 
@@ -39,15 +36,12 @@ class ChatState:
 
     ``messages`` are the newest rows of the chat's history, oldest first, bounded
     by the store's history limit; ``ids`` are their row ids (kept apart so a
-    read is one C-level copy).  ``pending`` is room for the chat's pending
-    interrupt, ``extra`` for other per-chat state of later steps.
+    read is one C-level copy).
     """
 
     messages: deque[Message]
     ids: deque[int]
     last_id: int = 0
-    pending: Any = UNKNOWN
-    extra: dict[str, Any] = field(default_factory=dict)
     sizes: deque[int] = field(default_factory=deque)
     """``Message.size()`` of each message, computed once (the context window is cut by it)."""
     total: int = 0
@@ -197,5 +191,3 @@ class CachedMap(Generic[V]):
         elif key in self._loads:
             self._stale.add(key)
 
-    def forget(self, key: str) -> None:
-        self.lru.pop(key)

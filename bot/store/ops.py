@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -74,25 +73,9 @@ class Write:
     """Queued ahead of the rest, and committed in a small batch of its own (see ``SqlStore.write_later``)."""
 
 
-_now: tuple[int, datetime] = (0, datetime.min)
-
-
 def utcnow() -> datetime:
-    """Naive UTC, the representation of the schema's ``DateTime`` columns, to the millisecond.
-
-    A message's writes take about 20 timestamps; within a millisecond they share
-    one (``monotonic_ns`` is far cheaper than building a datetime each time).
-    Nothing orders rows by timestamps finer than that: history, runs and trace
-    events have their own sequence.  (One tuple, replaced whole: threads may call it.)
-    """
-    global _now
-    tick = time.monotonic_ns() // 1_000_000
-    cached = _now
-    if cached[0] == tick:
-        return cached[1]
-    now = datetime.now(UTC).replace(tzinfo=None)
-    _now = (tick, now)
-    return now
+    """Naive UTC, the representation of the schema's ``DateTime`` columns."""
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @lru_cache(maxsize=512)

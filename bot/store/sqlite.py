@@ -53,20 +53,12 @@ def _sqlite_datetime(value: datetime) -> str:
     # both read the same rows and text order is time order.  ``isoformat`` is about
     # ten times faster than ``strftime``, and as an adapter it runs inside sqlite3's
     # C binding, with no per-parameter Python loop.
-    global _last_datetime
-    last = _last_datetime
-    if last[0] is value:  # utcnow() hands out one object per millisecond
-        return last[1]
     text = (value if value.tzinfo is None else value.replace(tzinfo=None)).isoformat(" ")
-    if not value.microsecond:
-        text += ".000000"
-    _last_datetime = (value, text)  # one tuple, replaced whole: the writer's threads bind datetimes too
-    return text
+    return text if value.microsecond else text + ".000000"
 
 
-_last_datetime: tuple[datetime | None, str] = (None, "")
-
-
+# sqlite3 has adapters only per process: this one replaces the default adapter deprecated since Python 3.12
+# with the same text form plus fixed microseconds (so text order is time order).
 sqlite3.register_adapter(datetime, _sqlite_datetime)
 
 
