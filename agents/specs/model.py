@@ -34,8 +34,10 @@ MAX_NAME_LENGTH = 48
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 Scope = Literal["builtin", "user", "project"]
-RunnerKind = Literal["chat", "react", "plan"]
 ContextMode = Literal["isolated", "shared"]
+
+RUNNER_NAMES: dict[str, None] = dict.fromkeys(["chat", "react", "plan"])
+"""The runners an agent file may name; the gateway's runner registry adds each runner it registers."""
 GuardrailPolicy = Literal["reject", "repair", "warn"]
 
 
@@ -186,9 +188,19 @@ class AgentSpec(_Strict):
     written in the file is accepted for readers but overruled by where the file actually is."""
     version: Version = "1"
     """The file's own version label, for the operator."""
-    runner: RunnerKind = "react"
-    """The built-in runner that executes the agent: chat (one model call), react (model and tools),
-    plan (plan, approve, execute, replan)."""
+    runner: str = Field("react", json_schema_extra=lambda schema: schema.update(enum=list(RUNNER_NAMES)))
+    """The runner that executes the agent, by its name in the gateway's runner registry: chat (one model
+    call), react (model and tools), plan (plan, approve, execute, replan). An unknown name makes
+    the file invalid (reported, not loaded)."""
+
+    @field_validator("runner")
+    @classmethod
+    def _known_runner(cls, value: str) -> str:
+        if value not in RUNNER_NAMES:
+            names = [repr(name) for name in RUNNER_NAMES]
+            raise ValueError(f"Input should be {', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0])
+        return value
+
     context_mode: ContextMode = Field("isolated", alias="contextMode")
     """isolated: this agent's earlier turns in the chat + the handoff context + the message;
     shared: the chat's recent history. ``context_mode`` is accepted too."""

@@ -11,6 +11,7 @@ from agents.plan_execute import PlanExecuteRunner
 from agents.react import CONFIRM_QUESTION, ReactRunner
 from agents.results import Runner
 from agents.spec import AgentSpec
+from agents.specs.model import RUNNER_NAMES
 from bot.config.settings import Settings
 
 
@@ -30,7 +31,9 @@ RUNNERS: dict[str, RunnerKind] = {}
 
 
 def register(kind: RunnerKind) -> None:
+    """A runner agent files may name (``runner: <name>``)."""
     RUNNERS[kind.name] = kind
+    RUNNER_NAMES[kind.name] = None
 
 
 def _react(spec: AgentSpec, settings: Settings) -> ReactRunner:

@@ -190,4 +190,3 @@ class CachedMap(Generic[V]):
             apply(value)
         elif key in self._loads:
             self._stale.add(key)
-
