@@ -38,17 +38,25 @@ class Bus(Protocol):
 
     async def publish(self, event: InboundEvent) -> None: ...
 
-    def queued(self, chat_key: str) -> int:
+    async def queued(self, chat_key: str) -> int:
         """Events of ``chat_key`` waiting or in flight (the intake bounds each chat by it)."""
 
     async def join(self) -> None:
-        """Wait until every event published so far was handled."""
+        """Wait until every event published so far was handled (here)."""
+
+    @property
+    def active_chats(self) -> int:
+        """Chats with work on the bus (for health and metrics)."""
 
     async def close(self, timeout: float | None = None) -> None: ...
 
 
 class BusClosed(RuntimeError):
     """The bus no longer accepts events (the gateway is shutting down)."""
+
+
+class BusUnavailable(RuntimeError):
+    """The bus could not take the event now (Redis unreachable): the platform must deliver it again."""
 
 
 class InMemoryBus:
@@ -72,7 +80,7 @@ class InMemoryBus:
         self._urgent = urgent
         self._on_urgent = on_urgent
 
-    def queued(self, chat_key: str) -> int:
+    async def queued(self, chat_key: str) -> int:
         queue = self._queues.get(chat_key)
         return len(queue) if queue is not None else 0
 

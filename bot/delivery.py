@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bot.events import OutboundMessage
 
@@ -28,6 +28,14 @@ class ChannelOut(Protocol):
     name: str
 
     async def send(self, message: OutboundMessage) -> str | None: ...
+
+
+@runtime_checkable
+class MarksSent(Protocol):
+    """A channel that sends a committed outbox entry and marks it sent itself, where the platform connection
+    is (a worker's way out through a gateway: :class:`~bot.scale.relay.RemoteChannel`)."""
+
+    async def deliver(self, outbox_id: int, message: OutboundMessage, interrupt_id: str | None) -> str | None: ...
 
 
 class SentMarks(Protocol):
@@ -58,21 +66,35 @@ class Delivery:
                 message.kind,
             )
             return None
+        try:
+            return await channel.send(self._scrubbed(message))
+        except Exception:
+            log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
+            return None
+
+    def _scrubbed(self, message: OutboundMessage) -> OutboundMessage:
         text = message.text
         if any(secret in text for secret in self._secrets):
             for secret in self._secrets:
                 text = text.replace(secret, "***")
             message = message.model_copy(update={"text": text})
-        try:
-            return await channel.send(message)
-        except Exception:
-            log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
-            return None
+        return message
 
     async def deliver(
         self, outbox_id: int, message: OutboundMessage, interrupt: InterruptRow | str | None = None
     ) -> str | None:
         """Send a committed outbox entry, then mark it sent (a prompt's reference lands on ``interrupt``)."""
+        channel = self._channels.get(message.chat.channel)
+        if isinstance(channel, MarksSent):
+            interrupt_id = interrupt if interrupt is None or isinstance(interrupt, str) else interrupt.id
+            try:
+                ref = await channel.deliver(outbox_id, self._scrubbed(message), interrupt_id)
+            except Exception:
+                log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
+                return None
+            if interrupt is not None and not isinstance(interrupt, str):
+                interrupt.prompt_ref = ref  # the cached row learns what the database has now
+            return ref
         ref = await self.send(message)
         if self._marks is not None:
             await self._marks.sent(outbox_id, ref, interrupt)

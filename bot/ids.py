@@ -1,11 +1,12 @@
 """Ids: unguessable ones for what people can press (interrupts, nonces), time-ordered ones for rows.
 
 One :class:`IdSource` holds the little state this needs (a pool of random bytes, the last timestamp
-handed out); the module functions use the process's source.
+and counter handed out); the module functions use the process's source.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 import time
@@ -18,8 +19,10 @@ _LETTERS = bytes(ord(_ALPHABET[b & 31]) for b in range(256))
 class IdSource:
     def __init__(self) -> None:
         self._pool = bytearray()
-        self._last_stamp = 0
+        self._last_ms = 0
+        self._seq = 0
         self._fast = random.Random(secrets.token_bytes(32))
+        self._pid = os.getpid()
 
     def new_id(self, length: int = 10) -> str:
         """An unguessable id over a 32-letter alphabet (button nonces rely on it).
@@ -33,20 +36,25 @@ class IdSource:
         del self._pool[-length:]
         return chunk.translate(_LETTERS).decode("ascii")
 
-    def fast_id(self, length: int = 16) -> str:
-        """A unique, time-ordered id for rows nobody can press (runs, trace events): lowercase hex.
+    def fast_id(self) -> str:
+        """A UUIDv7 (RFC 9562) as 32 lowercase hex digits, for rows nobody can press (runs, trace events).
 
-        Microseconds since the epoch, 16 hex digits, strictly increasing for this source (a second id
-        in the same microsecond, or after the clock stepped back, takes the next one): ids made later
-        sort later, so inserts append to the primary-key index.  ``length`` above 16 pads with random
-        digits.
+        48 bits of Unix milliseconds, a 12-bit counter within the millisecond (ids of one source strictly
+        increase, even when the clock steps back) and 62 random bits: ids made later sort later, so inserts
+        append to the primary-key index, and ids made by different processes or machines at the same
+        instant do not collide (2^62 random values per millisecond and counter step).
         """
-        stamp = max(time.time_ns() // 1000, self._last_stamp + 1)
-        self._last_stamp = stamp
-        text = f"{stamp:016x}"
-        if length > 16:
-            return text + f"{self._fast.getrandbits(4 * (length - 16)):0{length - 16}x}"
-        return text[16 - length :]
+        if self._pid != os.getpid():  # a forked child must not repeat its parent's random sequence
+            self.__init__()  # type: ignore[misc]
+        stamp = time.time_ns() // 1_000_000
+        if stamp > self._last_ms:
+            self._last_ms, self._seq = stamp, self._fast.getrandbits(8)  # start low in the 12 bits: room to count
+        else:
+            self._seq += 1
+            if self._seq > 0xFFF:  # 4,096 ids in one millisecond: borrow the next one
+                self._last_ms, self._seq = self._last_ms + 1, 0
+        value = (self._last_ms << 80) | (0x7 << 76) | (self._seq << 64) | (0b10 << 62) | self._fast.getrandbits(62)
+        return f"{value:032x}"
 
 
 _SOURCE = IdSource()
@@ -60,5 +68,5 @@ def new_nonce() -> str:
     return _SOURCE.new_id(6)
 
 
-def fast_id(length: int = 16) -> str:
-    return _SOURCE.fast_id(length)
+def fast_id() -> str:
+    return _SOURCE.fast_id()

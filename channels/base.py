@@ -65,6 +65,16 @@ class ForgetsMessages(Protocol):
 
 
 @runtime_checkable
+class Exclusive(Protocol):
+    """A connection of which the platform allows one per bot (Telegram long polling, a Discord gateway
+    session): when several gateway processes run, only the holder of the lease named ``exclusive_key``
+    receives through it (all of them can send).  None: any number may receive (webhooks, Slack)."""
+
+    @property
+    def exclusive_key(self) -> str | None: ...
+
+
+@runtime_checkable
 class Closable(Protocol):
     """Has connections to close after the last message was sent."""
 
@@ -115,6 +125,8 @@ class ChannelPlugin:
     """``module:factory``: called with ``(settings, BuildContext)``, returns a :class:`Channel`."""
     secret_variables: tuple[str, ...] = ()
     """Environment variables that hold this channel's secrets (removed from the environment once read)."""
+    text_limit: int | None = None
+    """The longest text one message holds (as the adapter's ``text_limit``), for workers without the adapter."""
 
     def build(self, settings: ChannelSection, context: BuildContext) -> Channel:
         module, _, name = self.adapter.partition(":")

@@ -27,6 +27,7 @@ register(
         TelegramSettings,
         "channels.telegram.adapter:build",
         ("TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET"),
+        text_limit=4096,
     )
 )
 register(
@@ -35,6 +36,9 @@ register(
         SlackSettings,
         "channels.slack.adapter:build",
         ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"),
+        text_limit=3000,
     )
 )
-register(ChannelPlugin("discord", DiscordSettings, "channels.discord.adapter:build", ("DISCORD_BOT_TOKEN",)))
+register(
+    ChannelPlugin("discord", DiscordSettings, "channels.discord.adapter:build", ("DISCORD_BOT_TOKEN",), text_limit=2000)
+)

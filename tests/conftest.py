@@ -8,7 +8,7 @@ import itertools
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMe
 from bot.gateway.app import Gateway
 from bot.inbox import Inbox, Receipt
 from tests.fakes.gemini_server import FakeGemini
+from tests.fakes.servers import PostgresServer, RedisServer, postgres_server, redis_server
 
 
 def need_bwrap() -> None:
@@ -46,8 +47,20 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     """No test reads the developer's ~/.config/bot or real API keys."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
-    for var in ("GEMINI_API_KEY", "GEMINI_BASE_URL", "DATABASE_URL", "GOOGLE_API_KEY"):
+    for var in ("GEMINI_API_KEY", "GEMINI_BASE_URL", "DATABASE_URL", "REDIS_URL", "GOOGLE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """PostgreSQL on 127.0.0.1, once per session; ``create_database()`` gives each test its own database."""
+    yield from postgres_server()
+
+
+@pytest.fixture(scope="session")
+def redis() -> Iterator[RedisServer]:
+    """redis-server on 127.0.0.1, once per session (``flush()`` between tests that need it empty)."""
+    yield from redis_server()
 
 
 @pytest.fixture

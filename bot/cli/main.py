@@ -64,7 +64,7 @@ def _exit_now(code: int, why: str) -> None:
     os._exit(code)
 
 
-async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
+async def _run_gateway(settings: Settings, *, until_console_done: bool, role: str = "all") -> int:
     from bot.gateway.app import Gateway
 
     for warning in settings.warnings:
@@ -73,13 +73,18 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool) -> int:
     enabled = settings.channels.enabled()
     if not enabled:
         typer.echo("WARNING: no channel is enabled: nobody can reach this bot (set channels.<name>.enabled)", err=True)
-    typer.echo(f"Starting the bot: {', '.join(enabled) or 'no channels'}…", err=True)
+    if role == "worker":
+        typer.echo(f"Starting a worker for: {', '.join(enabled) or 'no channels'}…", err=True)
+    else:
+        typer.echo(
+            f"Starting the bot{'' if role == 'all' else ' gateway'}: {', '.join(enabled) or 'no channels'}…", err=True
+        )
 
     def progress(line: str) -> None:
         typer.echo(f"  {line}", err=True)
 
     try:
-        gateway = Gateway(settings, progress=progress)
+        gateway = Gateway(settings, progress=progress, role=role)  # type: ignore[arg-type]
     except ConfigError as exc:
         typer.echo(f"config error: {exc}", err=True)
         return 2
@@ -169,22 +174,37 @@ def _default(
 
 
 @app.command()
-def run(config: ConfigOpt = None) -> None:
+def run(
+    config: ConfigOpt = None,
+    role: Annotated[
+        str,
+        typer.Option(
+            "--role",
+            help="all: one process does everything (default); gateway: platform connections and delivery; "
+            "worker: the supervisor and agents. gateway and worker need bus.url (Redis) and store.url (PostgreSQL).",
+        ),
+    ] = "all",
+) -> None:
     """Start every enabled channel and serve until SIGINT/SIGTERM (in-flight work is drained).
 
     With the console as the only channel, Ctrl-D at a terminal stops it too; a closed stdin
     (a service, a container) does not.
     """
-    _run(config, eof_stops=sys.stdin.isatty())
+    _run(config, eof_stops=sys.stdin.isatty(), role=role)
 
 
-def _run(config: Path | None, *, eof_stops: bool) -> None:
+def _run(config: Path | None, *, eof_stops: bool, role: str = "all") -> None:
+    from bot.gateway.scaled import ROLES
+
+    if role not in ROLES:
+        typer.echo(f"error: --role must be one of {', '.join(ROLES)} (got {role!r})", err=True)
+        raise typer.Exit(2)
     settings = _settings(config)
     _setup_logging(settings)
     scrub_environment(settings.secrets())
     # The console alone: the end of its input (Ctrl-D, or the end of a pipe for plain `bot`) ends the bot.
-    alone = settings.channels.enabled() == ["console"]
-    raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=alone and eof_stops)))
+    alone = settings.channels.enabled() == ["console"] and role != "worker"
+    raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=alone and eof_stops, role=role)))
 
 
 @app.command()

@@ -80,3 +80,17 @@ def store_url_problem(url: str | None) -> str | None:
             return f"{url!r} names no file; use {URL_FORMS}"
         return None
     return f"{url!r} is not a database this bot can use (SQLite or PostgreSQL); use {URL_FORMS}"
+
+
+def bus_url_problem(url: str | None, store_url: str | None) -> str | None:
+    """Why ``url`` cannot be the bus (with this store), or None."""
+    if url is None:
+        return None
+    if not re.match(r"^rediss?://[^/]", url) and not url.startswith("unix://"):
+        return f"{url!r} is not a Redis URL; use redis://host:6379/0 (rediss:// for TLS)"
+    if store_url is None or not store_url.split(":", 1)[0].lower().startswith("postgres"):
+        return (
+            "several processes share one database, and SQLite is one process's file: "
+            "set store.url (or DATABASE_URL) to postgresql://user:password@host:5432/dbname"
+        )
+    return None

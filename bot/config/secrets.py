@@ -44,7 +44,7 @@ def redact(data: Any, secret: bool = False) -> Any:
     if secret and isinstance(data, str) and data:
         return "***"
     if isinstance(data, str) and "://" in data:
-        return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", data)
+        return re.sub(r"(://[^:/@]*:)[^@]+@", r"\1***@", data)
     return data
 
 

@@ -4,7 +4,7 @@ Layers, lowest first: built-in defaults (package data, so a non-editable
 install works) < ``~/.config/bot/bot.yaml`` < the project file
 (``config/bot.yaml`` or ``--config``) < the environment
 (``BOT_<SECTION>__<KEY>``, plus the shorthands ``GEMINI_API_KEY``,
-``GEMINI_BASE_URL`` and ``DATABASE_URL``).  Per-chat and per-message overrides
+``GEMINI_BASE_URL``, ``DATABASE_URL`` and ``REDIS_URL``).  Per-chat and per-message overrides
 live in the store and are applied by the gateway.
 
 Strings may use ``${VAR}`` or ``${VAR:-default}``; an unset variable without
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
-from bot.config.checks import interpolate, literal_secrets, store_url_problem
+from bot.config.checks import bus_url_problem, interpolate, literal_secrets, store_url_problem
 from bot.config.secrets import SECRET_KEYS, redact, walk
 from bot.errors import ConfigError
 from channels.base import ChannelSection
@@ -41,6 +41,7 @@ ENV_SHORTHANDS = {
     "GEMINI_API_KEY": ("model", "api_key"),
     "GEMINI_BASE_URL": ("model", "base_url"),
     "DATABASE_URL": ("store", "url"),
+    "REDIS_URL": ("bus", "url"),
 }
 
 
@@ -92,6 +93,19 @@ class StoreSection(_Section):
 
 
 class BusSection(_Section):
+    url: str | None = None
+    """``redis://host:port/db``: inbound events and outbound messages go through Redis Streams, so gateways and
+    workers may be separate processes (``bot run --role``); absent: the in-process bus (one process)."""
+    partitions: int = Field(64, ge=1, le=4096)
+    """Inbound partition streams (a chat's events all go to ``crc32(chat_key) % partitions``)."""
+    lease_ms: int = Field(10000, ge=500)
+    """How long a worker's claim on a partition (and a gateway's on an exclusive connection) lasts unrenewed:
+    the time for a dead worker's chats to move to another. Renewed every third of it."""
+    stream_maxlen: int = Field(100000, ge=1000)
+    """Entries kept per stream (approximately); handled entries are acknowledged long before."""
+    sweep_s: float = Field(60.0, gt=0)
+    """How often a gateway republishes events committed to the inbox but older than twice this and still
+    unhandled (Redis lost them); handling stays exactly once (the inbox row)."""
     max_concurrent_chats: int = Field(64, ge=1)
     max_pending: int = Field(10000, ge=1)
 
@@ -307,10 +321,10 @@ class Settings(_Section):
             secret_path = any(p in SECRET_KEYS for p in path)
             if secret_path and isinstance(value, str) and len(value) >= 4:
                 found.add(value)
-        url = self.store.url or ""
-        match = re.match(r"^[a-z+]+://[^:/@]+:([^@]+)@", url)
-        if match:
-            found.add(match.group(1))
+        for url in (self.store.url or "", self.bus.url or ""):
+            match = re.match(r"^[a-z+]+://[^:/@]*:([^@]+)@", url)
+            if match and len(match.group(1)) >= 4:
+                found.add(match.group(1))
         return found
 
     def redacted(self) -> dict[str, Any]:
@@ -430,6 +444,9 @@ def load_settings(
     problem = store_url_problem(settings.store.url)
     if problem is not None:
         raise ConfigError(f"invalid configuration:\n  {settings.origin('store.url')}: store.url: {problem}")
+    problem = bus_url_problem(settings.bus.url, settings.store.url)
+    if problem is not None:
+        raise ConfigError(f"invalid configuration:\n  {settings.origin('bus.url')}: bus.url: {problem}")
     _check_required_secrets(settings)
     return settings
 

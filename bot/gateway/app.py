@@ -12,7 +12,7 @@ from agents.models.base import Model
 from agents.models.offline import OfflineModel
 from agents.react import ASK_USER_TOOL
 from agents.tools.base import Tool
-from bot.bus import InMemoryBus
+from bot.bus import Bus, InMemoryBus
 from bot.commands.admin import register_admin_commands
 from bot.commands.builtin import register_builtin_commands
 from bot.commands.context import CommandContext
@@ -23,6 +23,7 @@ from bot.events import ChatKey
 from bot.gateway.http import HttpServer
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
+from bot.gateway.scaled import ROLES, Role, ScaleOut, connect_redis, make_bus
 from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
 from bot.interrupts.expiry import ExpiryTimers
@@ -111,12 +112,25 @@ class Gateway:
         tools: Sequence[Tool] | None = None,
         trace_sinks: Sequence[Sink] | None = None,
         progress: Progress | None = None,
+        role: Role = "all",
+        redis: Any = None,
     ) -> None:
         self.settings = settings
         self.progress = progress or (lambda _line: None)
         """Start-up progress lines, for a person waiting at a terminal."""
+        if role not in ROLES:
+            raise ConfigError(f"unknown role {role!r}: one of {', '.join(ROLES)}")
+        if role != "all" and not settings.bus.url:
+            raise ConfigError(
+                f"--role {role} runs beside other processes: set bus.url (redis://host:6379/0, or REDIS_URL) "
+                "and store.url (postgresql://…, or DATABASE_URL)"
+            )
+        self.role = role
+        self.scale = ScaleOut(self, role, redis or connect_redis(settings.bus.url)) if settings.bus.url else None
         self.model = model if model is not None else build_model(settings)
-        self.store = store or store_from_settings(settings.store, exclusive=True, secrets=settings.secrets())
+        self.store = store or store_from_settings(
+            settings.store, exclusive=self.scale is None, shared=self.scale is not None, secrets=settings.secrets()
+        )
         self.runs = RunStore(
             self.store, runs_days=settings.store.runs_retention_days, audit_days=settings.store.audit_retention_days
         )
@@ -124,9 +138,16 @@ class Gateway:
             otel = OtelSink.from_config(settings.tracing)
             trace_sinks = [otel] if otel is not None else []
         self.tracing = Tracing(self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks)
-        self.bus = InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
+        self.bus: Bus = (
+            make_bus(settings, self.scale.redis)
+            if self.scale is not None
+            else InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
+        )
         self.delivery = Delivery(settings.secrets(), marks=self.runs)
-        self.channels = list(channels) if channels is not None else build_channels(settings, self.settled)
+        if role == "worker":
+            self.channels: list[Channel] = []
+        else:
+            self.channels = list(channels) if channels is not None else build_channels(settings, self.settled)
         self.scheduled = ScheduledMessages(self.runs, self.delivery)
         self.tools: list[Tool] = [
             *(tools if tools is not None else builtin_tools(settings)),
@@ -149,7 +170,10 @@ class Gateway:
             timers=self.timers,
             tools=self.tool_pool,
             tracing=self.tracing,
-            text_limits={c.name: c.text_limit if isinstance(c, LimitsText) else None for c in self.channels},
+            text_limits={
+                **{name: PLUGINS[name].text_limit for name in settings.channels.enabled()},
+                **{c.name: c.text_limit if isinstance(c, LimitsText) else None for c in self.channels},
+            },
         )
         self.interrupts = InterruptService(self.runs, self.manager, self.delivery, self.timers)
         self.commands = CommandRegistry()
@@ -184,16 +208,20 @@ class Gateway:
             channels=settings.channels,
             limits=settings.limits,
             notify=self.delivery.send,
-            press_check=self.supervisor.check_press,
+            press_check=self.supervisor.check_press if role == "all" else None,
+            handled_here=self.scale is None,
         )
         self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.http: HttpServer | None = None
         self.recovery: RecoveryReport | None = None
+        self.recovery_inbox = 0
         self._started = False
 
     async def settled(self) -> None:
         """Wait until everything received so far was handled and its notices went out."""
         await self.bus.join()
+        if self.scale is not None and self.scale.consumer is not None:
+            await self.scale.consumer.join()
         await self.inbox.settled()
 
     async def tool_pool(self, agent: AgentDef, chat: ChatKey | None = None) -> list[Tool]:
@@ -223,13 +251,18 @@ class Gateway:
             status = "degraded"
         else:
             status = "ok"
-        return {
+        if self.role == "worker":
+            status = "ok" if self._started else "starting"
+        report = {
             "status": status,
             "channels": dict(self.starter.status),
             "model": self.model.name,
             "agents": len(self.catalog.agents),
             "active_chats": self.bus.active_chats,
         }
+        if self.scale is not None:
+            report.update(self.scale.health())
+        return report
 
     async def start(self) -> None:
         where = self.settings.store.database_url().split("@")[-1].removeprefix("sqlite:///")
@@ -237,30 +270,41 @@ class Gateway:
         await self.store.start()
         self.mcp.start()
         await self.tracing.start()
-        self.bus.subscribe(
-            self.inbox.tracked(self.supervisor.handle),
-            urgent=self.supervisor.is_urgent,
-            on_urgent=self.inbox.tracked(self.supervisor.handle_urgent),
-        )
+        if self.scale is None:
+            self.bus.subscribe(
+                self.inbox.tracked(self.supervisor.handle),
+                urgent=self.supervisor.is_urgent,
+                on_urgent=self.inbox.tracked(self.supervisor.handle_urgent),
+            )
+        elif self.role == "worker":
+            for remote in self.scale.remote_channels(self.settings.channels.enabled()):
+                self.delivery.register(remote)
         for channel in self.channels:
             self.delivery.register(channel)
         self.interrupts.start()
-        self.recovery = await recover(self.runs, self.manager, self.interrupts)
-        self.recovery.late_scheduled = await self.scheduled.start()
-        self.recovery.inbox = await self.inbox.recover()
+        if self.scale is None:
+            self.recovery = await recover(self.runs, self.manager, self.interrupts)
+            self.recovery.late_scheduled = await self.scheduled.start()
+            self.recovery.inbox = await self.inbox.recover()
+        elif self.scale.handles:
+            await self.scale.start_handling()
         webhooks = [c for c in self.channels if isinstance(c, ServesHttp) and c.needs_http]
         if self.settings.http.enabled or webhooks:
             self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
             for channel in webhooks:
                 channel.mount(self.http)
             await self.http.start()
-        if not self.channels:
+        if not self.channels and self.role != "worker":
             log.warning("no channel is enabled: nobody can reach this bot (enable one under channels.*)")
-        await self.starter.start_all()
+        if self.scale is None:
+            await self.starter.start_all()
+        elif self.scale.receives:
+            await self.scale.start_receiving(self.channels)
         await self._show_pending_again()
         self._started = True
         log.info(
-            "gateway started: channels=%s model=%s agents=%s",
+            "gateway started: role=%s channels=%s model=%s agents=%s",
+            self.role,
             [c.name for c in self.channels],
             self.model.name,
             list(self.catalog.agents),
@@ -269,11 +313,16 @@ class Gateway:
     async def stop(self, timeout: float = 30.0) -> None:
         """Stop receiving, let in-flight work finish (up to ``timeout``), then close everything."""
         self._started = False
+        if self.scale is not None:
+            await self.scale.stop_receiving()
         await self.starter.stop()
         for channel in self.channels:
             await channel.stop()  # stop receiving; in-flight runs may still send
         await self.inbox.close(timeout=min(timeout, 0.5))
         await self.bus.close(timeout)
+        if self.scale is not None:
+            await self.scale.stop_handling(timeout)
+            await self.scale.stop_relay()
         for channel in self.channels:
             if isinstance(channel, Closable):
                 await channel.close()
@@ -285,6 +334,8 @@ class Gateway:
         await self.model.aclose()
         await self.tracing.stop()
         await self.store.close()
+        if self.scale is not None:
+            await self.scale.close()
 
     async def __aenter__(self) -> Gateway:
         await self.start()

@@ -34,8 +34,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from bot.bus import Bus, BusClosed
+from bot.bus import Bus, BusClosed, BusUnavailable
 from bot.config.settings import ChannelSection, ChannelsSection, LimitsSection
 from bot.events import Action, InboundEvent, InboundMessage, OutboundMessage, event_key
 from bot.inbox import InboxClosed, NotStored, Receipt
@@ -113,8 +114,12 @@ class DurableInbox:
         notify: Notify,
         press_check: Callable[[Action], Awaitable[str | None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        handled_here: bool = True,
     ) -> None:
         self.store = store
+        self.handled_here = handled_here
+        """The bus hands events to this process's supervisor (wrapped by :meth:`tracked`); False for a gateway
+        whose workers handle them elsewhere (nothing here learns when they are done)."""
         self._press_check = press_check
         self.bus = bus
         self.channels = channels
@@ -149,7 +154,7 @@ class DurableInbox:
         receipts: list[Receipt] = []
         admitted: list[tuple[int, InboundEvent]] = []
         for event in events:
-            receipt = self._admit(event)
+            receipt = await self._admit(event)
             receipts.append(receipt)
             if receipt is Receipt.ACCEPTED:
                 admitted.append((len(receipts) - 1, event))
@@ -193,13 +198,18 @@ class DurableInbox:
 
     async def _publish(self, event: InboundEvent) -> None:
         key = event_key(event)
-        self._inflight.add(key)
+        if self.handled_here:
+            self._inflight.add(key)
         try:
             await self.bus.publish(event)
         except BusClosed as exc:
             self._inflight.discard(key)
             # Committed: the next start's recovery hands it on.
             raise InboxClosed("the gateway is shutting down") from exc
+        except BusUnavailable as exc:
+            self._inflight.discard(key)
+            # Committed but not on the bus: the platform's redelivery (or the sweep) hands it on.
+            raise NotStored(str(exc)) from exc
         except BaseException:
             self._inflight.discard(key)
             raise
@@ -226,7 +236,7 @@ class DurableInbox:
 
         return handle
 
-    def _admit(self, event: InboundEvent) -> Receipt:
+    async def _admit(self, event: InboundEvent) -> Receipt:
         """The cheap checks (no store write): accept, or refuse/ignore and say so when useful."""
         config: ChannelSection | None = getattr(self.channels, event.chat.channel, None)
         sender = event.sender
@@ -266,7 +276,7 @@ class DurableInbox:
         if event.text.startswith("/"):
             return self._reserve(event)  # commands get through a flooded chat (/cancel)
         chat = str(event.chat)
-        waiting = self.bus.queued(chat) + self._reserved.get(chat, 0)
+        waiting = await self.bus.queued(chat) + self._reserved.get(chat, 0)
         if waiting >= self.limits.chat_queue_max:
             self.stats.refuse("chat_full")
             if self._told.due("full:" + chat, now, self.limits.notice_interval_s):
@@ -333,10 +343,11 @@ class DurableInbox:
 
     # -- life cycle -------------------------------------------------------------------------
 
-    async def recover(self) -> int:
-        """Publish the events committed before a crash and not handled, in arrival order."""
+    async def recover(self, received_before: datetime | None = None) -> int:
+        """Publish the events committed before a crash and not handled, in arrival order (``received_before``:
+        only those received before then)."""
         count = 0
-        for kind, data in await self.store.pending_events():
+        for kind, data in await self.store.pending_events(received_before):
             event: InboundEvent
             try:
                 if kind == "action":

@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
 
+STANDBY = "standby (another gateway process receives)"
+"""An exclusive connection (Telegram polling, Discord) held by another gateway: healthy, not receiving."""
+
 
 class ChannelStarter:
     """Starts channels and keeps retrying the ones that could not connect."""
@@ -45,24 +48,38 @@ class ChannelStarter:
 
     @property
     def degraded(self) -> list[str]:
-        return [f"{name}: {state}" for name, state in self.status.items() if state != "up"]
+        return [f"{name}: {state}" for name, state in self.status.items() if state != "up" and state != STANDBY]
 
-    async def start_all(self) -> None:
+    async def start_all(self, *, skip: Sequence[Any] = ()) -> None:
+        """Start every channel but those in ``skip`` (started later by :meth:`start_one`)."""
         for channel in self.channels:
-            self.progress(f"channel {channel.name}: connecting…")
-            try:
-                await channel.start(self.inbox)
-            except ConfigError:
-                raise
-            except Exception as exc:  # unreachable, timed out, refused for now: retried while the rest serve
-                reason = _reason(exc)
-                self.status[channel.name] = f"connecting (retrying: {reason})"
-                self.progress(f"channel {channel.name}: not reachable ({reason}); retrying in the background")
-                log.warning("channel %s could not start (%s); retrying with backoff", channel.name, reason)
-                self._retries[channel.name] = asyncio.create_task(self._retry(channel), name=f"start-{channel.name}")
-            else:
-                self.status[channel.name] = "up"
-                self.progress(f"channel {channel.name}: ready")
+            if channel not in skip:
+                await self.start_one(channel)
+
+    async def start_one(self, channel: Any) -> None:
+        self.progress(f"channel {channel.name}: connecting…")
+        try:
+            await channel.start(self.inbox)
+        except ConfigError:
+            raise
+        except Exception as exc:  # unreachable, timed out, refused for now: retried while the rest serve
+            reason = _reason(exc)
+            self.status[channel.name] = f"connecting (retrying: {reason})"
+            self.progress(f"channel {channel.name}: not reachable ({reason}); retrying in the background")
+            log.warning("channel %s could not start (%s); retrying with backoff", channel.name, reason)
+            self._retries[channel.name] = asyncio.create_task(self._retry(channel), name=f"start-{channel.name}")
+        else:
+            self.status[channel.name] = "up"
+            self.progress(f"channel {channel.name}: ready")
+
+    async def stop_one(self, channel: Any, status: str = "stopped") -> None:
+        """Stop receiving on ``channel`` (a retry in progress too); it can still send."""
+        retry = self._retries.pop(channel.name, None)
+        if retry is not None:
+            retry.cancel()
+            await asyncio.gather(retry, return_exceptions=True)
+        await channel.stop()
+        self.status[channel.name] = status
 
     async def _retry(self, channel: Any) -> None:
         delay = self.first_delay_s

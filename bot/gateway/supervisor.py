@@ -223,7 +223,7 @@ class Supervisor:
                 await self.send(OutboundMessage(chat=event.chat, text=listing, reply_to=event.id))
             return
         run = RunRow(
-            id=fast_id(16),
+            id=fast_id(),
             chat_key=str(event.chat),
             agent=agent.name,
             status="running",

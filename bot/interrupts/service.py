@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -310,11 +311,14 @@ class InterruptService:
         text = "⌛ Expired: not confirmed in time, nothing was run." if row.kind == "tool_confirm" else "⌛ Expired."
         await self.end(row, "expired", DENIED_EXPIRED, text)
 
-    async def reconcile(self, now: datetime | None = None) -> list[str]:
-        """Schedule every pending interrupt; expire those whose time passed while we were down."""
+    async def reconcile(self, now: datetime | None = None, owns: Callable[[str], bool] | None = None) -> list[str]:
+        """Schedule every pending interrupt (of the chats ``owns`` selects); expire those whose time passed
+        while nobody watched them.  Expiring is a conditional update: once, whoever else has a timer."""
         now = now or utcnow()
         expired = []
         for row in await self.runs.all_pending():
+            if owns is not None and not owns(row.chat_key):
+                continue
             if row.expires_at is not None and row.expires_at <= now:
                 await self.expire(row.id)
                 expired.append(row.id)

@@ -14,6 +14,7 @@ Run before the channels start receiving:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from agents.results import Resolution
@@ -40,13 +41,21 @@ class RecoveryReport:
     """Inbound events committed before the restart and not handled: handed to the supervisor now."""
 
 
-async def recover(runs: RunStore, manager: RunManager, interrupts: InterruptService) -> RecoveryReport:
+async def recover(
+    runs: RunStore, manager: RunManager, interrupts: InterruptService, owns: Callable[[str], bool] | None = None
+) -> RecoveryReport:
+    """Recover everything (one process), or only the chats ``owns`` selects (the partitions a worker just took)."""
     report = RecoveryReport()
+    mine = owns or (lambda _chat_key: True)
     for entry in await runs.unsent():
+        if not mine(entry.chat_key):
+            continue
         outbound = OutboundMessage.model_validate_json(entry.message)
         await manager.delivery.deliver(entry.id, outbound, entry.interrupt_id)
         report.resent += 1
     for run in await runs.runs_with_status("running", "paused"):
+        if not mine(run.chat_key):
+            continue
         try:
             await _recover_run(run, runs, manager, report)
         except Exception:
@@ -55,7 +64,7 @@ async def recover(runs: RunStore, manager: RunManager, interrupts: InterruptServ
             notice = OutboundMessage(chat=run.chat, text=LOST, kind="notice")
             await manager.finish(run, "failed", [], notice)
             report.reported.append(run.id)
-    report.expired = await interrupts.reconcile()
+    report.expired = await interrupts.reconcile(owns=mine)
     return report
 
 

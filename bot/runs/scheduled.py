@@ -10,6 +10,7 @@ transaction that puts the message in the outbox.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -155,14 +156,23 @@ class ScheduledMessages:
         await self.delivery.deliver(int(result.rows[0][0]), message)
         return True
 
-    async def start(self) -> int:
-        """Start the scheduler and schedule every pending message; send at once (and count) those that
-        fell due while we were down."""
+    async def start(self, *, adopt: bool = True) -> int:
+        """Start the scheduler; with ``adopt``, schedule every pending message and send at once (and count)
+        those that fell due while we were down.  A worker adopts per partition instead (:meth:`adopt`)."""
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.start()
+        return await self.adopt(None) if adopt else 0
+
+    async def adopt(self, owns: Callable[[str], bool] | None) -> int:
+        """Schedule the pending messages of the chats ``owns`` selects (all: None); send the late ones now.
+
+        Sending is a conditional update of the row, so a message another worker also scheduled goes once.
+        """
         now = utcnow()
         late = 0
         for row in await self.pending():
+            if owns is not None and not owns(row["chat_key"]):
+                continue
             if row["due_at"] <= now:
                 late += await self.fire(row["id"], late=True)
             else:

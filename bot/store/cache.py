@@ -143,6 +143,13 @@ class Lru(Generic[V]):
         """Remove ``key``; its value, or None."""
         return self._data.pop(key, None)
 
+    def drop(self, which: Callable[[str, V], bool]) -> int:
+        """Remove every entry ``which`` selects; how many went."""
+        gone = [key for key, value in self._data.items() if which(key, value)]
+        for key in gone:
+            del self._data[key]
+        return len(gone)
+
 
 class CachedMap(Generic[V]):
     """An :class:`Lru` filled by ``load`` on a miss and updated by :meth:`committed`."""
@@ -182,6 +189,12 @@ class CachedMap(Generic[V]):
         self._stale.discard(key)
         log.debug("cache: %s kept changing while loading; not cached", key)
         return value
+
+    def drop(self, which: Callable[[str], bool]) -> None:
+        """Forget the keys ``which`` selects (another process may have changed them); loads running now
+        for them are loaded again."""
+        self.lru.drop(lambda key, _value: which(key))
+        self._stale.update(key for key in self._loads if which(key))
 
     def committed(self, key: str, apply: Callable[[V], None]) -> None:
         """A write of ``key`` committed: update the cached value (or void a running load)."""

@@ -117,6 +117,9 @@ SELECT_SETTINGS = f"SELECT name, value FROM {_S} WHERE settings_key = ?"
 COUNT_EVENTS = f"SELECT count(*) FROM {_E}"
 SELECT_EVENT_STATUS = f"SELECT status FROM {_E} WHERE event_key = ?"
 SELECT_PENDING_EVENTS = f"SELECT kind, event FROM {_E} WHERE status = 'pending' ORDER BY seq"
+SELECT_PENDING_EVENTS_BEFORE = (
+    f"SELECT kind, event FROM {_E} WHERE status = 'pending' AND received_at < ? ORDER BY seq LIMIT 10000"
+)
 
 # Keep a chat's newest N rows: everything at or below the (N+1)-th newest id goes.
 PRUNE_HISTORY = (

@@ -64,6 +64,11 @@ class RunStore:
         self._paused: Lru[tuple[RunRow, str]] = Lru(store.cache_chats)
         """Runs paused by this process: the row and its checkpoint's JSON, as committed (no read to resume)."""
 
+    def forget_chats(self, which: Callable[[str], bool]) -> None:
+        """Drop what is cached for the chats ``which`` selects (their partition moved to or from this worker)."""
+        self._pending.drop(which)
+        self._paused.drop(lambda _run_id, kept: which(kept[0].chat_key))
+
     # -- runs -----------------------------------------------------------------------
 
     def start_run_step(self, run: RunRow, *, after_message: bool = False) -> Step:
@@ -308,7 +313,9 @@ class RunStore:
 
     # -- outbox -----------------------------------------------------------------------
 
-    async def sent(self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None) -> None:
+    async def sent(
+        self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None, *, wait: bool = False
+    ) -> None:
         """An outbox entry was sent: it is removed; a prompt's message reference is kept on its interrupt.
 
         The outbox holds only what is committed and not yet sent, so it stays a few
@@ -323,9 +330,16 @@ class RunStore:
             if isinstance(interrupt, InterruptRow):
                 # The cache holds this very row: the database follows in write order.
                 interrupt.prompt_ref = ref
+        if wait:  # a gateway marking for a worker: committed before the worker hears the message went out
+            await self.store.write(steps)
+            return
         # Nothing waits on this mark; it goes ahead of the queue: until it commits, a crash would send the
         # reply again (the row and the interrupt it touches are committed already).
         self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}", first=True)
+
+    async def is_unsent(self, outbox_id: int) -> bool:
+        """Whether the outbox entry is still waiting to be sent (not sent and marked by anyone yet)."""
+        return bool(await self.store.read("SELECT 1 FROM outbox WHERE id = ?", (outbox_id,)))
 
     async def unsent(self) -> list[OutboxRow]:
         rows = await self.store.read(

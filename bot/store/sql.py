@@ -15,8 +15,9 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,6 +38,7 @@ from bot.store.ops import (
     SELECT_EVENT_STATUS,
     SELECT_HISTORY,
     SELECT_PENDING_EVENTS,
+    SELECT_PENDING_EVENTS_BEFORE,
     SELECT_SETTINGS,
     UPSERT_SETTING,
     OnCommit,
@@ -90,8 +92,13 @@ class SqlStore:
         exclusive: bool = False,
         secrets: Iterable[str] = (),
         read_only: bool = False,
+        shared: bool = False,
     ) -> None:
         self.url = url
+        self.shared = shared
+        """Other processes write this database too (workers of a scaled-out bot): chat and global settings,
+        which any of them may change, are read each time instead of cached; a chat's history stays cached
+        while this process owns the chat (:meth:`forget_chats` when that changes)."""
         self.read_only = read_only
         """Only reads (``bot trace``): nothing is created or migrated; a missing database is an error."""
         self.secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
@@ -346,9 +353,14 @@ class SqlStore:
         rows = await self.read(SELECT_EVENT_STATUS, (event_key,))
         return str(rows[0][0]) if rows else None
 
-    async def pending_events(self) -> list[tuple[str, str]]:
-        """Inbound events committed and not yet handled, oldest first: ``(kind, event JSON)``."""
-        return [(kind, data) for kind, data in await self.read(SELECT_PENDING_EVENTS)]
+    async def pending_events(self, received_before: datetime | None = None) -> list[tuple[str, str]]:
+        """Inbound events committed and not yet handled, oldest first: ``(kind, event JSON)``.
+
+        ``received_before``: only those received before then (at most 10,000 per call).
+        """
+        if received_before is None:
+            return [(kind, data) for kind, data in await self.read(SELECT_PENDING_EVENTS)]
+        return [(kind, data) for kind, data in await self.read(SELECT_PENDING_EVENTS_BEFORE, (received_before,))]
 
     async def append(self, chat_key: str, messages: Sequence[Message]) -> None:
         if not messages:
@@ -379,9 +391,16 @@ class SqlStore:
             on_commit=lambda _r: self._history.committed(chat_key, ChatState.clear),
         )
 
+    def forget_chats(self, which: Callable[[str], bool]) -> None:
+        """Drop the cached history of the chats ``which`` selects (their partition moved to or from this
+        worker: the one that held it may have written since)."""
+        self._history.drop(which)
+
     async def chat_settings(self, settings_key: str) -> dict[str, Any]:
         if self._reader is None:
             raise StoreError("the store is not started")
+        if self.shared:
+            return await self._load_settings(settings_key)
         return dict(await self._settings.get(settings_key))
 
     async def settings_view(self, settings_key: str) -> Mapping[str, Any]:
@@ -394,6 +413,8 @@ class SqlStore:
             return cached
         if self._reader is None:
             raise StoreError("the store is not started")
+        if self.shared:
+            return await self._load_settings(settings_key)
         return await self._settings.get(settings_key)
 
     async def set_chat_setting(self, settings_key: str, name: str, value: Any, *, extra: Sequence[Step] = ()) -> None:
@@ -468,7 +489,12 @@ def open_store(url: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 50
 
 
 def store_from_settings(
-    section: StoreSection, *, exclusive: bool = False, secrets: Iterable[str] = (), read_only: bool = False
+    section: StoreSection,
+    *,
+    exclusive: bool = False,
+    secrets: Iterable[str] = (),
+    read_only: bool = False,
+    shared: bool = False,
 ) -> SqlStore:
     """The store configured by the ``store:`` section (every key, retention and caches included).
 
@@ -486,4 +512,5 @@ def store_from_settings(
         exclusive=exclusive,
         secrets=secrets,
         read_only=read_only,
+        shared=shared,
     )

@@ -109,6 +109,11 @@ class DiscordChannel:
         self._interactions: dict[int, tuple[discord.Interaction[Any], float]] = {}
         self._parents: dict[int, int | None] = {}
 
+    @property
+    def exclusive_key(self) -> str:
+        """One gateway session per bot (one shard): a second would receive every event again."""
+        return "discord:" + hashlib.sha256(self.cfg.token.encode()).hexdigest()[:16]
+
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self, inbox: Inbox) -> None:

@@ -132,6 +132,11 @@ class TelegramChannel:
     def needs_http(self) -> bool:
         return self.cfg.mode == "webhook"
 
+    @property
+    def exclusive_key(self) -> str | None:
+        """getUpdates answers one poller per bot (a second gets 409 Conflict): polling is exclusive."""
+        return f"telegram:{self.cfg.token.split(':', 1)[0]}" if self.cfg.mode == "polling" else None
+
     def mount(self, http: Any) -> None:
         """Add the webhook route to the shared HTTP server (before it starts)."""
         http.app.router.add_post(self.cfg.webhook.path, self._webhook)

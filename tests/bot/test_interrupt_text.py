@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+import uuid
+
 import pytest
 
 from bot.ids import new_id, new_nonce
@@ -59,6 +62,8 @@ def test_fast_ids_are_unique_and_sort_in_creation_order() -> None:
 
     ids = [fast_id() for _ in range(20_000)]
     assert len(set(ids)) == len(ids)
-    assert all(len(i) == 16 and int(i, 16) >= 0 for i in ids)
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
     assert ids == sorted(ids)
-    assert len(fast_id(24)) == 24
+    parsed = uuid.UUID(ids[0])
+    assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+    assert abs(int(ids[0][:12], 16) / 1000 - time.time()) < 60  # Unix milliseconds up front

@@ -1,0 +1,189 @@
+"""The parts of a gateway that exist only when it runs as several processes (``bus.url`` set).
+
+``--role gateway``: channels receive into the PostgreSQL inbox, then the partition streams; the
+outbound relay sends what workers ask; exclusive connections go to one gateway by lease; a sweep
+republishes inbox rows the bus lost.  ``--role worker``: a partition consumer hands the held
+partitions' events to the supervisor and recovers each partition it takes.  ``--role all``: both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from bot.scale.connections import ExclusiveConnections
+from bot.scale.consumer import PartitionConsumer, owner_of
+from bot.scale.leases import Leases, process_name
+from bot.scale.relay import OutboundRelay, RemoteChannel
+from bot.scale.streams import PREFIX, RedisBus
+from bot.store.ops import utcnow
+from channels.base import Exclusive
+
+if TYPE_CHECKING:
+    from bot.gateway.app import Gateway
+
+log = logging.getLogger(__name__)
+
+Role = Literal["all", "gateway", "worker"]
+ROLES: tuple[Role, ...] = ("all", "gateway", "worker")
+SWEEP_LEASE = PREFIX + "lease:sweep"
+
+
+def connect_redis(url: str) -> Any:
+    """A client whose pool waits for a free connection (up to 20 s) instead of failing when all are busy: a
+    worker holds one per message waiting for its gateway's answer, a gateway one per event being published."""
+    import redis.asyncio as aioredis
+
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url, max_connections=512, timeout=20, socket_connect_timeout=5, health_check_interval=30
+    )
+    return aioredis.Redis(connection_pool=pool)
+
+
+class ScaleOut:
+    """Starts and stops the scaled-out parts of ``gateway`` for its role."""
+
+    def __init__(self, gateway: Gateway, role: Role, redis: Any) -> None:
+        self.gateway = gateway
+        self.role = role
+        self.redis = redis
+        bus = gateway.settings.bus
+        self.partitions = bus.partitions
+        self.name = process_name(role)
+        self.consumer: PartitionConsumer | None = None
+        self.relay: OutboundRelay | None = None
+        self.exclusive: ExclusiveConnections | None = None
+        self._sweep: asyncio.Task[None] | None = None
+        self.sweep_s = bus.sweep_s
+        self.lease_ms = bus.lease_ms
+
+    @property
+    def receives(self) -> bool:
+        return self.role in ("all", "gateway")
+
+    @property
+    def handles(self) -> bool:
+        return self.role in ("all", "worker")
+
+    def remote_channels(self, enabled: Sequence[str]) -> list[RemoteChannel]:
+        """A worker's way out: each enabled channel through the gateways."""
+        return [RemoteChannel(name, self.redis, maxlen=self.gateway.settings.bus.stream_maxlen) for name in enabled]
+
+    def exclusive_channels(self, channels: Sequence[Any]) -> list[Any]:
+        return [c for c in channels if isinstance(c, Exclusive) and c.exclusive_key is not None]
+
+    async def start_handling(self) -> None:
+        g = self.gateway
+        await g.scheduled.start(adopt=False)
+        self.consumer = PartitionConsumer(
+            self.redis,
+            name=self.name,
+            partitions=self.partitions,
+            lease_ms=self.lease_ms,
+            handler=g.supervisor.handle,
+            urgent=g.supervisor.is_urgent,
+            on_urgent=g.supervisor.handle_urgent,
+            on_acquire=self._take,
+            on_release=self._drop,
+            max_concurrent=g.settings.bus.max_concurrent_chats,
+            max_pending=g.settings.bus.max_pending,
+        )
+        await self.consumer.start()
+
+    async def start_receiving(self, channels: Sequence[Any]) -> None:
+        g = self.gateway
+        g.recovery_inbox = await g.inbox.recover()
+        self.relay = OutboundRelay(
+            self.redis,
+            g.delivery,
+            g.runs,
+            [c.name for c in channels],
+            name=self.name,
+            max_concurrent=g.settings.bus.max_concurrent_chats,
+        )
+        await self.relay.start()
+        exclusive = self.exclusive_channels(channels)
+        await g.starter.start_all(skip=exclusive)
+        if exclusive:
+            self.exclusive = ExclusiveConnections(
+                self.redis, owner=self.name, lease_ms=self.lease_ms, starter=g.starter, channels=exclusive
+            )
+            await self.exclusive.start()
+        self._sweep = asyncio.create_task(self._sweep_loop(), name="inbox-sweep")
+
+    async def _take(self, partitions: set[int]) -> None:
+        """A partition's chats are ours now: forget what we cached of them, then finish what its last owner left."""
+        from bot.runs.recovery import recover
+
+        g = self.gateway
+        owns = owner_of(self.partitions, partitions)
+        g.store.forget_chats(owns)
+        g.runs.forget_chats(owns)
+        report = await recover(g.runs, g.manager, g.interrupts, owns)
+        report.late_scheduled = await g.scheduled.adopt(owns)
+        if report.resent or report.resumed or report.rerun or report.reported or report.expired:
+            log.info("partitions %s taken over: %s", sorted(partitions), report)
+
+    async def _drop(self, partitions: set[int]) -> None:
+        """Before a partition's lease goes: what was handled is committed (the next owner's recovery must not
+        take a finished run for one cut off), and nothing cached of its chats is trusted again."""
+        await self.gateway.store.flush()
+        owns = owner_of(self.partitions, partitions)
+        self.gateway.store.forget_chats(owns)
+        self.gateway.runs.forget_chats(owns)
+
+    async def _sweep_loop(self) -> None:
+        """Republish inbox rows committed long ago and never handled (Redis lost them); one gateway at a time."""
+        leases = Leases(self.redis, self.name, int(self.sweep_s * 1000))
+        while True:
+            await asyncio.sleep(self.sweep_s)
+            try:
+                if not await leases.acquire(SWEEP_LEASE):
+                    continue
+                before = utcnow() - timedelta(seconds=2 * self.sweep_s)
+                count = await self.gateway.inbox.recover(received_before=before)
+                if count:
+                    log.warning("inbox sweep: %d events stored long ago and not handled were published again", count)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("inbox sweep failed: %s", exc)
+
+    async def stop_receiving(self) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
+            await asyncio.gather(self._sweep, return_exceptions=True)
+        if self.exclusive is not None:
+            await self.exclusive.stop()
+
+    async def stop_handling(self, timeout: float) -> None:
+        if self.consumer is not None:
+            await self.consumer.stop(timeout)
+
+    async def stop_relay(self) -> None:
+        if self.relay is not None:
+            await self.relay.stop()
+
+    async def close(self) -> None:
+        try:
+            await self.redis.aclose()
+        except Exception as exc:
+            log.debug("closing the Redis client: %s", exc)
+
+    def health(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"role": self.role, "process": self.name}
+        if self.consumer is not None:
+            info["partitions"] = len(self.consumer.owned)
+        return info
+
+
+def make_bus(settings: Any, redis: Any) -> RedisBus:
+    return RedisBus(
+        redis,
+        partitions=settings.bus.partitions,
+        maxlen=settings.bus.stream_maxlen,
+        fresh_above=min(settings.limits.chat_queue_notice, settings.limits.chat_queue_max),
+    )

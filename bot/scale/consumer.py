@@ -1,0 +1,400 @@
+"""A worker's side of the Redis bus: the partitions it holds, read in order, acknowledged after handling.
+
+**One owner per partition.**  Each partition has a lease (``SET NX PX``, renewed every third of
+``bus.lease_ms``); a worker reads only the partitions it holds, so a chat's events are handled by
+one worker, one at a time, in stream order.  Workers share the partitions: each aims at
+``ceil(P / live workers)`` (live: a heartbeat within the lease time), takes free partitions up to
+that and gives up the rest (after finishing what it read from them).  A dead worker's leases lapse;
+the next owner first runs the partition's recovery (``on_acquire``: caches dropped, unsent replies
+sent, runs cut off resumed, interrupts and scheduled messages re-armed), then claims the entries the
+dead worker had read and not acknowledged (``XAUTOCLAIM``), then reads new ones.
+
+**Acknowledged after handling.**  ``XACK`` follows the handler, which commits its result (the
+inbox row marked handled under a guard, with the run's row) first; an entry handled twice (its
+worker died between that commit and the ack) is skipped by that guard, so handling is exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.bus import Handler, Urgent
+from bot.events import InboundEvent
+from bot.scale.leases import Leases
+from bot.scale.streams import (
+    DECREMENT,
+    GROUP,
+    QUEUED,
+    WORKERS,
+    decode,
+    inbound_stream,
+    partition_lease,
+    partition_of,
+)
+
+log = logging.getLogger(__name__)
+
+PartitionsHook = Callable[[set[int]], Awaitable[None]]
+
+
+@dataclass
+class _Entry:
+    partition: int
+    entry_id: bytes | str
+    event: InboundEvent
+
+
+class PartitionConsumer:
+    """Holds partition leases and hands their events to ``handler`` (per chat in order, chats concurrently)."""
+
+    def __init__(
+        self,
+        redis: Any,
+        *,
+        name: str,
+        partitions: int,
+        lease_ms: int,
+        handler: Handler,
+        urgent: Urgent | None = None,
+        on_urgent: Handler | None = None,
+        on_acquire: PartitionsHook | None = None,
+        on_release: PartitionsHook | None = None,
+        max_concurrent: int = 64,
+        max_pending: int = 10_000,
+        read_count: int = 100,
+    ) -> None:
+        self.redis = redis
+        self.name = name
+        self.partitions = partitions
+        self.lease_ms = lease_ms
+        self.leases = Leases(redis, name, lease_ms)
+        self.handler = handler
+        self.urgent = urgent
+        self.on_urgent = on_urgent
+        self.on_acquire = on_acquire
+        self.on_release = on_release
+        self.max_pending = max_pending
+        self.read_count = read_count
+        self.owned: set[int] = set()
+        """Partitions whose events are handled here."""
+        self.readable: set[int] = set()
+        """Partitions read for new entries: ``owned`` once what an earlier owner left pending was claimed."""
+        self.held: set[int] = set()
+        """Partitions whose lease this worker holds: ``owned`` and those being taken over or given up."""
+        self._cap = asyncio.Semaphore(max_concurrent)
+        self._queues: dict[str, deque[_Entry]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._side: set[asyncio.Task[None]] = set()
+        self._outstanding: dict[int, int] = {}
+        """Entries read per partition and not yet acknowledged (a partition is given up at zero)."""
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._changed = asyncio.Event()
+        self._not_reading = asyncio.Event()
+        """Clear while an ``XREADGROUP`` is out: a partition given up is released only after it returned (what
+        it brought for that partition stays pending here, and the next owner claims it before reading)."""
+        self._not_reading.set()
+        self._partition_done = asyncio.Event()
+        """Set whenever a partition has nothing outstanding any more."""
+        self.handled = 0
+        self.claimed = 0
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for partition in range(self.partitions):
+            try:
+                await self.redis.xgroup_create(inbound_stream(partition), GROUP, id="0", mkstream=True)
+            except Exception as exc:  # BUSYGROUP: another worker made it
+                if "BUSYGROUP" not in str(exc):
+                    raise
+        await self._heartbeat()
+        await self._balance()
+        self._tasks = [
+            asyncio.create_task(self._read_loop(), name="bus-read"),
+            asyncio.create_task(self._lease_loop(), name="bus-leases"),
+            asyncio.create_task(self._balance_loop(), name="bus-balance"),
+        ]
+
+    async def stop(self, timeout: float = 30.0) -> None:
+        """Read nothing more, finish what was read (up to ``timeout``), then give every partition up."""
+        self._stopping = True
+        reading, upkeep, balancing = self._tasks or (None, None, None)
+        for task in (reading, balancing):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        try:  # the leases are still renewed meanwhile: nobody else starts on these chats
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            for task in list(self._workers.values()):
+                task.cancel()
+            await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        if upkeep is not None:
+            upkeep.cancel()
+            await asyncio.gather(upkeep, return_exceptions=True)
+        held = sorted(self.held)
+        self.owned.clear()
+        self.readable.clear()
+        self.held.clear()
+        try:
+            if held and self.on_release is not None:
+                await self.on_release(set(held))
+            for partition in held:
+                await self.leases.release(partition_lease(partition))
+            await self.redis.zrem(WORKERS, self.name)
+        except Exception as exc:
+            log.warning("bus: could not give the partitions up (they lapse in %d ms): %s", self.lease_ms, exc)
+
+    async def join(self) -> None:
+        """Wait until everything read so far was handled."""
+        await self._idle.wait()
+
+    @property
+    def active_chats(self) -> int:
+        return len(self._queues)
+
+    # -- leases -------------------------------------------------------------------------------
+
+    async def _lease_loop(self) -> None:
+        """Renew every held lease every third of its time (apart from balancing, which may take long)."""
+        period = self.lease_ms / 3000
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await self._heartbeat()
+                await self._renew()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis unreachable: keep trying; leases lapse if it lasts
+                log.warning("bus: lease upkeep failed: %s", exc)
+
+    async def _balance_loop(self) -> None:
+        period = self.lease_ms / 3000
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await self._balance()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("bus: balancing the partitions failed: %s", exc)
+
+    async def _heartbeat(self) -> None:
+        now = int(time.time() * 1000)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(WORKERS, {self.name: now})
+            pipe.zremrangebyscore(WORKERS, 0, now - 3 * self.lease_ms)
+            await pipe.execute()
+
+    async def _live_workers(self) -> int:
+        now = int(time.time() * 1000)
+        return max(1, int(await self.redis.zcount(WORKERS, now - self.lease_ms, "+inf")))
+
+    async def _renew(self) -> None:
+        held = sorted(self.held)
+        renewed = await self.leases.renew([partition_lease(p) for p in held])
+        lost = {p for p, ok in zip(held, renewed, strict=True) if not ok} & self.held
+        if lost:
+            log.warning("bus: lost the lease on partitions %s (another worker has them now)", sorted(lost))
+            self.owned -= lost
+            self.readable -= lost
+            self.held -= lost
+            self._changed.set()
+            if self.on_release is not None:
+                await self.on_release(lost)
+
+    async def _balance(self) -> None:
+        if self._stopping:
+            return
+        target = math.ceil(self.partitions / await self._live_workers())
+        if len(self.owned) < target:
+            free = [p for p in range(self.partitions) if p not in self.held]
+            random.shuffle(free)  # workers starting together do not all try the same ones first
+            want = free[: max(0, target - len(self.owned)) * 2]
+            got = {
+                p
+                for p, ok in zip(want, await self.leases.acquire_many([partition_lease(p) for p in want]), strict=True)
+                if ok
+            }
+            extra = sorted(got)[target - len(self.owned) :]
+            for partition in extra:  # asked for more than needed, in case some were taken
+                await self.leases.release(partition_lease(partition))
+            got -= set(extra)
+            if got:
+                self.held |= got
+                await self._adopt(got)
+        elif len(self.owned) > target:
+            surplus = sorted(self.owned)[: len(self.owned) - target]
+            await self._give_up(set(surplus))
+
+    async def _adopt(self, partitions: set[int]) -> None:
+        log.info("bus: %s takes partitions %s", self.name, sorted(partitions))
+        if self.on_acquire is not None:
+            await self.on_acquire(partitions)
+        self.owned |= partitions
+        for partition in sorted(partitions):
+            await self._claim(partition)
+        self.readable |= partitions & self.held  # unless lost meanwhile
+        self._changed.set()
+
+    async def _claim(self, partition: int) -> None:
+        """Take over the entries an earlier owner read and did not acknowledge, oldest first."""
+        stream = inbound_stream(partition)
+        start: Any = "0-0"
+        for _ in range(1000):
+            reply = await self.redis.xautoclaim(stream, GROUP, self.name, min_idle_time=0, start_id=start, count=500)
+            start, entries = reply[0], reply[1]
+            for entry_id, fields in entries:
+                if fields is None:
+                    continue  # trimmed away
+                self.claimed += 1
+                self._enqueue(partition, entry_id, fields)
+            if start in (b"0-0", "0-0") or not entries:
+                return
+
+    async def _give_up(self, partitions: set[int]) -> None:
+        """Stop reading ``partitions``, finish what was read from them, then release their leases."""
+        self.readable -= partitions
+        self.owned -= partitions
+        self._changed.set()
+        deadline = time.monotonic() + self.lease_ms / 1000
+        await self._not_reading.wait()
+        while any(self._outstanding.get(p) for p in partitions) and time.monotonic() < deadline:
+            self._partition_done.clear()
+            try:
+                await asyncio.wait_for(self._partition_done.wait(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                break
+        if self.on_release is not None:
+            await self.on_release(partitions)
+        self.held -= partitions
+        for partition in partitions:
+            await self.leases.release(partition_lease(partition))
+        log.info("bus: %s gave partitions %s up", self.name, sorted(partitions))
+
+    # -- reading and handling --------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        block = max(50, min(1000, self.lease_ms // 3))
+        while True:
+            owned = sorted(self.readable)
+            if not owned or sum(self._outstanding.values()) >= self.max_pending:
+                self._changed.clear()
+                try:
+                    await asyncio.wait_for(self._changed.wait(), block / 1000)
+                except TimeoutError:
+                    pass
+                continue
+            self._not_reading.clear()
+            try:
+                replies = await self.redis.xreadgroup(
+                    GROUP, self.name, {inbound_stream(p): ">" for p in owned}, count=self.read_count, block=block
+                )
+                for stream, entries in replies or []:
+                    name = stream.decode() if isinstance(stream, bytes) else stream
+                    partition = int(name.rsplit(":", 1)[1])
+                    for entry_id, fields in entries:
+                        self._enqueue(partition, entry_id, fields)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("bus: reading failed (retrying): %s", exc)
+                await asyncio.sleep(block / 1000)
+            finally:
+                self._not_reading.set()
+
+    def _enqueue(self, partition: int, entry_id: bytes | str, fields: dict[Any, Any]) -> None:
+        try:
+            event = decode(fields)
+        except ValueError as exc:
+            log.error("bus: an entry of partition %d cannot be read and is dropped: %s", partition, exc)
+            self._ack_later(partition, entry_id, None)
+            return
+        self._outstanding[partition] = self._outstanding.get(partition, 0) + 1
+        entry = _Entry(partition, entry_id, event)
+        if self.urgent is not None and self.on_urgent is not None and self.urgent(event):
+            task = asyncio.ensure_future(self._handle_urgent(entry))
+            self._side.add(task)
+            task.add_done_callback(self._side.discard)
+            return
+        key = str(event.chat)
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = deque()
+        queue.append(entry)
+        if key not in self._workers:
+            self._idle.clear()
+            self._workers[key] = asyncio.create_task(self._drain(key, queue), name=f"chat:{key}")
+
+    async def _handle_urgent(self, entry: _Entry) -> None:
+        assert self.on_urgent is not None
+        try:
+            await self.on_urgent(entry.event)
+        except Exception:
+            log.exception("unhandled error for chat %s", entry.event.chat)
+        finally:
+            await self._done(entry)
+
+    async def _drain(self, key: str, queue: deque[_Entry]) -> None:
+        try:
+            while queue:
+                entry = queue[0]
+                try:
+                    if entry.partition in self.owned or self._stopping:
+                        async with self._cap:
+                            await self.handler(entry.event)
+                    # else: the partition moved while this waited; its new owner claims the entry
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("unhandled error for chat %s", key)
+                finally:
+                    queue.popleft()
+                    await self._done(entry, ack=entry.partition in self.owned or self._stopping)
+        finally:
+            del self._queues[key]
+            del self._workers[key]
+            if not self._workers:
+                self._idle.set()
+
+    async def _done(self, entry: _Entry, *, ack: bool = True) -> None:
+        left = self._outstanding.get(entry.partition, 1) - 1
+        if left > 0:
+            self._outstanding[entry.partition] = left
+        else:
+            self._outstanding.pop(entry.partition, None)
+            self._partition_done.set()
+        if ack:
+            self.handled += 1
+            await self._ack(entry.partition, entry.entry_id, str(entry.event.chat))
+
+    def _ack_later(self, partition: int, entry_id: bytes | str, chat: str | None) -> None:
+        task = asyncio.ensure_future(self._ack(partition, entry_id, chat))
+        self._side.add(task)
+        task.add_done_callback(self._side.discard)
+
+    async def _ack(self, partition: int, entry_id: bytes | str, chat: str | None) -> None:
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.xack(inbound_stream(partition), GROUP, entry_id)
+                if chat is not None:
+                    pipe.eval(DECREMENT, 1, QUEUED, chat)
+                await pipe.execute()
+        except Exception as exc:  # handled already: a later owner's claim finds it and the guard skips it
+            log.warning("bus: could not acknowledge %s on partition %d: %s", entry_id, partition, exc)
+
+
+def owner_of(partitions: int, held: set[int]) -> Callable[[str], bool]:
+    """Whether a chat key belongs to one of the ``held`` partitions."""
+    return lambda chat_key: partition_of(chat_key, partitions) in held

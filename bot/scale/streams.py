@@ -1,0 +1,139 @@
+"""Stream keys, partitions and the inbound publisher of the Redis bus.
+
+Inbound events of a chat all go to one partition stream, ``bot:in:<crc32(chat_key) % P>``
+(``zlib.crc32``, never ``hash()``: str hashes are salted per process).  Entries carry the
+event's JSON; the consumer group ``workers`` reads them (see :mod:`bot.scale.consumer`).
+``bot:queued`` counts each chat's events on the bus and not yet handled, so a gateway can
+bound a flooding chat as the in-process bus does.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from typing import Any
+
+from bot.bus import BusClosed, BusUnavailable, Handler, Urgent
+from bot.events import Action, InboundEvent, InboundMessage
+
+log = logging.getLogger(__name__)
+
+PREFIX = "bot:"
+GROUP = "workers"
+QUEUED = PREFIX + "queued"
+WORKERS = PREFIX + "workers"
+"""A sorted set: worker name → the time (ms) it last said it was alive."""
+
+DECREMENT = """
+local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+if n <= 0 then redis.call('hdel', KEYS[1], ARGV[1]) end
+return n
+"""
+"""A handled event leaves the chat's count (the field goes at zero, so the hash holds only busy chats)."""
+
+
+def partition_of(chat_key: str, partitions: int) -> int:
+    return zlib.crc32(chat_key.encode()) % partitions
+
+
+def inbound_stream(partition: int) -> str:
+    return f"{PREFIX}in:{partition}"
+
+
+def partition_lease(partition: int) -> str:
+    return f"{PREFIX}lease:partition:{partition}"
+
+
+def encode(event: InboundEvent) -> dict[str, str]:
+    return {
+        "kind": "action" if isinstance(event, Action) else "message",
+        "chat": str(event.chat),
+        "event": event.model_dump_json(),
+    }
+
+
+def decode(fields: dict[Any, Any]) -> InboundEvent:
+    def text(key: str) -> str:
+        value = fields.get(key.encode(), fields.get(key))
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    if text("kind") == "action":
+        return Action.model_validate_json(text("event"))
+    return InboundMessage.model_validate_json(text("event"))
+
+
+class RedisBus:
+    """The publishing side of the bus (a gateway's): ``publish`` returns once the event is in its stream.
+
+    Handling happens in workers (:class:`~bot.scale.consumer.PartitionConsumer`, which takes the handlers);
+    nothing subscribes here.
+    """
+
+    def __init__(self, redis: Any, *, partitions: int, maxlen: int, fresh_above: int = 0) -> None:
+        self.redis = redis
+        self.partitions = partitions
+        self.maxlen = maxlen
+        self.fresh_above = fresh_above
+        """A chat whose last known count is at least this is asked again before it is bounded (counts fall
+        while workers handle events, and only Redis sees that)."""
+        self._known: dict[str, int] = {}
+        self._closed = False
+        self.published = 0
+
+    def subscribe(self, handler: Handler, *, urgent: Urgent | None = None, on_urgent: Handler | None = None) -> None:
+        raise TypeError("the Redis bus is consumed by a PartitionConsumer (a worker), not by subscribing")
+
+    async def publish(self, event: InboundEvent) -> None:
+        """Add ``event`` to its partition's stream.
+
+        An event may be published twice (a platform's redelivery of one not handled yet, the sweep): its
+        handling is still once, because the worker marks its inbox row handled under a guard first.
+        """
+        if self._closed:
+            raise BusClosed("the bus is closed")
+        chat = str(event.chat)
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.xadd(
+                    inbound_stream(partition_of(chat, self.partitions)),
+                    encode(event),
+                    maxlen=self.maxlen,
+                    approximate=True,
+                )
+                pipe.hincrby(QUEUED, chat, 1)
+                _, count = await pipe.execute()
+        except Exception as exc:  # redis.ConnectionError, TimeoutError, a refused write (OOM)...
+            raise BusUnavailable(f"the Redis bus did not take the event: {exc}") from exc
+        self.published += 1
+        self._remember(chat, int(count))
+
+    async def queued(self, chat_key: str) -> int:
+        known = self._known.get(chat_key, 0)
+        if known < self.fresh_above or not known:
+            return known
+        try:
+            value = await self.redis.hget(QUEUED, chat_key)
+        except Exception as exc:
+            log.warning("bus: could not read the queue length of %s: %s", chat_key, exc)
+            return known
+        count = max(0, int(value or 0))
+        self._remember(chat_key, count)
+        return count
+
+    def _remember(self, chat: str, count: int) -> None:
+        if count > 0:
+            self._known[chat] = count
+            if len(self._known) > 100_000:
+                self._known.clear()  # counts are only hints; they are asked again when they matter
+        else:
+            self._known.pop(chat, None)
+
+    @property
+    def active_chats(self) -> int:
+        return len(self._known)
+
+    async def join(self) -> None:
+        """Nothing to wait for here: handling happens in the workers."""
+
+    async def close(self, timeout: float | None = None) -> None:
+        self._closed = True

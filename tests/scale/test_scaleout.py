@@ -1,0 +1,136 @@
+"""A scaled-out bot: one gateway and workers as processes on real PostgreSQL and Redis.
+
+The burst test sends ``SCALE_MESSAGES`` (default 10,000) messages over ``SCALE_CHATS`` (1,000) chats through
+the Telegram webhook of one gateway to three workers and SIGKILLs a worker mid-burst.  Measured here (2 cores
+shared by PostgreSQL, Redis, the fake platform and five Python processes): see the test's docstring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.fakes.servers import PostgresServer, RedisServer
+from tests.fakes.telegram_server import FakeTelegram
+from tests.scale.harness import Cluster
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+async def fake() -> FakeTelegram:
+    server = FakeTelegram()
+    await server.start()
+    yield server  # type: ignore[misc]
+    await server.stop()
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path, fake: FakeTelegram, postgres: PostgresServer, redis: RedisServer) -> Cluster:
+    redis.flush()
+    group = Cluster(tmp_path, fake, postgres.url(postgres.create_database()), redis.url())
+    yield group  # type: ignore[misc]
+    await group.stop_all()
+
+
+async def test_a_message_goes_through_gateway_and_worker(cluster: Cluster, fake: FakeTelegram) -> None:
+    await cluster.start("gateway", "gateway")
+    await cluster.start("worker-1", "worker")
+    update = {"update_id": 1, **fake.message("hello there", chat_id=7, user_id=7)}
+    await cluster.deliver(update)
+    await fake.wait_for(lambda: "echo: hello there" in fake.sent_texts(7), 20)
+
+
+def prompt_of(fake: FakeTelegram, chat_id: int) -> tuple[str, str] | None:
+    """The message reference and Approve payload of the chat's confirmation prompt, once it was sent."""
+    for (chat, message_id), message in fake.messages.items():
+        keyboard = (message.get("reply_markup") or {}).get("inline_keyboard") or []
+        for row in keyboard:
+            for button in row:
+                if chat == chat_id and "Approve" in button["text"]:
+                    return f"{chat}:{message_id}", button["callback_data"]
+    return None
+
+
+async def test_a_prompt_raised_by_a_killed_worker_is_resumed_by_another(
+    cluster: Cluster, fake: FakeTelegram, tmp_path: Path
+) -> None:
+    await cluster.start("gateway", "gateway")
+    await cluster.start("worker-1", "worker")
+    await cluster.deliver({"update_id": 10, **fake.message("@react confirm wipe", chat_id=8, user_id=8)})
+    prompt = await fake.wait_for(lambda: prompt_of(fake, 8), 20)
+    await cluster.kill("worker-1")
+    # Pressed while no worker runs: stored, and waiting in the chat's partition.
+    await cluster.deliver({"update_id": 11, **fake.press(prompt[0], prompt[1], user_id=8)})
+    await cluster.start("worker-2", "worker")
+    await fake.wait_for(lambda: any(t.startswith("done: deleted") for t in fake.sent_texts(8)), 30)
+    runs = (tmp_path / "count.txt").read_text().splitlines()
+    assert len(runs) == 1 and runs[0].endswith("@react confirm wipe") or "confirm wipe" in runs[0], runs
+    assert str(cluster.procs["worker-2"].pid) == runs[0].split()[0], "the surviving worker ran the tool"
+    edited = fake.messages[(8, int(prompt[0].split(":")[1]))]
+    assert "Approved" in edited["text"] and not (edited.get("reply_markup") or {}).get("inline_keyboard")
+
+
+MESSAGES = int(os.environ.get("SCALE_MESSAGES", "10000"))
+CHATS = int(os.environ.get("SCALE_CHATS", "1000"))
+
+
+async def test_a_burst_survives_a_killed_worker(cluster: Cluster, fake: FakeTelegram, postgres: PostgresServer) -> None:
+    """Every message is stored once, answered once, in order per chat, though a worker is SIGKILLed mid-burst."""
+    per_chat = MESSAGES // CHATS
+    await cluster.start("gateway", "gateway")
+    await asyncio.gather(*(cluster.start(f"worker-{n}", "worker") for n in (1, 2, 3)))
+    chats = [10_000 + c for c in range(CHATS)]
+    updates = {
+        chat: [
+            {"update_id": chat * 100 + n, **fake.message(f"c{chat}-m{n}", chat_id=chat, user_id=chat)}
+            for n in range(per_chat)
+        ]
+        for chat in chats
+    }
+    answers = lambda: sum(
+        1 for (chat, _), m in fake.messages.items() if chat >= 10_000 and m.get("text", "").startswith("echo: ")
+    )
+    lanes = asyncio.Semaphore(100)
+
+    async def lane(chat: int) -> None:
+        async with lanes:
+            for update in updates[chat]:
+                await cluster.deliver(update)
+
+    began = time.monotonic()
+    burst = asyncio.gather(*(lane(chat) for chat in chats))
+    await fake.wait_for(lambda: answers() >= MESSAGES // 4, 120)
+    killed_at = answers()
+    if os.environ.get("SCALE_KILL", "1") == "1":
+        await cluster.kill("worker-1")
+    await burst
+    await fake.wait_for(lambda: answers() >= MESSAGES, 240)
+    elapsed = time.monotonic() - began
+    await asyncio.sleep(1.0)  # anything answered twice would show now
+    print({"messages": MESSAGES, "chats": CHATS, "killed_after_answers": killed_at, "seconds": round(elapsed, 1)})
+
+    bad = []
+    for chat in chats:
+        texts = [
+            m["text"]
+            for (c, _), m in sorted(fake.messages.items())
+            if c == chat and m.get("text", "").startswith("echo: ")
+        ]
+        if texts != [f"echo: c{chat}-m{n}" for n in range(per_chat)]:
+            bad.append((chat, texts))
+    assert not bad, f"{len(bad)} chats not answered once each, in order: {bad[:3]}"
+    db = await asyncpg.connect(cluster.env["PG_URL"])
+    try:
+        rows = await db.fetch("SELECT event_key, status FROM inbox")
+    finally:
+        await db.close()
+    keys = Counter(r["event_key"] for r in rows)
+    assert len(keys) == MESSAGES and max(keys.values()) == 1, "every message stored once"
+    assert {r["status"] for r in rows} == {"done"}, "and handled"
