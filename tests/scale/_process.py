@@ -54,9 +54,13 @@ class ScaleModel(Model):
 @tool(risk="medium", confirm=True)
 async def delete_cache(path: str) -> str:
     """Delete the build cache (each run is a line in COUNT_FILE)."""
-    with COUNT_FILE.open("a") as f:
-        f.write(f"{os.getpid()} {path}\n")
+    await asyncio.to_thread(_count, f"{os.getpid()} {path}\n")
     return f"deleted {path}"
+
+
+def _count(line: str) -> None:
+    with COUNT_FILE.open("a") as f:
+        f.write(line)
 
 
 async def main() -> None:

@@ -94,9 +94,10 @@ async def test_a_burst_survives_a_killed_worker(cluster: Cluster, fake: FakeTele
         ]
         for chat in chats
     }
-    answers = lambda: sum(
-        1 for (chat, _), m in fake.messages.items() if chat >= 10_000 and m.get("text", "").startswith("echo: ")
-    )
+
+    def answers() -> int:
+        return sum(1 for (chat, _), m in fake.messages.items() if chat >= 10_000 and m["text"].startswith("echo: "))
+
     lanes = asyncio.Semaphore(100)
 
     async def lane(chat: int) -> None:
