@@ -45,10 +45,10 @@ class Cluster:
     def webhook(self) -> str:
         return f"http://127.0.0.1:{self.port}/telegram/webhook"
 
-    async def start(self, name: str, role: str) -> asyncio.subprocess.Process:
+    async def start(self, name: str, role: str, **env: str) -> asyncio.subprocess.Process:
         log = (self.tmp / f"{name}.log").open("a")
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(SCRIPT), stdout=PIPE, stderr=log, cwd=self.tmp, env={**self.env, "ROLE": role}
+            sys.executable, str(SCRIPT), stdout=PIPE, stderr=log, cwd=self.tmp, env={**self.env, "ROLE": role, **env}
         )
         log.close()
         assert proc.stdout is not None
@@ -104,3 +104,10 @@ class Cluster:
 
     def log(self, name: str) -> str:
         return (self.tmp / f"{name}.log").read_text()
+
+    async def health(self, port: int) -> dict[str, Any]:
+        if self.http is None:
+            self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+        async with self.http.get(f"http://127.0.0.1:{port}/healthz") as response:
+            body: dict[str, Any] = await response.json()
+            return body

@@ -16,6 +16,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from tests.channels.test_intake_crash import free_port
 from tests.fakes.servers import PostgresServer, RedisServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.scale.harness import Cluster
@@ -135,3 +136,25 @@ async def test_a_burst_survives_a_killed_worker(cluster: Cluster, fake: FakeTele
     keys = Counter(r["event_key"] for r in rows)
     assert len(keys) == MESSAGES and max(keys.values()) == 1, "every message stored once"
     assert {r["status"] for r in rows} == {"done"}, "and handled"
+
+
+async def test_one_gateway_polls_telegram_and_another_takes_over_when_it_dies(
+    cluster: Cluster, fake: FakeTelegram
+) -> None:
+    """getUpdates serves one poller per bot: gateways elect it by lease; the survivor polls after a SIGKILL."""
+    ports = {"gateway-a": cluster.port, "gateway-b": free_port()}
+    polling = {"TELEGRAM_MODE": "polling"}
+    await cluster.start("gateway-a", "gateway", **polling, HTTP_PORT=str(ports["gateway-a"]))
+    await cluster.start("gateway-b", "gateway", **polling, HTTP_PORT=str(ports["gateway-b"]))
+    await cluster.start("worker", "worker")
+    states = {name: (await cluster.health(port))["channels"]["telegram"] for name, port in ports.items()}
+    assert sorted(states.values()) == ["standby (another gateway process receives)", "up"], states
+    fake.push(fake.message("before", chat_id=21, user_id=21))
+    await fake.wait_for(lambda: "echo: before" in fake.sent_texts(21), 20)
+    poller = next(name for name, state in states.items() if state == "up")
+    standby = next(name for name in ports if name != poller)
+    await cluster.kill(poller)
+    fake.push(fake.message("after", chat_id=21, user_id=21))
+    await fake.wait_for(lambda: "echo: after" in fake.sent_texts(21), 20)
+    assert (await cluster.health(ports[standby]))["channels"]["telegram"] == "up"
+    assert fake.sent_texts(21).count("echo: before") == 1 and fake.sent_texts(21).count("echo: after") == 1

@@ -1,0 +1,150 @@
+"""The partition consumer on a real redis-server, leases on fakeredis.
+
+(fakeredis answers blocking stream reads by blocking the event loop, so consumers sharing one fake server
+in one process deadlock; the real server costs a few milliseconds to start.)"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import fakeredis
+import pytest
+import redis.asyncio as aioredis
+
+from bot.events import ChatKey, InboundEvent, InboundMessage, Sender
+from bot.scale.consumer import PartitionConsumer
+from bot.scale.leases import Leases
+from bot.scale.streams import QUEUED, RedisBus, partition_lease, partition_of
+from tests.fakes.servers import RedisServer
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def message(chat: str, n: int) -> InboundMessage:
+    return InboundMessage(
+        id=f"{chat}-{n}", chat=ChatKey(channel="console", chat_id=chat), sender=Sender(id="u", name="u"), text=f"m{n}"
+    )
+
+
+class Recorder:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.seen: list[tuple[str, str]] = []
+        self.taken: list[set[int]] = []
+
+    async def handle(self, event: InboundEvent) -> None:
+        await asyncio.sleep(0.001)
+        self.seen.append((event.chat.chat_id, event.text))  # type: ignore[union-attr]
+
+    async def take(self, partitions: set[int]) -> None:
+        self.taken.append(set(partitions))
+
+
+async def until(predicate: Callable[[], bool], timeout: float) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():  # noqa: ASYNC110 - state changed by other tasks of this loop
+            await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def redis_url(redis: RedisServer) -> str:
+    redis.flush()
+    return redis.url()
+
+
+def client(url: str) -> Any:
+    return aioredis.Redis.from_url(url)
+
+
+def consumer(redis: Any, recorder: Recorder, **options: Any) -> PartitionConsumer:
+    return PartitionConsumer(
+        redis,
+        name=recorder.name,
+        partitions=8,
+        lease_ms=600,
+        handler=recorder.handle,
+        on_acquire=recorder.take,
+        **options,
+    )
+
+
+def test_partition_of_is_stable_across_processes() -> None:
+    # zlib.crc32, not hash(): the same chat lands in the same partition in every process (str hashes are salted).
+    code = "from bot.scale.streams import partition_of; print([partition_of(f'telegram:{n}', 64) for n in range(50)])"
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert runs == {str([partition_of(f"telegram:{n}", 64) for n in range(50)]) + "\n"}
+    assert len(set(eval(runs.pop()))) > 30, "and chats spread over the partitions"
+
+
+async def test_leases_are_held_by_one_owner() -> None:
+    redis = fakeredis.FakeAsyncRedis()
+    a, b = Leases(redis, "a", 300), Leases(redis, "b", 300)
+    assert await a.acquire("k") and not await b.acquire("k")
+    assert await b.renew(["k"]) == [False] and not await b.release("k"), "b can neither extend nor drop a's lease"
+    await asyncio.sleep(0.4)
+    assert await b.acquire("k"), "a lease not renewed lapses"
+    assert not await a.release("k"), "a's late release does not drop b's"
+
+
+async def test_two_workers_share_the_partitions_and_keep_each_chat_in_order(redis_url: str) -> None:
+    redis = client(redis_url)
+    bus = RedisBus(redis, partitions=8, maxlen=10_000)
+    one, two = Recorder("one"), Recorder("two")
+    first = consumer(client(redis_url), one)
+    await first.start()
+    assert first.owned == set(range(8)), "alone, a worker holds every partition"
+    second = consumer(client(redis_url), two)
+    await second.start()
+    for n in range(20):
+        for chat in ("a", "b", "c", "d", "e", "f"):
+            await bus.publish(message(chat, n))
+    await until(lambda: len(one.seen) + len(two.seen) >= 120, 20)
+    await until(lambda: len(first.owned) + len(second.owned) == 8 and bool(first.owned and second.owned), 10)
+    assert not first.owned & second.owned, "a partition has one owner"
+    for chat in ("a", "b", "c", "d", "e", "f"):
+        texts = [t for c, t in one.seen + two.seen if c == chat]
+        assert sorted(texts, key=lambda t: int(t[1:])) == [f"m{n}" for n in range(20)], "each message once"
+        for recorder in (one, two):
+            mine = [int(t[1:]) for c, t in recorder.seen if c == chat]
+            assert mine == sorted(mine), "in order"
+    assert not await redis.hgetall(QUEUED), "every handled event left the chat's count"
+    await first.stop(2)
+    await second.stop(2)
+    assert not await redis.exists(*[partition_lease(p) for p in range(8)]), "stopping releases the leases"
+
+
+async def test_a_dead_workers_entries_are_claimed_by_the_next_owner(redis_url: str) -> None:
+    redis = client(redis_url)
+    bus = RedisBus(redis, partitions=8, maxlen=10_000)
+    release = asyncio.Event()
+    stuck = Recorder("stuck")
+
+    async def never(event: InboundEvent) -> None:
+        await release.wait()
+
+    dead = PartitionConsumer(client(redis_url), name="dead", partitions=8, lease_ms=600, handler=never)
+    await dead.start()
+    for n in range(5):
+        await bus.publish(message("z", n))
+    await until(lambda: dead.active_chats > 0, 5)
+    for task in dead._tasks:  # it "dies": no reads, no renewals, no acknowledgements
+        task.cancel()
+    alive = Recorder("alive")
+    heir = consumer(client(redis_url), alive)
+    await heir.start()
+    await until(lambda: len(alive.seen) >= 5, 10)
+    assert alive.seen == [("z", f"m{n}") for n in range(5)], "claimed in order after the lease lapsed"
+    assert alive.taken and partition_of("console:z", 8) in set().union(*alive.taken)
+    assert stuck.seen == []
+    release.set()
+    await heir.stop(2)
