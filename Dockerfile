@@ -17,7 +17,7 @@ WORKDIR /app
 COPY pyproject.toml ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml','rb'))['project']['dependencies']))" \
         > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt asyncpg \
+    && pip install -r /tmp/requirements.txt asyncpg redis \
     && useradd --create-home --uid 10001 bot && mkdir -p /data && chown bot:bot /data
 COPY README.md ./
 COPY bot ./bot

@@ -34,7 +34,7 @@ def _imported_modules() -> set[str]:
 def test_every_import_is_declared_and_every_declaration_is_used() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     declared = {_name(r) for r in project["dependencies"]}
-    optional = {_name(r) for group in ("postgres", "otel") for r in project["optional-dependencies"][group]}
+    optional = {_name(r) for group in ("postgres", "otel", "scale") for r in project["optional-dependencies"][group]}
     distributions = {k: [d.lower().replace("_", "-") for d in v] for k, v in packages_distributions().items()}
     imported: set[str] = set()
     undeclared = []

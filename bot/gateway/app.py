@@ -214,7 +214,6 @@ class Gateway:
         self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.http: HttpServer | None = None
         self.recovery: RecoveryReport | None = None
-        self.recovery_inbox = 0
         self._started = False
 
     async def settled(self) -> None:

@@ -12,18 +12,42 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
+from bot.config.settings import ConfigError, Settings
+from bot.delivery import Delivery
+from bot.gateway.intake import DurableInbox
+from bot.gateway.starter import ChannelStarter
+from bot.gateway.supervisor import Supervisor
+from bot.interrupts.service import InterruptService
+from bot.runs.manager import RunManager
+from bot.runs.recovery import recover
+from bot.runs.scheduled import ScheduledMessages
 from bot.scale.connections import ExclusiveConnections
 from bot.scale.consumer import PartitionConsumer, owner_of
 from bot.scale.leases import Leases, process_name
 from bot.scale.relay import OutboundRelay, RemoteChannel
 from bot.scale.streams import PREFIX, RedisBus
 from bot.store.ops import utcnow
+from bot.store.runs import RunStore
+from bot.store.sql import SqlStore
 from channels.base import Exclusive
 
-if TYPE_CHECKING:
-    from bot.gateway.app import Gateway
+
+class ScaleHost(Protocol):
+    """What the scaled-out parts use of the gateway they run in (the composition root builds them)."""
+
+    settings: Settings
+    store: SqlStore
+    runs: RunStore
+    manager: RunManager
+    interrupts: InterruptService
+    scheduled: ScheduledMessages
+    supervisor: Supervisor
+    inbox: DurableInbox
+    delivery: Delivery
+    starter: ChannelStarter
+
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +59,12 @@ SWEEP_LEASE = PREFIX + "lease:sweep"
 def connect_redis(url: str) -> Any:
     """A client whose pool waits for a free connection (up to 20 s) instead of failing when all are busy: a
     worker holds one per message waiting for its gateway's answer, a gateway one per event being published."""
-    import redis.asyncio as aioredis
-
+    try:
+        import redis.asyncio as aioredis
+    except ImportError:
+        raise ConfigError(
+            "bus.url is set but the Redis client is not installed: pip install 'supervisor-bot[scale]'"
+        ) from None
     pool = aioredis.BlockingConnectionPool.from_url(
         url, max_connections=512, timeout=20, socket_connect_timeout=5, health_check_interval=30
     )
@@ -46,7 +74,7 @@ def connect_redis(url: str) -> Any:
 class ScaleOut:
     """Starts and stops the scaled-out parts of ``gateway`` for its role."""
 
-    def __init__(self, gateway: Gateway, role: Role, redis: Any) -> None:
+    def __init__(self, gateway: ScaleHost, role: Role, redis: Any) -> None:
         self.gateway = gateway
         self.role = role
         self.redis = redis
@@ -57,6 +85,8 @@ class ScaleOut:
         self.relay: OutboundRelay | None = None
         self.exclusive: ExclusiveConnections | None = None
         self._sweep: asyncio.Task[None] | None = None
+        self.recovered_inbox = 0
+        """Events stored and not handled, published again when this gateway started."""
         self.sweep_s = bus.sweep_s
         self.lease_ms = bus.lease_ms
 
@@ -95,7 +125,7 @@ class ScaleOut:
 
     async def start_receiving(self, channels: Sequence[Any]) -> None:
         g = self.gateway
-        g.recovery_inbox = await g.inbox.recover()
+        self.recovered_inbox = await g.inbox.recover()
         self.relay = OutboundRelay(
             self.redis,
             g.delivery,
@@ -116,8 +146,6 @@ class ScaleOut:
 
     async def _take(self, partitions: set[int]) -> None:
         """A partition's chats are ours now: forget what we cached of them, then finish what its last owner left."""
-        from bot.runs.recovery import recover
-
         g = self.gateway
         owns = owner_of(self.partitions, partitions)
         g.store.forget_chats(owns)
@@ -180,7 +208,7 @@ class ScaleOut:
         return info
 
 
-def make_bus(settings: Any, redis: Any) -> RedisBus:
+def make_bus(settings: Settings, redis: Any) -> RedisBus:
     return RedisBus(
         redis,
         partitions=settings.bus.partitions,

@@ -20,7 +20,7 @@ from dataclasses import replace
 from datetime import datetime
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from agents.messages import Message
 from bot.store.base import StoreError
@@ -49,10 +49,7 @@ from bot.store.ops import (
 from bot.store.retention import Retention, RetentionRule
 from bot.store.writer import GroupCommit
 
-if TYPE_CHECKING:
-    from bot.config.settings import StoreSection
-
-__all__ = ["SqlStore", "async_url", "open_store", "store_from_settings"]
+__all__ = ["SqlStore", "async_url"]
 
 log = logging.getLogger(__name__)
 
@@ -481,36 +478,3 @@ def add_rows(state: ChatState, rows: Sequence[tuple[Any, ...]], messages: Sequen
     """
     for row_id, message in zip(sorted(r[0] for r in rows), messages, strict=True):
         state.add(row_id, message)
-
-
-def open_store(url: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 5000, **options: Any) -> SqlStore:
-    """The store for a database URL (``sqlite:///path`` or ``postgresql://...``)."""
-    return SqlStore(url, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, **options)
-
-
-def store_from_settings(
-    section: StoreSection,
-    *,
-    exclusive: bool = False,
-    secrets: Iterable[str] = (),
-    read_only: bool = False,
-    shared: bool = False,
-) -> SqlStore:
-    """The store configured by the ``store:`` section (every key, retention and caches included).
-
-    ``exclusive``: the gateway's store (one process per SQLite file); read-only tools leave it False.
-    """
-    return SqlStore(
-        section.database_url(),
-        synchronous=section.synchronous,
-        busy_timeout_ms=section.busy_timeout_ms,
-        history_limit=section.history_limit,
-        processed_ids_limit=section.processed_ids_limit,
-        cache_chats=section.cache_chats,
-        max_batch=section.max_batch,
-        retention_interval_s=section.retention_interval_s,
-        exclusive=exclusive,
-        secrets=secrets,
-        read_only=read_only,
-        shared=shared,
-    )

@@ -96,14 +96,12 @@ _KEEP = 5000
 class TelegramChannel:
     """Telegram through the Bot API (aiogram 3): private chats, groups, forum topics, inline-button approvals.
 
-    Inbound: long polling (the webhook is deleted first; unconfirmed updates are
-    kept by Telegram while the bot is down) or a webhook on the shared HTTP server.
-    Every update becomes one event whose id is the ``update_id``, the gateway's
-    de-duplication key.  "Accepted" means committed: the polling offset moves past
-    a batch only after the inbox stored it, and a webhook request is answered 200
-    only then (503 while starting or stopping, so Telegram sends it again).
-    Outbound: the markdown subset as Telegram HTML, split at 4,096 characters,
-    buttons as an inline keyboard, prompts edited in place.
+    Inbound: long polling (the webhook is deleted first; unconfirmed updates are kept by Telegram while the
+    bot is down) or a webhook on the shared HTTP server.  Every update becomes one event whose id is the
+    ``update_id``, the gateway's de-duplication key.  "Accepted" means committed: the polling offset moves
+    past a batch only after the inbox stored it, and a webhook request is answered 200 only then (503 while
+    starting or stopping, so Telegram sends it again).  Outbound: the markdown subset as Telegram HTML, split
+    at 4,096 characters, buttons as an inline keyboard, prompts edited in place.
     """
 
     name = "telegram"
@@ -112,7 +110,6 @@ class TelegramChannel:
 
     def __init__(self, cfg: TelegramSettings) -> None:
         self.cfg = cfg
-        """Set by the gateway: a refusal for a press (shown as a toast) or None to accept it."""
         server = TelegramAPIServer.from_base(cfg.api_base) if cfg.api_base else PRODUCTION
         try:
             self.bot = Bot(cfg.token, session=AiohttpSession(api=server))
@@ -133,8 +130,7 @@ class TelegramChannel:
         return self.cfg.mode == "webhook"
 
     @property
-    def exclusive_key(self) -> str | None:
-        """getUpdates answers one poller per bot (a second gets 409 Conflict): polling is exclusive."""
+    def exclusive_key(self) -> str | None:  # getUpdates serves one poller per bot (a second gets 409 Conflict)
         return f"telegram:{self.cfg.token.split(':', 1)[0]}" if self.cfg.mode == "polling" else None
 
     def mount(self, http: Any) -> None:
