@@ -1,0 +1,205 @@
+"""Scale-out benchmark: one gateway and 1, 2 and 4 workers on real PostgreSQL and Redis (subprocesses).
+
+For each worker count: a closed loop of ``--chats`` chats, each sending its next message through the
+Telegram webhook as soon as its answer arrived, for ``--seconds``: messages per second, and latency
+from the webhook request to the answer reaching the (fake) Telegram API, p50 / p99.  Then:
+
+- ``redis_hop_us``: what the Redis bus adds per message over the in-process bus (publish, read by a
+  partition consumer, acknowledge; a no-op handler), in one process;
+- ``partition_move_s``: after SIGKILL of one of two workers, the time until the survivor holds every
+  partition (the lease time, ``--lease-ms``, plus a renewal period at most).
+
+On a 2-core machine expect the mechanism, not linear gains: the gateway, the workers, PostgreSQL,
+Redis and the fake platform share the cores.  Prints ONE JSON line.
+
+    python bench/scaleout.py [--chats 100] [--seconds 10] [--workers 1,2,4] [--lease-ms 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
+
+import redis.asyncio as aioredis
+
+from bot.bus import InMemoryBus
+from bot.events import ChatKey, InboundEvent, InboundMessage, Sender
+from bot.gateway.scaled import connect_redis
+from bot.scale.consumer import PartitionConsumer
+from bot.scale.streams import RedisBus, partition_lease
+from tests.fakes.servers import postgres_server, redis_server
+from tests.fakes.telegram_server import FakeTelegram
+from tests.scale.harness import Cluster
+
+
+class TimedTelegram(FakeTelegram):
+    """The fake Bot API, noting when each answer arrived."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.arrived: dict[str, float] = {}
+
+    async def _api_sendMessage(self, params: dict[str, Any]) -> Any:
+        self.arrived[str(params.get("text", ""))] = time.monotonic()
+        return await super()._api_sendMessage(params)
+
+
+async def closed_loop(cluster: Cluster, fake: TimedTelegram, chats: int, seconds: float) -> dict[str, Any]:
+    latencies: list[float] = []
+    done = 0
+    stop = time.monotonic() + seconds
+
+    async def chat(n: int) -> None:
+        nonlocal done
+        chat_id, i = 50_000 + n, 0
+        while time.monotonic() < stop:
+            text = f"b{chat_id}-{i}"
+            began = time.monotonic()
+            await cluster.deliver(
+                {"update_id": chat_id * 100_000 + i, **fake.message(text, chat_id=chat_id, user_id=chat_id)}
+            )
+            answer = "echo: " + text
+            async with asyncio.timeout(60):
+                while answer not in fake.arrived:  # noqa: ASYNC110 - filled by the fake server's handler
+                    await asyncio.sleep(0.002)
+            latencies.append((fake.arrived[answer] - began) * 1000)
+            done += 1
+            i += 1
+
+    began = time.monotonic()
+    await asyncio.gather(*(chat(n) for n in range(chats)))
+    elapsed = time.monotonic() - began
+    latencies.sort()
+    return {
+        "msgs_per_s": round(done / elapsed, 1),
+        "p50_ms": round(statistics.median(latencies), 1),
+        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 1),
+        "messages": done,
+    }
+
+
+async def redis_hop(url: str, n: int = 5000) -> float:
+    """Microseconds per message the Redis bus adds over the in-process one."""
+
+    def event(i: int) -> InboundMessage:
+        return InboundMessage(
+            id=str(i), chat=ChatKey(channel="console", chat_id=str(i % 50)), sender=Sender(id="u", name="u"), text="x"
+        )
+
+    events = [event(i) for i in range(n)]
+    handled = 0
+
+    async def handler(_event: InboundEvent) -> None:
+        nonlocal handled
+        handled += 1
+
+    local = InMemoryBus(max_concurrent=64, max_pending=n)
+    local.subscribe(handler)
+    began = time.monotonic()
+    for e in events:
+        await local.publish(e)
+    await local.join()
+    in_memory = (time.monotonic() - began) / n
+
+    redis = connect_redis(url)
+    await redis.flushall()
+    consumer = PartitionConsumer(redis, name="bench", partitions=8, lease_ms=5000, handler=handler)
+    await consumer.start()
+    bus = RedisBus(redis, partitions=8, maxlen=100_000)
+    handled = 0
+    began = time.monotonic()
+    for e in events:  # as the gateway does: one publish per request it acknowledges
+        await bus.publish(e)
+    async with asyncio.timeout(120):
+        while handled < n:  # noqa: ASYNC110 - counted by the consumer's handler
+            await asyncio.sleep(0.005)
+    over_redis = (time.monotonic() - began) / n
+    await consumer.stop(5)
+    await redis.aclose()
+    return round((over_redis - in_memory) * 1e6, 1)
+
+
+async def partition_move(cluster: Cluster, url: str, partitions: int) -> float:
+    await cluster.start("w-a", "worker")
+    await cluster.start("w-b", "worker")
+    redis = aioredis.Redis.from_url(url)
+    keys = [partition_lease(p) for p in range(partitions)]
+
+    async def holders() -> set[bytes]:
+        return {h for h in await redis.mget(keys) if h}
+
+    async with asyncio.timeout(60):
+        while len(await holders()) < 2 or None in await redis.mget(keys):  # noqa: ASYNC110 - set by the workers
+            await asyncio.sleep(0.05)
+    victim = cluster.procs["w-a"].pid
+    killed = time.monotonic()
+    await cluster.kill("w-a")
+    async with asyncio.timeout(60):
+        while True:
+            owners = await redis.mget(keys)
+            if all(o and f"-{victim}-".encode() not in o for o in owners):
+                break
+            await asyncio.sleep(0.01)
+    moved = time.monotonic() - killed
+    await redis.aclose()
+    return round(moved, 2)
+
+
+async def main(args: argparse.Namespace) -> None:
+    pg_servers, redis_servers = postgres_server(), redis_server()
+    pg, rd = next(pg_servers), next(redis_servers)
+    results: dict[str, Any] = {"cores": os.cpu_count(), "chats": args.chats, "seconds": args.seconds}
+    env = {"PARTITIONS": str(args.partitions), "LEASE_MS": str(args.lease_ms)}
+    try:
+        for workers in [int(w) for w in args.workers.split(",")]:
+            rd.flush()
+            fake = TimedTelegram()
+            await fake.start()
+            tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-scaleout-{os.getpid()}-{workers}"
+            tmp.mkdir(parents=True, exist_ok=True)
+            cluster = Cluster(tmp, fake, pg.url(pg.create_database()), rd.url(), **env)
+            try:
+                await cluster.start("gateway", "gateway")
+                await asyncio.gather(*(cluster.start(f"worker-{n}", "worker") for n in range(workers)))
+                await asyncio.sleep(args.lease_ms / 1000)  # let the partitions settle
+                results[f"workers_{workers}"] = await closed_loop(cluster, fake, args.chats, args.seconds)
+            finally:
+                await cluster.stop_all()
+                await fake.stop()
+        rd.flush()
+        results["redis_hop_us"] = await redis_hop(rd.url())
+        rd.flush()
+        fake = TimedTelegram()
+        await fake.start()
+        tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-scaleout-{os.getpid()}-move"
+        tmp.mkdir(parents=True, exist_ok=True)
+        cluster = Cluster(tmp, fake, pg.url(pg.create_database()), rd.url(), **env)
+        try:
+            results["partition_move_s"] = await partition_move(cluster, rd.url(), args.partitions)
+            results["lease_ms"] = args.lease_ms
+        finally:
+            await cluster.stop_all()
+            await fake.stop()
+    finally:
+        for servers in (pg_servers, redis_servers):
+            servers.close()
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chats", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--partitions", type=int, default=64)
+    parser.add_argument("--lease-ms", type=int, default=2000)
+    asyncio.run(main(parser.parse_args()))
