@@ -164,7 +164,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             env={},
             user_config=Path(tmp) / "no-user.yaml",
             overrides={
-                "store": {"data_dir": str(Path(tmp) / "data"), "synchronous": args.synchronous},
+                "store": {
+                    "data_dir": str(Path(tmp) / "data"),
+                    "synchronous": args.synchronous,
+                    "cache_chats": args.cache_chats,
+                },
                 "agents": {"dirs": []},
                 "http": {"enabled": False},
                 "log": {"level": "WARNING"},
@@ -217,6 +221,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--strategy", default="hybrid", choices=["rule", "llm", "hybrid"], help="routing strategy")
     parser.add_argument("--no-tracing", action="store_true", help="Measure without trace events.")
     parser.add_argument("--synchronous", default="FULL", choices=["OFF", "NORMAL", "FULL", "EXTRA"])
+    parser.add_argument(
+        "--cache-chats", type=int, default=1000, help="store.cache_chats (1: measure without the per-chat cache)"
+    )
     args = parser.parse_args(argv)
     print(json.dumps(asyncio.run(run(args))))
 

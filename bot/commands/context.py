@@ -12,8 +12,8 @@ from bot.events import ChatKey, OutboundMessage
 from bot.interrupts.service import InterruptService
 from bot.routing.policy import RoutePolicy
 from bot.runs.scheduled import ScheduledMessages
+from bot.store.base import Store
 from bot.store.runs import RunStore
-from bot.store.sql import SqlStore
 from bot.tracing.recorder import Tracing
 
 
@@ -22,7 +22,7 @@ class CommandContext:
     settings: Settings
     commands: CommandRegistry
     """For ``/help``."""
-    store: SqlStore
+    store: Store
     runs: RunStore
     interrupts: InterruptService
     routes: RoutePolicy

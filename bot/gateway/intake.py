@@ -40,8 +40,7 @@ from bot.bus import Bus, BusClosed, BusUnavailable
 from bot.config.settings import ChannelSection, ChannelsSection, LimitsSection
 from bot.events import Action, InboundEvent, InboundMessage, OutboundMessage, event_key
 from bot.inbox import InboxClosed, NotStored, Receipt
-from bot.store.base import StoreError
-from bot.store.sql import SqlStore
+from bot.store.base import EventLog, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +105,7 @@ class DurableInbox:
 
     def __init__(
         self,
-        store: SqlStore,
+        store: EventLog,
         bus: Bus,
         *,
         channels: ChannelsSection,

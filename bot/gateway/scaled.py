@@ -149,7 +149,6 @@ class ScaleOut:
         g = self.gateway
         owns = owner_of(self.partitions, partitions)
         g.store.forget_chats(owns)
-        g.runs.forget_chats(owns)
         report = await recover(g.runs, g.manager, g.interrupts, owns)
         report.late_scheduled = await g.scheduled.adopt(owns)
         if report.resent or report.resumed or report.rerun or report.reported or report.expired:
@@ -161,7 +160,6 @@ class ScaleOut:
         await self.gateway.store.flush()
         owns = owner_of(self.partitions, partitions)
         self.gateway.store.forget_chats(owns)
-        self.gateway.runs.forget_chats(owns)
 
     async def _sweep_loop(self) -> None:
         """Republish inbox rows committed long ago and never handled (Redis lost them); one gateway at a time."""

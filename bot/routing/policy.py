@@ -13,7 +13,7 @@ from bot.config.settings import RoutingSection, Settings
 from bot.events import ChatKey
 from bot.routing import RouteDecision, Router, parse_target
 from bot.runs.catalog import AgentCatalog
-from bot.store.sql import SqlStore
+from bot.store.base import SettingsReader
 
 GLOBAL = "*"
 """The settings scope of global admin changes."""
@@ -31,7 +31,7 @@ ROUTING_KEYS = (
 
 
 class RoutePolicy:
-    def __init__(self, settings: Settings, store: SqlStore, catalog: AgentCatalog, router: Router) -> None:
+    def __init__(self, settings: Settings, store: SettingsReader, catalog: AgentCatalog, router: Router) -> None:
         self.settings = settings
         self.store = store
         self.catalog = catalog

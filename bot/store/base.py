@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agents.messages import Message
+
+if TYPE_CHECKING:
+    from bot.store.ops import Step
 
 
 class StoreError(RuntimeError):
@@ -51,3 +55,25 @@ class Store(Protocol):
 
     async def set_chat_setting(self, settings_key: str, name: str, value: Any) -> None:
         """Set (or with ``None`` delete) one per-chat setting."""
+
+
+class SettingsReader(Protocol):
+    """Reading chat and global settings on the per-message path (the routing policy's view of the store)."""
+
+    async def settings_view(self, settings_key: str) -> Mapping[str, Any]:
+        """The settings of ``settings_key``, not a copy: read it, do not change it."""
+
+
+class EventLog(Protocol):
+    """The inbox table as the intake uses it: store events before they are acknowledged, find unhandled ones."""
+
+    def receive_step(self, event_key: str, chat_key: str, kind: str, event_json: str) -> Step:
+        """The insert of one inbound event (no row when it was seen before)."""
+
+    async def receive(self, steps: Sequence[Step]) -> list[bool]:
+        """Commit the inserts in one transaction; which of them were new."""
+
+    async def event_status(self, event_key: str) -> str | None: ...
+
+    async def pending_events(self, received_before: datetime | None = None) -> list[tuple[str, str]]:
+        """Events stored and not handled, oldest first: ``(kind, event JSON)``."""

@@ -19,9 +19,10 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from agents.messages import Message
+from bot.store.rows import InterruptRow, RunRow
 
 log = logging.getLogger(__name__)
 
@@ -203,3 +204,45 @@ class CachedMap(Generic[V]):
             apply(value)
         elif key in self._loads:
             self._stale.add(key)
+
+
+@dataclass(slots=True)
+class PendingSlot:
+    """A chat's pending interrupt (None: it has none), as a cache value (None means "not loaded" to a map)."""
+
+    row: InterruptRow | None
+
+
+class ChatStateCache:
+    """Every per-chat cache of the store, in one place, so the per-message path reads no database.
+
+    ``history``: the chat's newest history rows; ``settings``: a settings key's settings; ``pending``: the
+    chat's pending interrupt; ``paused``: runs this process paused, by run id, with the checkpoint as committed
+    (a press resumes without a read).  Each is write-through (committed writes are applied in commit order) and
+    bounded by ``capacity`` chats.  Valid only while this process owns the chats: when a partition moves to or
+    from this worker, :meth:`forget` drops its chats (another process may write them meanwhile).
+
+    What it saves (``bench/gateway.py --cache-chats 1`` vs the default 1,000, 200 chats, two pairs back to
+    back): 1,601-1,665 vs 614-714 msg/s, p50 2.9-3.6 vs 4.8-5.3 ms; 606 reads in a run vs 34,000-39,000 (every
+    message reads history, settings and its pending interrupt without it).
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        history: Callable[[str], Awaitable[ChatState]],
+        settings: Callable[[str], Awaitable[dict[str, Any]]],
+        pending: Callable[[str], Awaitable[PendingSlot]],
+    ) -> None:
+        self.history: CachedMap[ChatState] = CachedMap(capacity, history)
+        self.settings: CachedMap[dict[str, Any]] = CachedMap(capacity, settings)
+        self.pending: CachedMap[PendingSlot] = CachedMap(capacity, pending)
+        self.paused: Lru[tuple[RunRow, str]] = Lru(capacity)
+
+    def forget(self, which: Callable[[str], bool]) -> None:
+        """Drop what is cached of the chats ``which`` selects.  (Settings are not cached at all when processes
+        share the database: their keys span chats of several partitions, and any worker may change them.)"""
+        self.history.drop(which)
+        self.pending.drop(which)
+        self.paused.drop(lambda _run_id, kept: which(kept[0].chat_key))

@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
 from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus
-from bot.store.cache import CachedMap, Lru
+from bot.store.cache import PendingSlot
 from bot.store.ops import MARK_HANDLED, Step, WriteResult, to_json, utcnow
 from bot.store.rows import (
     INTERRUPT_COLUMNS,
@@ -35,11 +35,6 @@ from bot.store.rows import (
 from bot.store.sql import SqlStore, add_rows, insert_messages
 
 __all__ = ["InterruptRow", "OutboxRow", "RunRow", "RunStore", "checkpoint_json"]
-
-
-@dataclass
-class _Pending:
-    row: InterruptRow | None
 
 
 _OPEN = "('running', 'paused')"
@@ -60,14 +55,9 @@ class RunStore:
     def __init__(self, store: SqlStore, *, runs_days: float = 30, audit_days: float = 365) -> None:
         self.store = store
         store.add_retention(_age_rule(runs_days, audit_days))
-        self._pending: CachedMap[_Pending] = CachedMap(store.cache_chats, self._load_pending)
-        self._paused: Lru[tuple[RunRow, str]] = Lru(store.cache_chats)
+        self._pending = store.chats.pending
+        self._paused = store.chats.paused
         """Runs paused by this process: the row and its checkpoint's JSON, as committed (no read to resume)."""
-
-    def forget_chats(self, which: Callable[[str], bool]) -> None:
-        """Drop what is cached for the chats ``which`` selects (their partition moved to or from this worker)."""
-        self._pending.drop(which)
-        self._paused.drop(lambda _run_id, kept: which(kept[0].chat_key))
 
     # -- runs -----------------------------------------------------------------------
 
@@ -170,7 +160,7 @@ class RunStore:
                     returning=True,
                 )
             )
-        history = self.store._history
+        history = self.store.chats.history
 
         def committed(result: WriteResult) -> None:
             if messages:
@@ -422,14 +412,6 @@ class RunStore:
             for at, actor, scope, name, old, new in rows
         ]
 
-    # -- cache loading -------------------------------------------------------------------
-
-    async def _load_pending(self, chat_key: str) -> _Pending:
-        rows = await self.store.read(
-            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE chat_key = ? AND status = 'pending'", (chat_key,)
-        )
-        return _Pending(interrupt_from_row(rows[0]) if rows else None)
-
 
 def _age_rule(runs_days: float, audit_days: float) -> Callable[[], list[Step]]:
     """The retention statements for finished runs (interrupts and ledger first) and the audit log, hourly."""
@@ -461,11 +443,11 @@ def checkpoint_json(checkpoint: dict[str, Any] | str) -> str:
     return to_json(checkpoint)
 
 
-def _set(slot: _Pending, row: InterruptRow) -> None:
+def _set(slot: PendingSlot, row: InterruptRow) -> None:
     slot.row = row
 
 
-def _clear(slot: _Pending, interrupt_id: str) -> None:
+def _clear(slot: PendingSlot, interrupt_id: str) -> None:
     if slot.row is not None and slot.row.id == interrupt_id:
         slot.row = None
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from agents.messages import Message
 from bot.store.base import StoreError
-from bot.store.cache import CachedMap, ChatState
+from bot.store.cache import ChatState, ChatStateCache, PendingSlot
 from bot.store.lock import ProcessLock
 from bot.store.migrate import async_url, migrate_url
 from bot.store.ops import (
@@ -47,9 +47,12 @@ from bot.store.ops import (
     utcnow,
 )
 from bot.store.retention import Retention, RetentionRule
+from bot.store.rows import INTERRUPT_COLUMNS, interrupt_from_row
 from bot.store.writer import GroupCommit
 
 __all__ = ["SqlStore", "async_url"]
+
+SELECT_PENDING_INTERRUPT = f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE chat_key = ? AND status = 'pending'"
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +124,9 @@ class SqlStore:
         self._new_caches()
 
     def _new_caches(self) -> None:
-        self._history: CachedMap[ChatState] = CachedMap(self.cache_chats, self._load_history)
-        self._settings: CachedMap[dict[str, Any]] = CachedMap(self.cache_chats, self._load_settings)
+        self.chats = ChatStateCache(
+            self.cache_chats, history=self._load_history, settings=self._load_settings, pending=self._load_pending
+        )
 
     # -- life cycle ---------------------------------------------------------------
 
@@ -309,7 +313,7 @@ class SqlStore:
     def stats(self) -> dict[str, int]:
         out = self._writer.stats.as_dict() if self._writer is not None else {}
         out["reads"] = self._reader.reads if self._reader is not None else 0
-        out["cached_chats"] = len(self._history.lru)
+        out["cached_chats"] = len(self.chats.history.lru)
         return out
 
     # -- the Store protocol ---------------------------------------------------------
@@ -327,7 +331,7 @@ class SqlStore:
 
         def committed(result: WriteResult) -> None:
             if result.ok and message is not None:
-                self._history.committed(chat_key, lambda state: state.add(result.rows[0][0], message))
+                self.chats.history.committed(chat_key, lambda state: state.add(result.rows[0][0], message))
 
         # ``events``: the row may be new (an event that never passed the intake); retention recounts.
         result = await self.write(steps, on_commit=committed, grows=chat_key if message else None, events=1)
@@ -365,7 +369,7 @@ class SqlStore:
         steps = insert_messages(chat_key, messages, utcnow())
 
         def committed(result: WriteResult) -> None:
-            self._history.committed(chat_key, lambda state: add_rows(state, result.rows, messages))
+            self.chats.history.committed(chat_key, lambda state: add_rows(state, result.rows, messages))
 
         await self.write(steps, on_commit=committed, grows=chat_key)
 
@@ -380,39 +384,39 @@ class SqlStore:
         """The cached state of a chat (loaded on first use)."""
         if self._reader is None:
             raise StoreError("the store is not started")
-        return await self._history.get(chat_key)
+        return await self.chats.history.get(chat_key)
 
     async def clear_history(self, chat_key: str) -> None:
         await self.write(
             [Step(DELETE_HISTORY, (chat_key,))],
-            on_commit=lambda _r: self._history.committed(chat_key, ChatState.clear),
+            on_commit=lambda _r: self.chats.history.committed(chat_key, ChatState.clear),
         )
 
     def forget_chats(self, which: Callable[[str], bool]) -> None:
-        """Drop the cached history of the chats ``which`` selects (their partition moved to or from this
-        worker: the one that held it may have written since)."""
-        self._history.drop(which)
+        """Drop what is cached of the chats ``which`` selects (their partition moved to or from this worker:
+        the one that held it may have written since)."""
+        self.chats.forget(which)
 
     async def chat_settings(self, settings_key: str) -> dict[str, Any]:
         if self._reader is None:
             raise StoreError("the store is not started")
         if self.shared:
             return await self._load_settings(settings_key)
-        return dict(await self._settings.get(settings_key))
+        return dict(await self.chats.settings.get(settings_key))
 
     async def settings_view(self, settings_key: str) -> Mapping[str, Any]:
         """The cached settings themselves, not a copy: for reading on the per-message path.
 
         A hit costs no await and no copy; the mapping changes when a setting commits.
         """
-        cached = self._settings.lru.get(settings_key)
+        cached = self.chats.settings.lru.get(settings_key)
         if cached is not None:
             return cached
         if self._reader is None:
             raise StoreError("the store is not started")
         if self.shared:
             return await self._load_settings(settings_key)
-        return await self._settings.get(settings_key)
+        return await self.chats.settings.get(settings_key)
 
     async def set_chat_setting(self, settings_key: str, name: str, value: Any, *, extra: Sequence[Step] = ()) -> None:
         """Set (``None`` deletes) a setting; ``extra`` steps (an audit row) commit with it."""
@@ -430,7 +434,7 @@ class SqlStore:
             else:
                 settings[name] = cached
 
-        await self.write([step, *extra], on_commit=lambda _r: self._settings.committed(settings_key, apply))
+        await self.write([step, *extra], on_commit=lambda _r: self.chats.settings.committed(settings_key, apply))
 
     # -- the read path ----------------------------------------------------------------
 
@@ -438,6 +442,10 @@ class SqlStore:
         rows = await self.read(SELECT_HISTORY, (chat_key, self.history_limit))
         messages = [(row_id, Message.model_validate_json(data)) for row_id, data in reversed(rows)]
         return ChatState.loaded(messages, self.history_limit)
+
+    async def _load_pending(self, chat_key: str) -> PendingSlot:
+        rows = await self.read(SELECT_PENDING_INTERRUPT, (chat_key,))
+        return PendingSlot(interrupt_from_row(rows[0]) if rows else None)
 
     async def _load_settings(self, settings_key: str) -> dict[str, Any]:
         rows = await self.read(SELECT_SETTINGS, (settings_key,))
