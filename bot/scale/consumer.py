@@ -181,10 +181,14 @@ class PartitionConsumer:
 
     async def _balance_loop(self) -> None:
         period = self.lease_ms / 3000
+        rounds = 0
         while True:
             await asyncio.sleep(period)
+            rounds += 1
             try:
                 await self._balance()
+                if rounds % 10 == 0:
+                    await self._rescue()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -262,6 +266,24 @@ class PartitionConsumer:
                 self._enqueue(partition, entry_id, fields)
             if start in (b"0-0", "0-0") or not entries:
                 return
+
+    async def _rescue(self) -> None:
+        """Entries of our partitions left pending with another consumer for longer than a lease (it lost the
+        lease while it still ran, and read after the hand-over): handled here, once (the inbox guard)."""
+        for partition in sorted(self.readable):
+            stream = inbound_stream(partition)
+            stale = await self.redis.xpending_range(stream, GROUP, "-", "+", 100, idle=self.lease_ms)
+            ids = [e["message_id"] for e in stale if _text(e["consumer"]) != self.name]
+            if not ids or partition not in self.readable:
+                continue
+            claimed = await self.redis.xclaim(stream, GROUP, self.name, self.lease_ms, ids)
+            log.warning(
+                "bus: %d entries of partition %d left with another worker are handled here", len(claimed), partition
+            )
+            for entry_id, fields in claimed:
+                if fields:
+                    self.claimed += 1
+                    self._enqueue(partition, entry_id, fields)
 
     async def _give_up(self, partitions: set[int]) -> None:
         """Stop reading ``partitions``, finish what was read from them, then release their leases."""
@@ -393,6 +415,10 @@ class PartitionConsumer:
                 await pipe.execute()
         except Exception as exc:  # handled already: a later owner's claim finds it and the guard skips it
             log.warning("bus: could not acknowledge %s on partition %d: %s", entry_id, partition, exc)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def owner_of(partitions: int, held: set[int]) -> Callable[[str], bool]:

@@ -19,7 +19,7 @@ import redis.asyncio as aioredis
 from bot.events import ChatKey, InboundEvent, InboundMessage, Sender
 from bot.scale.consumer import PartitionConsumer
 from bot.scale.leases import Leases
-from bot.scale.streams import QUEUED, RedisBus, partition_lease, partition_of
+from bot.scale.streams import GROUP, QUEUED, RedisBus, encode, inbound_stream, partition_lease, partition_of
 from tests.fakes.servers import RedisServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -148,3 +148,22 @@ async def test_a_dead_workers_entries_are_claimed_by_the_next_owner(redis_url: s
     assert stuck.seen == []
     release.set()
     await heir.stop(2)
+
+
+async def test_an_entry_read_by_a_worker_that_lost_its_lease_is_rescued(redis_url: str) -> None:
+    """A worker that stalled past its lease may still read one of the partition's entries after the hand-over;
+    the owner takes it over once it has been pending there longer than a lease."""
+    redis = client(redis_url)
+    alive = Recorder("owner")
+    owner = consumer(client(redis_url), alive)
+    await owner.start()
+    event = message("y", 0)
+    stream = inbound_stream(partition_of("console:y", 8))
+    async with redis.pipeline(transaction=True) as pipe:  # added and read by the "zombie" at once
+        pipe.xadd(stream, encode(event))
+        pipe.xreadgroup(GROUP, "zombie", {stream: ">"}, count=10)
+        await pipe.execute()
+    await until(lambda: alive.seen == [("y", "m0")], 15)
+    assert owner.claimed == 1
+    assert not (await redis.xpending(stream, GROUP))["pending"], "handled and acknowledged"
+    await owner.stop(2)
