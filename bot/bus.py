@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from bot.events import InboundEvent
 
@@ -59,6 +59,75 @@ class BusUnavailable(RuntimeError):
     """The bus could not take the event now (Redis unreachable): the platform must deliver it again."""
 
 
+T = TypeVar("T")
+
+
+class Lanes(Generic[T]):
+    """Work per chat key: each key's items are run one at a time in arrival order, keys concurrently.
+
+    A key's queue and task exist only while it has work, so a million distinct chats leave nothing behind.
+    ``run`` handles one item and should not raise (what it raises is logged: one bad item cannot stop the
+    chat's queue); ``done`` is called after each item, whatever happened.
+    """
+
+    def __init__(self, run: Callable[[str, T], Awaitable[None]], done: Callable[[T], Awaitable[None] | None]) -> None:
+        self._run = run
+        self._done = done
+        self._queues: dict[str, deque[T]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def push(self, key: str, item: T) -> None:
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = deque()
+        queue.append(item)
+        if key not in self._workers:
+            self._idle.clear()
+            self._workers[key] = asyncio.create_task(self._drain(key, queue), name=f"chat:{key}")
+
+    def queued(self, key: str) -> int:
+        queue = self._queues.get(key)
+        return len(queue) if queue is not None else 0
+
+    def __len__(self) -> int:
+        """Keys with queued or running work."""
+        return len(self._queues)
+
+    async def _drain(self, key: str, queue: deque[T]) -> None:
+        try:
+            while queue:
+                item = queue[0]
+                try:
+                    await self._run(key, item)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    # The supervisor reports run errors to the user itself; this is a bug in the
+                    # handler, logged so one bad event cannot stop the chat's queue.
+                    log.exception("unhandled error for chat %s", key)
+                finally:
+                    queue.popleft()
+                    pending = self._done(item)
+                    if pending is not None:
+                        await pending
+        finally:
+            del self._queues[key]
+            del self._workers[key]
+            if not self._workers:
+                self._idle.set()
+
+    async def join(self, timeout: float | None = None) -> None:
+        """Wait until every item pushed so far was run; after ``timeout``, cancel what is left."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            for task in list(self._workers.values()):
+                task.cancel()
+            await asyncio.gather(*self._workers.values(), return_exceptions=True)
+
+
 class InMemoryBus:
     """A single-process :class:`Bus`."""
 
@@ -69,11 +138,8 @@ class InMemoryBus:
         self._side: set[asyncio.Task[None]] = set()
         self._cap = asyncio.Semaphore(max_concurrent)
         self._room = asyncio.Semaphore(max_pending)
-        self._queues: dict[str, deque[InboundEvent]] = {}
-        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._lanes: Lanes[InboundEvent] = Lanes(self._run, self._release)
         self._closed = False
-        self._idle = asyncio.Event()
-        self._idle.set()
 
     def subscribe(self, handler: Handler, *, urgent: Urgent | None = None, on_urgent: Handler | None = None) -> None:
         self._handler = handler
@@ -81,13 +147,12 @@ class InMemoryBus:
         self._on_urgent = on_urgent
 
     async def queued(self, chat_key: str) -> int:
-        queue = self._queues.get(chat_key)
-        return len(queue) if queue is not None else 0
+        return self._lanes.queued(chat_key)
 
     @property
     def active_chats(self) -> int:
         """Chats with queued or running work (for tests and metrics)."""
-        return len(self._queues)
+        return len(self._lanes)
 
     async def publish(self, event: InboundEvent) -> None:
         if self._closed:
@@ -100,48 +165,21 @@ class InMemoryBus:
             task.add_done_callback(self._side.discard)
             return
         await self._room.acquire()
-        key = str(event.chat)
-        queue = self._queues.get(key)
-        if queue is None:
-            queue = self._queues[key] = deque()
-        queue.append(event)
-        if key not in self._workers:
-            self._idle.clear()
-            self._workers[key] = asyncio.create_task(self._drain(key, queue), name=f"chat:{key}")
+        self._lanes.push(str(event.chat), event)
 
-    async def _drain(self, key: str, queue: deque[InboundEvent]) -> None:
+    async def _run(self, _key: str, event: InboundEvent) -> None:
         assert self._handler is not None
-        try:
-            while queue:
-                event = queue[0]
-                try:
-                    async with self._cap:
-                        await self._handler(event)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    # The supervisor reports run errors to the user itself; this is a bug
-                    # in the handler, logged so one bad event cannot stop the chat's queue.
-                    log.exception("unhandled error for chat %s", key)
-                finally:
-                    queue.popleft()
-                    self._room.release()
-        finally:
-            del self._queues[key]
-            del self._workers[key]
-            if not self._workers:
-                self._idle.set()
+        async with self._cap:
+            await self._handler(event)
+
+    def _release(self, _event: InboundEvent) -> None:
+        self._room.release()
 
     async def join(self) -> None:
         """Wait until every queued event was handled."""
-        await self._idle.wait()
+        await self._lanes.join()
 
     async def close(self, timeout: float | None = None) -> None:
         """Stop accepting events and let in-flight work finish (cancelled after ``timeout``)."""
         self._closed = True
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
-        except TimeoutError:
-            for task in list(self._workers.values()):
-                task.cancel()
-            await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        await self._lanes.join(timeout)

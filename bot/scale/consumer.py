@@ -21,12 +21,11 @@ import logging
 import math
 import random
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.bus import Handler, Urgent
+from bot.bus import Handler, Lanes, Urgent
 from bot.events import InboundEvent
 from bot.scale.leases import Leases
 from bot.scale.streams import (
@@ -90,15 +89,12 @@ class PartitionConsumer:
         self.held: set[int] = set()
         """Partitions whose lease this worker holds: ``owned`` and those being taken over or given up."""
         self._cap = asyncio.Semaphore(max_concurrent)
-        self._queues: dict[str, deque[_Entry]] = {}
-        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._lanes: Lanes[_Entry] = Lanes(self._run, self._finished)
         self._side: set[asyncio.Task[None]] = set()
         self._outstanding: dict[int, int] = {}
         """Entries read per partition and not yet acknowledged (a partition is given up at zero)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
-        self._idle = asyncio.Event()
-        self._idle.set()
         self._changed = asyncio.Event()
         self._not_reading = asyncio.Event()
         """Clear while an ``XREADGROUP`` is out: a partition given up is released only after it returned (what
@@ -134,12 +130,7 @@ class PartitionConsumer:
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-        try:  # the leases are still renewed meanwhile: nobody else starts on these chats
-            await asyncio.wait_for(self._idle.wait(), timeout)
-        except TimeoutError:
-            for task in list(self._workers.values()):
-                task.cancel()
-            await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        await self._lanes.join(timeout)  # the leases are still renewed meanwhile: nobody else starts on these chats
         if upkeep is not None:
             upkeep.cancel()
             await asyncio.gather(upkeep, return_exceptions=True)
@@ -158,11 +149,11 @@ class PartitionConsumer:
 
     async def join(self) -> None:
         """Wait until everything read so far was handled."""
-        await self._idle.wait()
+        await self._lanes.join()
 
     @property
     def active_chats(self) -> int:
-        return len(self._queues)
+        return len(self._lanes)
 
     # -- leases -------------------------------------------------------------------------------
 
@@ -350,14 +341,7 @@ class PartitionConsumer:
             self._side.add(task)
             task.add_done_callback(self._side.discard)
             return
-        key = str(event.chat)
-        queue = self._queues.get(key)
-        if queue is None:
-            queue = self._queues[key] = deque()
-        queue.append(entry)
-        if key not in self._workers:
-            self._idle.clear()
-            self._workers[key] = asyncio.create_task(self._drain(key, queue), name=f"chat:{key}")
+        self._lanes.push(str(event.chat), entry)
 
     async def _handle_urgent(self, entry: _Entry) -> None:
         assert self.on_urgent is not None
@@ -368,27 +352,14 @@ class PartitionConsumer:
         finally:
             await self._done(entry)
 
-    async def _drain(self, key: str, queue: deque[_Entry]) -> None:
-        try:
-            while queue:
-                entry = queue[0]
-                try:
-                    if entry.partition in self.owned or self._stopping:
-                        async with self._cap:
-                            await self.handler(entry.event)
-                    # else: the partition moved while this waited; its new owner claims the entry
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("unhandled error for chat %s", key)
-                finally:
-                    queue.popleft()
-                    await self._done(entry, ack=entry.partition in self.owned or self._stopping)
-        finally:
-            del self._queues[key]
-            del self._workers[key]
-            if not self._workers:
-                self._idle.set()
+    async def _run(self, _key: str, entry: _Entry) -> None:
+        if entry.partition in self.owned or self._stopping:
+            async with self._cap:
+                await self.handler(entry.event)
+        # else: the partition moved while this waited; its new owner claims the entry
+
+    async def _finished(self, entry: _Entry) -> None:
+        await self._done(entry, ack=entry.partition in self.owned or self._stopping)
 
     async def _done(self, entry: _Entry, *, ack: bool = True) -> None:
         left = self._outstanding.get(entry.partition, 1) - 1

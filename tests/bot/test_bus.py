@@ -114,7 +114,7 @@ async def test_no_per_chat_state_left_after_many_chats() -> None:
     await asyncio.wait_for(bus.join(), 60)
     assert count == 100_000
     assert bus.active_chats == 0
-    assert not bus._queues and not bus._workers
+    assert not bus._lanes._queues and not bus._lanes._workers
 
 
 async def test_handler_error_does_not_stop_the_chat() -> None:
