@@ -1,9 +1,12 @@
-"""The outbound markdown subset, rendered for each platform and split to its message limit.
+"""The outbound Markdown (what models write), rendered for each platform and split to its message limit.
 
-``OutboundMessage.text`` uses a small subset: ``**bold**``, ``_italic_`` (or ``*italic*``), ```` `code` ````,
-fenced ```` ```lang ```` blocks and ``[label](url)``.  It is parsed once into a few node types and rendered per
-target.  Anything that does not parse as markup (``2*3*4``, ``snake_case_name``, an unclosed ``**``) stays
-literal text, and code is never interpreted.
+Inline: ``**bold**``, ``_italic_`` (or ``*italic*``), ``~~strike~~``, ```` `code` ```` and ``[label](url)``;
+blocks: fenced ```` ```lang ```` code, ``#`` headings, ``*``/``-``/``+`` and ``1.`` list items (nested by
+indentation), ``>`` quotes, pipe tables and ``---`` rules.  It is parsed once into a few node types and
+rendered per target: Telegram HTML (headings bold, bullets, ``<blockquote>``, tables in ``<pre>``), Slack
+mrkdwn (the same, with ``>`` quotes and tables in code blocks), Discord Markdown (passed through as Discord
+renders it), plain text.  Anything that does not parse as markup (``2*3*4``, ``snake_case_name``, an unclosed
+``**``) stays literal text, and code is never interpreted.
 
 Render first, then split: ``split_telegram_html(to_telegram_html(text))``, or
 ``split_markdown(to_discord_markdown(text), 2000)``.  The splitters work on the rendered text so that escaping
@@ -21,16 +24,37 @@ from channels.formatting.plain import plain_text
 from channels.formatting.slack import to_slack_mrkdwn
 from channels.formatting.split import split_markdown, split_telegram_html, utf16_len
 from channels.formatting.telegram import to_telegram_html
-from channels.formatting.tree import Bold, Code, CodeBlock, Italic, Link, Node, Text, parse
+from channels.formatting.tree import (
+    Bold,
+    Code,
+    CodeBlock,
+    Heading,
+    Italic,
+    Item,
+    Link,
+    Node,
+    Quote,
+    Rule,
+    Strike,
+    Table,
+    Text,
+    parse,
+)
 
 __all__ = [
     "OFF_LOOP_CHARS",
     "Bold",
     "Code",
     "CodeBlock",
+    "Heading",
     "Italic",
+    "Item",
     "Link",
     "Node",
+    "Quote",
+    "Rule",
+    "Strike",
+    "Table",
     "Text",
     "parse",
     "plain_text",

@@ -1,13 +1,29 @@
-"""Discord markdown: markup kept, Discord's own syntax in text (mentions, quotes, headings) escaped."""
+"""Discord markdown: the model's markup passed through as Discord renders it (headings, lists, quotes, strike,
+code, links); what would be misread in plain text (mentions, a stray ``#`` or ``>`` at a line start) escaped."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from channels.formatting.plain import plain_nodes
+from channels.formatting.plain import RULE, plain_nodes, table_text
 from channels.formatting.slack import BACKTICK_LOOKALIKE, BACKTICK_RUN, ZWSP
-from channels.formatting.tree import Bold, Code, CodeBlock, Italic, Link, Node, Text, parse
+from channels.formatting.tree import (
+    Bold,
+    Code,
+    CodeBlock,
+    Heading,
+    Italic,
+    Item,
+    Link,
+    Node,
+    Quote,
+    Rule,
+    Strike,
+    Table,
+    Text,
+    parse,
+)
 
 _DISCORD_URL = re.compile(r"https?://[^\s<]+[^<.,:;\"'\]\s]")
 _DISCORD_INLINE = re.compile(r"[\\*_~|`]|<(?=[@#:/]|a:|t:)|@(?=everyone|here)")
@@ -46,11 +62,28 @@ class _DiscordRenderer:
         match node:
             case Text(text=t):
                 self.out.append(_discord_escape(t, at_line_start=self._at_line_start()))
-            case Bold(children=ch) | Italic(children=ch):
-                marker = "**" if isinstance(node, Bold) else "*"
+            case Bold(children=ch) | Italic(children=ch) | Strike(children=ch):
+                marker = "**" if isinstance(node, Bold) else "~~" if isinstance(node, Strike) else "*"
                 self.out.append(marker)
                 self.render(ch)
                 self.out.append(marker)
+            case Heading(level=level, children=ch):
+                # Discord renders #, ## and ###; deeper levels read as bold.
+                self.out.append("#" * level + " " if level <= 3 else "**")
+                self.render(ch)
+                if level > 3:
+                    self.out.append("**")
+            case Item(depth=depth, marker=marker, children=ch):
+                self.out.append("  " * depth + ("- " if marker == "•" else f"{marker} "))
+                self.render(ch)
+            case Quote(children=ch):
+                self.out.append("> ")
+                self.render(ch)
+            case Table(rows=rows):
+                body = BACKTICK_RUN.sub(lambda m: ZWSP.join(m[0]), table_text(rows))
+                self.out.append(f"```\n{body}\n```")
+            case Rule():
+                self.out.append(RULE)
             case Code(text=t):
                 if "`" not in t:
                     self.out.append(f"`{t}`")

@@ -1,12 +1,28 @@
-"""Slack mrkdwn: ``*bold*``, ``_italic_``, `` `code` ``, ``<url|label>``; ``&``, ``<``, ``>`` escaped."""
+"""Slack mrkdwn: ``*bold*``, ``_italic_``, ``~strike~``, `` `code` ``, ``<url|label>``, ``>`` quotes;
+headings bold, list items with bullets, tables as code blocks; ``&``, ``<``, ``>`` escaped in text."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from channels.formatting.plain import plain_nodes
-from channels.formatting.tree import Bold, Code, CodeBlock, Italic, Link, Node, Text, parse
+from channels.formatting.plain import RULE, indent, plain_nodes, table_text
+from channels.formatting.tree import (
+    Bold,
+    Code,
+    CodeBlock,
+    Heading,
+    Italic,
+    Item,
+    Link,
+    Node,
+    Quote,
+    Rule,
+    Strike,
+    Table,
+    Text,
+    parse,
+)
 
 BACKTICK_RUN = re.compile(r"`{3,}")
 _SLACK_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
@@ -30,8 +46,18 @@ def _slack(nodes: Sequence[Node]) -> str:
             case Text(text=t):
                 # A literal ``` would open a code block in Slack.
                 pieces.append(_slack_fence_safe(t.translate(_SLACK_ESCAPES)))
-            case Bold(children=ch):
+            case Bold(children=ch) | Heading(children=ch):
                 pieces.append(f"*{_slack(ch)}*")
+            case Strike(children=ch):
+                pieces.append(f"~{_slack(ch)}~")
+            case Item(depth=depth, marker=marker, children=ch):
+                pieces.append(f"{indent(depth)}{marker} {_slack(ch)}")
+            case Quote(children=ch):
+                pieces.append(f"> {_slack(ch)}")
+            case Table(rows=rows):
+                pieces.append(f"```\n{_slack_fence_safe(table_text(rows).translate(_SLACK_ESCAPES))}\n```")
+            case Rule():
+                pieces.append(RULE)
             case Italic(children=ch):
                 pieces.append(f"_{_slack(ch)}_")
             case Code(text=t):
@@ -45,7 +71,7 @@ def _slack(nodes: Sequence[Node]) -> str:
                 pieces.append(f"```\n{body}\n```" if t else "")
     # Slack only formats at word boundaries; a zero-width space makes one inside "foo*bar*baz" or CJK text.
     for k, node in enumerate(nodes):
-        if isinstance(node, Bold | Italic):
+        if isinstance(node, Bold | Italic | Strike):
             if k > 0 and pieces[k - 1][-1:].isalnum():
                 pieces[k] = ZWSP + pieces[k]
             if k + 1 < len(pieces) and pieces[k + 1][:1].isalnum():

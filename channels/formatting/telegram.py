@@ -5,8 +5,23 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from channels.formatting.plain import plain_nodes
-from channels.formatting.tree import Bold, Code, CodeBlock, Italic, Link, Node, Text, parse
+from channels.formatting.plain import RULE, indent, plain_nodes, table_text
+from channels.formatting.tree import (
+    Bold,
+    Code,
+    CodeBlock,
+    Heading,
+    Italic,
+    Item,
+    Link,
+    Node,
+    Quote,
+    Rule,
+    Strike,
+    Table,
+    Text,
+    parse,
+)
 
 _TELEGRAM_SCHEMES = ("http://", "https://", "tg://")
 
@@ -14,16 +29,37 @@ _TELEGRAM_SCHEMES = ("http://", "https://", "tg://")
 def to_telegram_html(text: str) -> str:
     """Our markdown subset -> Telegram HTML (``parse_mode=HTML``).
 
-    ``<b>``, ``<i>``, ``<code>``, ``<pre>`` (``<pre><code class="language-x">`` for ```` ```x ```` blocks) and
-    ``<a href="...">``; everything else escaped.  Links with schemes Telegram refuses become ``label (url)``.
+    ``<b>``, ``<i>``, ``<s>``, ``<code>``, ``<pre>`` (``<pre><code class="language-x">`` for ```` ```x ````
+    blocks), ``<blockquote>`` and ``<a href="...">``; headings bold, list items with bullets, tables as
+    ``<pre>`` blocks; everything else escaped.  Links with schemes Telegram refuses become ``label (url)``.
     """
     return _telegram(parse(text), in_link=False)
 
 
 def _telegram(nodes: Sequence[Node], *, in_link: bool) -> str:
     out: list[str] = []
-    for node in nodes:
+    quoting = False
+    for k, node in enumerate(nodes):
+        if isinstance(node, Quote) and not quoting:
+            out.append("<blockquote>")
+            quoting = True
         match node:
+            case Strike(children=ch):
+                out.append(f"<s>{_telegram(ch, in_link=in_link)}</s>")
+            case Heading(children=ch):
+                out.append(f"<b>{_telegram(ch, in_link=in_link)}</b>")
+            case Item(depth=depth, marker=marker, children=ch):
+                out.append(f"{indent(depth)}{html.escape(marker)} {_telegram(ch, in_link=in_link)}")
+            case Quote(children=ch):
+                out.append(_telegram(ch, in_link=in_link))
+                following = nodes[k + 2] if k + 2 < len(nodes) else None
+                if not (nodes[k + 1 : k + 2] == [Text("\n")] and isinstance(following, Quote)):
+                    out.append("</blockquote>")
+                    quoting = False
+            case Table(rows=rows):
+                out.append(f"<pre>{html.escape(table_text(rows), quote=False)}</pre>")
+            case Rule():
+                out.append(RULE)
             case Text(text=t):
                 out.append(html.escape(t, quote=False))
             case Bold(children=ch):

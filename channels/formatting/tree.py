@@ -54,7 +54,52 @@ class CodeBlock:
     lang: str = ""
 
 
-Node = Text | Bold | Italic | Code | Link | CodeBlock
+@dataclass(frozen=True, slots=True)
+class Strike:
+    """``~~struck through~~``."""
+
+    children: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """``## A heading`` (one line)."""
+
+    level: int
+    children: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One line of a list: ``* item`` / ``- item`` (``marker`` ``•``) or ``3. item`` (``marker`` ``3.``);
+    ``depth`` 0 at the margin, one more per two spaces of indentation."""
+
+    depth: int
+    marker: str
+    children: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """One line of a ``> quote`` (consecutive lines are consecutive quotes, ``Text("\n")`` between)."""
+
+    children: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A pipe table: its rows of cells (plain text; the separator row dropped)."""
+
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A thematic break (``---``)."""
+
+
+Node = Text | Bold | Italic | Strike | Code | Link | CodeBlock | Heading | Item | Quote | Table | Rule
+BLOCKS = (Heading, Item, Quote, Table, Rule, CodeBlock)
 
 
 # ---------------------------------------------------------------- the parser
@@ -99,7 +144,68 @@ def _dedent(line: str, indent: int) -> str:
     return line[min(indent, stripped) :]
 
 
+_HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
+_ITEM = re.compile(r"([ \t]*)([*+-]|\d{1,9}[.)])[ \t]+(.*)")
+_QUOTE = re.compile(r" {0,3}>[ ]?(.*)")
+_RULE = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*")
+_TABLE_SEPARATOR = re.compile(r"[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*")
+
+
 def _parse_paragraphs(text: str) -> list[Node]:
+    """The lines between code blocks: headings, list items, quotes, tables and rules are blocks of their own
+    (one line each, a table its lines); the other lines are paragraphs, parsed inline."""
+    lines = text.split("\n")
+    nodes: list[Node] = []
+    plain: list[str] = []
+
+    def flush() -> None:
+        if plain:
+            nodes.extend(_parse_lines("\n".join(plain)))
+            plain.clear()
+            nodes.append(Text("\n"))
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        block: Node | None = None
+        if "|" in line and i + 1 < len(lines) and _TABLE_SEPARATOR.fullmatch(lines[i + 1]) and "|" in lines[i + 1]:
+            rows = [_cells(line)]
+            j = i + 2
+            while j < len(lines) and "|" in lines[j] and lines[j].strip():
+                rows.append(_cells(lines[j]))
+                j += 1
+            block, i = Table(tuple(rows)), j - 1
+        elif (heading := _HEADING.fullmatch(line)) is not None:
+            block = Heading(len(heading[1]), tuple(_parse_inline(heading[2])))
+        elif _RULE.fullmatch(line):
+            block = Rule()
+        elif (item := _ITEM.fullmatch(line)) is not None:
+            indent = len(item[1].expandtabs(4))
+            marker = "•" if item[2] in "*+-" else item[2]
+            block = Item(min(indent // 2, 8), marker, tuple(_parse_inline(item[3])))
+        elif (quote := _QUOTE.fullmatch(line)) is not None:
+            block = Quote(tuple(_parse_inline(quote[1])))
+        if block is None:
+            plain.append(line)
+        else:
+            flush()
+            nodes.append(block)
+            nodes.append(Text("\n"))
+        i += 1
+    flush()
+    if nodes and nodes[-1] == Text("\n"):
+        nodes.pop()  # no newline after the last line
+    return nodes
+
+
+def _cells(line: str) -> tuple[str, ...]:
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return tuple(cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", inner))
+
+
+def _parse_lines(text: str) -> list[Node]:
     # Emphasis and code spans never cross a blank line.
     nodes: list[Node] = []
     for k, part in enumerate(_PARAGRAPH_BREAK.split(text)):
@@ -109,7 +215,7 @@ def _parse_paragraphs(text: str) -> list[Node]:
 
 @dataclass(slots=True)
 class _Delim:
-    """A run of ``*`` or ``_`` that may open or close emphasis."""
+    """A run of ``*`` or ``_`` (or exactly ``~~``) that may open or close emphasis (strikethrough)."""
 
     char: str
     count: int
@@ -164,7 +270,7 @@ def _parse_inline(s: str) -> list[Node]:
             items[opener:] = [Link(tuple(_finish(label)) or (Text(url),), url)]
             brackets.clear()  # links do not nest: an outer "[" is now literal
             i = target.end()
-        elif c in "*_":
+        elif c in "*_" or (c == "~" and _run_end(s, i) - i == 2):
             j = _run_end(s, i)
             flush()
             items.append(_delim(s, i, j))
@@ -243,7 +349,7 @@ def _delim(s: str, i: int, j: int) -> _Delim:
 
 def _match_emphasis(items: list[Node | _Delim | _Bracket]) -> None:
     """Pair delimiter runs in place, CommonMark style: each closer takes the nearest opener of its kind."""
-    bottom = {"*": -1, "_": -1}
+    bottom = {"*": -1, "_": -1, "~": -1}
     i = 0
     while i < len(items):
         closer = items[i]
@@ -264,7 +370,10 @@ def _match_emphasis(items: list[Node | _Delim | _Bracket]) -> None:
         assert isinstance(opener, _Delim)
         used = 2 if opener.count >= 2 and closer.count >= 2 else 1
         children = tuple(_finish(items[j + 1 : i]))
-        items[j + 1 : i] = [Bold(children) if used == 2 else Italic(children)]
+        if closer.char == "~":
+            items[j + 1 : i] = [Strike(children)]
+        else:
+            items[j + 1 : i] = [Bold(children) if used == 2 else Italic(children)]
         opener.count -= used
         closer.count -= used
         i = j + 2

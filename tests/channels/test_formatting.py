@@ -26,7 +26,22 @@ from channels.formatting import (
 )
 
 ZWSP = "\u200b"
-TELEGRAM_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre", "tg-spoiler"}
+TELEGRAM_TAGS = {
+    "b",
+    "strong",
+    "i",
+    "em",
+    "u",
+    "ins",
+    "s",
+    "strike",
+    "del",
+    "a",
+    "code",
+    "pre",
+    "tg-spoiler",
+    "blockquote",
+}
 
 
 class TelegramChunk(HTMLParser):
@@ -121,7 +136,7 @@ def test_parse_builds_a_small_tree() -> None:
         "**unclosed bold",
         "_unclosed italic",
         "a * b * c",
-        "* item\n* item",
+        "*not an item\n*not an item",
         "**not\n\nacross paragraphs**",
         "[label](not a url)",
         "[no link]",
@@ -213,10 +228,10 @@ def test_to_slack_mrkdwn(source: str, expected: str) -> None:
         ("**bold** _it_ *it*", "**bold** *it* *it*"),
         ("**bold _both_**", "**bold *both***"),
         ("2*3*4 snake_case_name", r"2\*3\*4 snake\_case\_name"),
-        ("~~strike~~ |spoiler|", r"\~\~strike\~\~ \|spoiler\|"),
+        ("~~strike~~ |spoiler| ~single~", r"~~strike~~ \|spoiler\| \~single\~"),
         (
-            "> not a quote\n# not a heading\n-# not subtext\n- a list",
-            "\\> not a quote\n\\# not a heading\n\\-# not subtext\n- a list",
+            "> a quote\n# a heading\n-# not subtext\n- a list\n#hashtag",
+            "> a quote\n# a heading\n\\-# not subtext\n- a list\n\\#hashtag",
         ),
         ("**x** > y # z", "**x** > y # z"),
         ("hi @everyone and @here", f"hi {ZWSP}@everyone and {ZWSP}@here"),
@@ -436,4 +451,113 @@ def test_invariants_hold_for_random_inputs() -> None:
             md_limit = rng.randint(30, 200)
             check_markdown_chunks(markdown, split_markdown(markdown, md_limit), md_limit)
 
-        assert not set(plain_text(text)) - set(text)
+        # Nothing is added but the marks of lists, quotes, rules and tables.
+        assert not set(plain_text(text)) - set(text) - set("•│─\u00a0-+| ")
+
+
+# ---------------------------------------------------------------- the model's Markdown, block by block
+
+GEMINI_ANSWER = """## Summary
+Here is **what changed** and ~~what did not~~, see [the docs](https://example.com/docs).
+
+### Steps
+1. Install the *package*
+2. Run `bot run`
+   * with `--role worker`
+     * nested twice
+- done 😀
+
+> Note: 中文也可以。
+> A second line.
+
+| Name | Value |
+|------|-------|
+| 中文 | 42 |
+| emoji 👍 | `x/y` |
+
+---
+```python
+print("## not a heading")
+```
+#### Deep heading
+"""
+
+
+def words(text: str) -> list[str]:
+    """The words of a text, in order (link targets left out: Telegram shows only the label)."""
+    return re.findall(r"[A-Za-z]+|[\u4e00-\u9fff]+|\d+", re.sub(r"https?://[^\s)>|]+", "", text))
+
+
+def test_headings_lists_quotes_tables_render_without_raw_markup_on_telegram() -> None:
+    html = to_telegram_html(GEMINI_ANSWER)
+    shown = visible(html)
+    assert "<b>Summary</b>" in html and "<b>Deep heading</b>" in html
+    assert "<s>what did not</s>" in html
+    assert "<blockquote>Note: 中文也可以。\nA second line.</blockquote>" in html
+    assert "\n• done 😀" in shown and "\u00a0\u00a0• with" in shown and "1. Install the package" in shown
+    table = html.split("<pre>")[1].split("</pre>")[0].split("\n")
+    assert table[0] == "Name     | Value", "a table is a monospaced block, aligned (中文 and 👍 count two columns)"
+    assert table[1:] == ["---------+------", "中文     | 42", "emoji 👍 | `x/y`"]
+    assert '## not a heading")' in shown, "code is never interpreted"
+    for raw in ("## Summary", "~~", "|---", "\n* ", "\n> ", "**"):
+        assert raw not in shown, raw
+    assert words(shown) == words(GEMINI_ANSWER.replace("```python", "```")), "every word, in order"
+
+
+def test_headings_lists_quotes_tables_render_as_slack_mrkdwn() -> None:
+    mrkdwn = to_slack_mrkdwn(GEMINI_ANSWER)
+    assert mrkdwn.startswith("*Summary*\n") and "~what did not~" in mrkdwn
+    assert "\n> Note: 中文也可以。\n> A second line.\n" in mrkdwn
+    assert "\n• done 😀" in mrkdwn and "\n```\nName     | Value\n" in mrkdwn
+    for raw in ("## ", "~~", "|---", "**"):
+        assert raw not in mrkdwn.replace('"## not a heading"', ""), raw
+    assert words(html_unescape(mrkdwn)) == words(GEMINI_ANSWER.replace("```python", "```"))
+
+
+def test_discord_gets_the_markdown_it_renders_itself() -> None:
+    markdown = to_discord_markdown(GEMINI_ANSWER)
+    assert markdown.startswith("## Summary\n") and "\n### Steps\n" in markdown and "\n**Deep heading**" in markdown
+    assert "~~what did not~~" in markdown and "\n> Note: 中文也可以。\n> A second line.\n" in markdown
+    assert "\n1. Install the *package*\n" in markdown and "\n    - nested twice\n" in markdown
+    assert "\\#" not in markdown and "\\>" not in markdown and "\\~" not in markdown, "nothing it renders is escaped"
+    assert words(markdown) == words(GEMINI_ANSWER)
+
+
+BLOCK_VOCABULARY = [
+    "alpha", "beta", "中文", "😀", "**bold**", "*it*", "~~gone~~", "`code`", "[link](https://x.com/a)", "2*3",
+    "snake_case", "a&b", "<tag>", "|", "#", ">",
+]  # fmt: skip
+LINE_STARTS = ["", "", "", "# ", "## ", "#### ", "* ", "- ", "  * ", "1. ", "> ", "---"]
+
+
+def random_markdown(rng: random.Random) -> str:
+    lines: list[str] = []
+    for _ in range(rng.randint(1, 25)):
+        if rng.random() < 0.08:
+            columns = rng.randint(1, 3)
+            lines += ["| " + " | ".join(rng.choice(["alpha", "中文", "42"]) for _ in range(columns)) + " |"]
+            lines += ["|" + "---|" * columns]
+            lines += ["| " + " | ".join(rng.choice(["beta", "😀", "7"]) for _ in range(columns)) + " |"]
+            continue
+        body = " ".join(rng.choice(BLOCK_VOCABULARY) for _ in range(rng.randint(0, 6)))
+        lines.append(rng.choice(LINE_STARTS) + body)
+    return "\n".join(lines)
+
+
+def test_any_markdown_gives_valid_output_with_all_its_words_in_order() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        text = random_markdown(rng)
+        expected = words(text)
+        html = to_telegram_html(text)
+        TelegramChunk(html)  # valid for Telegram
+        assert words(visible(html)) == expected, text
+        for chunk in split_telegram_html(html, rng.randint(20, 300)):
+            TelegramChunk(chunk)
+        assert words(to_discord_markdown(text)) == expected, text
+        assert words(html_unescape(to_slack_mrkdwn(text))) == expected, text
+        assert words(plain_text(text)) == expected, text
+
+
+def html_unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
