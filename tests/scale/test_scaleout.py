@@ -158,3 +158,16 @@ async def test_one_gateway_polls_telegram_and_another_takes_over_when_it_dies(
     await fake.wait_for(lambda: "echo: after" in fake.sent_texts(21), 20)
     assert (await cluster.health(ports[standby]))["channels"]["telegram"] == "up"
     assert fake.sent_texts(21).count("echo: before") == 1 and fake.sent_texts(21).count("echo: after") == 1
+
+
+async def test_role_all_on_the_bus_works_beside_a_worker(cluster: Cluster, fake: FakeTelegram) -> None:
+    """``--role all`` with ``bus.url``: a gateway that also handles partitions, and a worker sharing them."""
+    await cluster.start("all", "all")
+    await cluster.start("worker", "worker")
+    chats = range(30, 46)
+    for chat in chats:
+        await cluster.deliver({"update_id": chat * 10, **fake.message(f"hi {chat}", chat_id=chat, user_id=chat)})
+    for chat in chats:
+        await fake.wait_for(lambda chat=chat: f"echo: hi {chat}" in fake.sent_texts(chat), 20)
+    health = await cluster.health(cluster.port)
+    assert health["role"] == "all" and 0 < health["partitions"] <= 16
