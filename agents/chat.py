@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agents.context import RunContext
 from agents.messages import Message
+from agents.models.base import complete
 from agents.results import FinalAnswer, RunResult
 
 DEFAULT_PROMPT = (
@@ -21,7 +22,9 @@ class ChatRunner:
 
     async def run(self, ctx: RunContext, message: Message) -> RunResult:
         started = ctx.clock()
-        response = await ctx.model.request([*ctx.history, message], system=ctx.system(self.system_prompt))
+        response = await complete(
+            ctx.model, [*ctx.history, message], system=ctx.system(self.system_prompt), stream=ctx.stream
+        )
         ctx.tracer.event(
             "llm_call",
             agent=self.name,

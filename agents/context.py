@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from agents.handoffs import DEFAULT_MAX_DEPTH, HandoffTarget
 from agents.messages import Message, ToolCall
-from agents.models.base import Model
+from agents.models.base import AnswerStream, Model
 from agents.tools.base import RISK_ORDER, Tool
 from agents.tools.ledger import MemoryLedger, ToolLedger
 
@@ -64,6 +64,8 @@ class RunContext:
     """The agents of this run so far, this one last (cycles and depth are checked against it)."""
     max_handoff_depth: int = DEFAULT_MAX_DEPTH
     extra: dict[str, Any] = field(default_factory=dict)
+    stream: AnswerStream | None = None
+    """Where the answer goes as the model writes it (None: only the final answer is sent)."""
 
     def system(self, prompt: str) -> str:
         """``prompt`` with the run's extra system text."""

@@ -19,6 +19,7 @@ from typing import Any
 from agents.context import RunContext
 from agents.handoffs import check_handoff, handoff_tools, is_handoff_call, target_of
 from agents.messages import Message, ToolCall, ToolResult
+from agents.models.base import complete
 from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
 from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
 
@@ -250,7 +251,7 @@ class ReactRunner:
     ) -> Any:
         started = ctx.clock()
         system = ctx.system(self.system_prompt) if note is None else f"{ctx.system(self.system_prompt)}\n\n{note}"
-        response = await ctx.model.request([*ctx.history, *new], tools=declarations, system=system)
+        response = await complete(ctx.model, [*ctx.history, *new], tools=declarations, system=system, stream=ctx.stream)
         ctx.tracer.event(
             "llm_call",
             agent=self.name,

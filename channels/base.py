@@ -94,6 +94,8 @@ class ChannelSection(BaseModel):
     mention_policy: Literal["mention", "all"] = "mention"
     unknown_senders: Literal["reply", "ignore"] = "reply"
     """What a sender outside ``allow_from`` gets: a refusal naming their id, or silence."""
+    streaming: bool = True
+    """Show an answer while the model writes it (a preview message edited about once a second)."""
 
     def allows(self, user_id: str) -> bool:
         return "*" in self.allow_from or user_id in self.allow_from

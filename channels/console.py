@@ -29,6 +29,8 @@ class ConsoleSettings(ChannelSection):
     allow_from: list[str] = Field(default_factory=lambda: ["*"])
     admins: list[str] = Field(default_factory=lambda: ["*"])
     mention_policy: Literal["mention", "all"] = "all"
+    streaming: bool = False
+    """A terminal cannot edit what it printed: answers are printed whole."""
     user_id: str = "console-user"
     user_name: str = "you"
 

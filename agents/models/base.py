@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -88,5 +88,58 @@ class Model(abc.ABC):
     ) -> ModelResponse:
         """Send one request. Raises :class:`ModelError` on failure."""
 
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+    ) -> AsyncIterator[str | ModelResponse]:
+        """:meth:`request`, answered as it is written: text deltas (``str``), then the whole response once.
+
+        The response is complete (its text is every delta joined, its tool calls assembled).  A client that
+        cannot stream answers with one delta; raises :class:`ModelError` like :meth:`request`.
+        """
+        response = await self.request(messages, tools=tools, system=system)
+        if response.text:
+            yield response.text
+        yield response
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release network resources."""
+
+
+class AnswerStream(Protocol):
+    """Where a runner's answer goes while the model writes it (the gateway shows it growing)."""
+
+    async def write(self, delta: str) -> None:
+        """More of the answer."""
+
+    async def interrupt(self) -> None:
+        """What was written is not the final answer (a tool call or a pause follows): end it as it is."""
+
+
+async def complete(
+    model: Model,
+    messages: Sequence[Message],
+    *,
+    tools: Sequence[ToolDeclaration] = (),
+    system: str | None = None,
+    stream: AnswerStream | None = None,
+) -> ModelResponse:
+    """One model call; with ``stream``, its text is written there as it comes (and interrupted when the
+    response turns out to call tools)."""
+    if stream is None:
+        return await model.request(messages, tools=tools, system=system)
+    final: ModelResponse | None = None
+    async for part in model.stream(messages, tools=tools, system=system):
+        if isinstance(part, str):
+            if part:
+                await stream.write(part)
+        else:
+            final = part
+    if final is None:
+        raise ModelError(f"{model.name}: the stream ended without a response")
+    if final.tool_calls:
+        await stream.interrupt()
+    return final

@@ -8,16 +8,31 @@ with no step left, or a step left at the end, fails the test through
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Union
 
 from agents.messages import Message, ToolCall
 from agents.models.base import Model, ModelRequest, ModelResponse, ToolDeclaration
 
+
+@dataclass(frozen=True)
+class Streamed:
+    """A step answered in pieces: ``chunks`` of text, ``delay_s`` apart, then ``tool_calls`` (if any)."""
+
+    chunks: tuple[str, ...]
+    delay_s: float = 0.0
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def response(self, model: str) -> ModelResponse:
+        return ModelResponse(text="".join(self.chunks) or None, tool_calls=self.tool_calls, model=model)
+
+
 StepFn = Callable[[ModelRequest], Union[ModelResponse, str, Awaitable[ModelResponse | str]]]
-Step = Union[ModelResponse, str, BaseException, StepFn]
+Step = Union[ModelResponse, str, Streamed, BaseException, StepFn]
 
 
 class ScriptError(AssertionError):
@@ -80,8 +95,29 @@ class ScriptedModel(Model):
             step = out
         if isinstance(step, str):
             return ModelResponse(text=step, model=self.name)
+        if isinstance(step, Streamed):
+            return step.response(self.name)
         assert isinstance(step, ModelResponse), f"bad scripted step {step!r}"
         return step.model_copy(update={"model": step.model or self.name})
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+    ) -> AsyncIterator[str | ModelResponse]:
+        step = self._steps[0] if self._steps else None
+        if not isinstance(step, Streamed):
+            async for part in super().stream(messages, tools=tools, system=system):
+                yield part
+            return
+        response = await self.request(messages, tools=tools, system=system)  # records it, takes the step
+        for k, chunk in enumerate(step.chunks):
+            if k and step.delay_s:
+                await asyncio.sleep(step.delay_s)
+            yield chunk
+        yield response
 
     def assert_complete(self) -> None:
         """Fail when a call found no step, or a step was never used."""

@@ -36,6 +36,7 @@ from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import buttons_for, tool_confirm_choices
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
+from bot.runs.streaming import ReplyStream
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
@@ -206,20 +207,34 @@ class RunManager:
         )
         await self._drive(run, leg, lambda: resume(ctx, state, resolution))
 
+    def _stream(self, run: RunRow) -> ReplyStream | None:
+        """The answer shown as it is written, where the channel streams (``channels.<name>.streaming``)."""
+        section = getattr(self.settings.channels, run.chat.channel, None)
+        if section is None or not section.streaming:
+            return None
+        return ReplyStream(self.delivery, run.chat, reply_to=run.reply_to, limit=self.text_limits.get(run.chat.channel))
+
     async def _drive(self, run: RunRow, leg: _Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""
         chat = run.chat
         await self.delivery.send(OutboundMessage(chat=chat, kind="typing"))
+        stream = leg.ctx.stream = self._stream(run)
         try:
-            result = await step()
-            while isinstance(result, HandoffRequest):
-                handed = await self._hand_off(run, leg, result)
-                if handed is None:
-                    return
-                leg = handed
-                result = await leg.agent.runner.run(leg.ctx, result.message)
-            if isinstance(result, FinalAnswer):
-                result = await self._guard(leg, result)
+            try:
+                result = await step()
+                while isinstance(result, HandoffRequest):
+                    handed = await self._hand_off(run, leg, result)
+                    if handed is None:
+                        return
+                    leg = handed
+                    leg.ctx.stream = stream
+                    result = await leg.agent.runner.run(leg.ctx, result.message)
+                if isinstance(result, FinalAnswer):
+                    result = await self._guard(leg, result)
+            except BaseException:
+                if stream is not None:
+                    await stream.close()
+                raise
         except ModelError as exc:
             log.warning("chat %s: model error in %s: %s", chat, leg.agent.name, exc)
             self.trace("error", run, leg.agent.name, message=f"model error: {exc}")
@@ -232,8 +247,12 @@ class RunManager:
             return
         if isinstance(result, FinalAnswer):
             reply = OutboundMessage(chat=chat, text=result.text or "(no answer)", reply_to=run.reply_to)
+            if stream is not None:
+                reply = await stream.final(reply)
             await self.finish(run, "done", [*leg.prefix, *result.messages], reply)
         else:
+            if stream is not None:
+                await stream.interrupt()
             await self.pause(run, leg, result)
 
     async def _hand_off(self, run: RunRow, leg: _Leg, request: HandoffRequest) -> _Leg | None:

@@ -93,7 +93,11 @@ async def main() -> None:
             },
         },
         "limits": {"sender_rate_per_min": 0, "chat_queue_notice": 10_000, "chat_queue_max": 10_000},
-        "http": {"enabled": role in ("gateway", "all"), "host": "127.0.0.1", "port": int(os.environ.get("HTTP_PORT", "0"))},
+        "http": {
+            "enabled": role in ("gateway", "all"),
+            "host": "127.0.0.1",
+            "port": int(os.environ.get("HTTP_PORT", "0")),
+        },
     }
     settings = load_settings(None, env={}, user_config=data_dir / "none.yaml", overrides=overrides)
     gateway = Gateway(settings, model=ScaleModel(), tools=[delete_cache], role=role)  # type: ignore[arg-type]

@@ -1,0 +1,120 @@
+"""An answer shown while the model writes it: a preview message, edited as the text grows, that the final
+reply then replaces.
+
+The preview goes out ``first_s`` after the first text (an answer complete by then is simply sent: short and
+non-streaming answers look as before), then is edited at most every ``every_s`` (platforms limit edits to
+about one a second per chat; an edit that fails is logged and the next one carries all the text).  It ends
+in ``…`` while more is coming.  The final reply is committed and delivered as usual, as an edit of the
+preview when it fits in one message (else as new messages, the preview left with what it showed).  A tool
+call or a pause mid-answer ends the preview where it is; history and traces hold only the final text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from bot.delivery import Delivery
+from bot.events import ChatKey, OutboundMessage
+
+log = logging.getLogger(__name__)
+
+MORE = " …"
+
+
+class ReplyStream:
+    """The :class:`~agents.models.base.AnswerStream` of one run in one chat."""
+
+    def __init__(
+        self,
+        delivery: Delivery,
+        chat: ChatKey,
+        *,
+        reply_to: str | None,
+        limit: int | None,
+        first_s: float = 0.25,
+        every_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.delivery = delivery
+        self.chat = chat
+        self.reply_to = reply_to
+        self.limit = limit or 4000
+        self.first_s = first_s
+        self.every_s = every_s
+        self.clock = clock
+        self.text = ""
+        self.shown = ""
+        self.ref: str | None = None
+        self.updates = 0
+        """Previews sent and edited (for tests and the benchmark)."""
+        self.first_chunk_at: float | None = None
+        self.first_shown_at: float | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._more = asyncio.Event()
+        self._sending = asyncio.Lock()
+
+    async def write(self, delta: str) -> None:
+        if self.first_chunk_at is None:
+            self.first_chunk_at = self.clock()
+        self.text += delta
+        self._more.set()
+        if self._pump is None:
+            self._pump = asyncio.create_task(self._run(), name=f"stream:{self.chat}")
+
+    async def interrupt(self) -> None:
+        """The text so far was not the answer: the preview keeps it (without ``…``); the next text starts anew."""
+        await self._stop()
+        if self.ref is not None and self.text:
+            await self._show(self.text, final=True)
+        self.text, self.shown, self.ref = "", "", None
+
+    async def final(self, reply: OutboundMessage) -> OutboundMessage:
+        """The reply to commit: an edit of the preview when there is one and the answer fits in it."""
+        await self._stop()
+        if self.ref is None:
+            return reply
+        if len(reply.text) <= self.limit and not reply.buttons:
+            return reply.model_copy(update={"edit_of": self.ref})
+        await self._show(self.text, final=True)
+        return reply
+
+    async def close(self) -> None:
+        """The run ended otherwise (failed, cancelled): no more previews."""
+        await self._stop()
+
+    async def _stop(self) -> None:
+        if self._pump is not None:
+            self._pump.cancel()
+            await asyncio.gather(self._pump, return_exceptions=True)
+            self._pump = None
+        async with self._sending:  # a preview in flight lands before what follows it
+            pass
+
+    async def _run(self) -> None:
+        await asyncio.sleep(self.first_s)
+        while True:
+            self._more.clear()
+            if self.text != self.shown:
+                await self._show(self.text, final=False)
+            await asyncio.sleep(self.every_s)
+            if self.text == self.shown:
+                await self._more.wait()
+
+    async def _show(self, text: str, *, final: bool) -> None:
+        room = self.limit - len(MORE)
+        preview = text if final and len(text) <= self.limit else text[:room].rstrip() + MORE
+        async with self._sending:
+            if self.ref is None:
+                message = OutboundMessage(chat=self.chat, text=preview, reply_to=self.reply_to)
+                self.ref = await self.delivery.send(message)
+                if self.ref is None:
+                    log.info("chat %s: the answer's preview could not be sent; the answer comes whole", self.chat)
+            else:
+                await self.delivery.send(OutboundMessage(chat=self.chat, text=preview, edit_of=self.ref))
+            self.shown = text
+            self.updates += 1
+            if self.first_shown_at is None:
+                self.first_shown_at = self.clock()
