@@ -32,7 +32,7 @@ import logging
 import random
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import aiohttp
@@ -115,6 +115,55 @@ class GeminiModel(Model):
         system: str | None = None,
         response_schema: dict[str, Any] | None = None,
     ) -> ModelResponse:
+        names, config, contents = self._prepare(messages, tools, system, response_schema)
+        response = await self._generate(contents, config)
+        return self._parse(response, names, structured=response_schema is not None)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+    ) -> AsyncIterator[str | ModelResponse]:
+        """``streamGenerateContent``: answer text as it comes (thought summaries left out), then the whole
+        response (function calls assembled, usage from the last chunk).  Failures before the first chunk are
+        retried like :meth:`request`; a stream cut off later raises :class:`ModelError`."""
+        names, config, contents = self._prepare(messages, tools, system, None)
+        first, chunks = await self._generate(contents, config, stream=True)
+        parts: list[Any] = []
+        last: Any = None
+        try:
+            async with asyncio.timeout(self._timeout_s + _GRACE_S):
+                async for chunk in _prepend(first, chunks):
+                    last = chunk
+                    candidate = chunk.candidates[0] if chunk.candidates else None
+                    for part in (candidate.content.parts or []) if candidate and candidate.content else []:
+                        parts.append(part)
+                        if part.text and not part.thought and part.function_call is None:
+                            yield part.text
+        except TimeoutError as exc:
+            raise ModelTimeout(f"Gemini did not finish answering within {self._timeout_s:g} s") from exc
+        except (errors.APIError, aiohttp.ClientError, ConnectionError) as exc:
+            raise ModelError(f"Gemini's answer was cut off ({type(exc).__name__})") from None
+        if last is None:
+            raise ModelError("Gemini returned an empty answer (no chunk)")
+        finish = last.candidates[0].finish_reason if last.candidates else None
+        whole = types.GenerateContentResponse(
+            candidates=[types.Candidate(content=types.Content(role="model", parts=parts), finish_reason=finish)],
+            usage_metadata=last.usage_metadata,
+            model_version=last.model_version,
+            prompt_feedback=last.prompt_feedback,
+        )
+        yield self._parse(whole, names, structured=False)
+
+    def _prepare(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDeclaration],
+        system: str | None,
+        response_schema: dict[str, Any] | None,
+    ) -> tuple[ToolNames, types.GenerateContentConfig, list[types.Content]]:
         if tools and response_schema is not None:
             raise ModelError("Gemini cannot combine tools with a structured (JSON) answer in one call")
         try:
@@ -133,19 +182,27 @@ class GeminiModel(Model):
         if not contents:
             raise ModelError("Nothing to send to Gemini: the conversation is empty")
         log.debug("gemini request: model=%s contents=%d tools=%d", self.model, len(contents), len(tools))
-        response = await self._generate(contents, config)
-        return self._parse(response, names, structured=response_schema is not None)
+        return names, config, contents
 
     # -- transport -------------------------------------------------------
 
-    async def _generate(self, contents: list[types.Content], config: types.GenerateContentConfig) -> Any:
+    async def _generate(
+        self, contents: list[types.Content], config: types.GenerateContentConfig, *, stream: bool = False
+    ) -> Any:
+        """The response (``stream``: its first chunk and the iterator of the rest; a refusal surfaces at the
+        first chunk, so that is when it is retried)."""
         attempt = 0
+        models = self._client.aio.models
+
+        async def opened(**kwargs: Any) -> tuple[Any, AsyncIterator[Any]]:
+            chunks = await models.generate_content_stream(**kwargs)
+            return await anext(chunks, None), chunks
+
+        call: Any = opened if stream else models.generate_content
         while True:
             try:
                 async with asyncio.timeout(self._timeout_s + _GRACE_S):
-                    return await self._client.aio.models.generate_content(
-                        model=self.model, contents=contents, config=config
-                    )
+                    return await call(model=self.model, contents=contents, config=config)
             except errors.APIError as exc:
                 code = exc.code or 0
                 retryable = code == 429 or 500 <= code < 600
@@ -252,6 +309,13 @@ class GeminiModel(Model):
             parsed=parsed,
             provider_meta=_meta(text_signature),
         )
+
+
+async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    if first is not None:
+        yield first
+    async for item in rest:
+        yield item
 
 
 # -- history conversion ---------------------------------------------------

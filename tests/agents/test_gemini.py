@@ -8,7 +8,6 @@ import logging
 import re
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from agents.messages import Message, ToolCall, ToolResult
 from agents.models.base import ModelError, ModelTimeout, ToolDeclaration
 from agents.models.gemini import GeminiModel
 from agents.models.gemini_schema import gemini_tool_name, sanitize_schema
+from tests.agents.conftest import KEY, MakeModel
 from tests.fakes.gemini_server import FakeGemini, call_body, candidate_body, function_call_part, text_body
 
 pytestmark = [
@@ -25,37 +25,12 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning"),
 ]
 
-KEY = "AIza-test-key-0123456789-secret"
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}")
 WEATHER = ToolDeclaration(
     name="get_weather",
     description="Weather for a city",
     parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
-
-MakeModel = Callable[..., GeminiModel]
-
-
-@pytest.fixture
-async def make_model(gemini_server: FakeGemini) -> AsyncIterator[MakeModel]:
-    models: list[GeminiModel] = []
-
-    def make(**kw: Any) -> GeminiModel:
-        options: dict[str, Any] = {
-            "base_url": gemini_server.base_url,
-            "timeout_s": 2.0,
-            "max_retries": 2,
-            "backoff_base_s": 0.001,
-            "backoff_max_s": 0.01,
-        }
-        model = GeminiModel(kw.pop("model", "gemini-test"), kw.pop("api_key", KEY), **{**options, **kw})
-        models.append(model)
-        return model
-
-    yield make
-    for model in models:
-        await model.aclose()
-
 
 _KEYWORDS = {"any_of": "anyOf", "min_items": "minItems", "max_items": "maxItems", "min_length": "minLength"}
 _KEYWORDS |= {"max_length": "maxLength", "property_ordering": "propertyOrdering"}

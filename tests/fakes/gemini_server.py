@@ -32,6 +32,8 @@ class Step:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    gap: float = 0.0
+    streamed: bool = False
 
 
 @dataclass
@@ -140,6 +142,10 @@ class FakeGemini:
         name = _STATUS_NAMES.get(status, "UNAVAILABLE" if status >= 500 else "FAILED_PRECONDITION")
         self._steps.append(Step(body=error_body(status, name, message, **kw), status=status, headers=headers or {}))
 
+    def stream(self, *chunks: dict[str, Any], gap_s: float = 0.0) -> None:
+        """Answer a ``streamGenerateContent`` request with these response chunks, ``gap_s`` apart (SSE)."""
+        self._steps.append(Step(body={"chunks": list(chunks)}, gap=gap_s, streamed=True))
+
     def stall(self, seconds: float, body: dict[str, Any] | None = None) -> None:
         """Wait ``seconds`` before answering (the client is expected to time out first)."""
         self._steps.append(Step(body=body or text_body("too late"), delay=seconds))
@@ -186,7 +192,7 @@ class FakeGemini:
         self.requests.append(
             RecordedRequest(request.method, request.path, version, model, action, dict(request.headers), body)
         )
-        if request.method != "POST" or action != "generateContent":
+        if request.method != "POST" or action not in ("generateContent", "streamGenerateContent"):
             self.errors.append(f"unexpected request {request.method} {request.path}")
             return web.json_response(error_body(404, "NOT_FOUND", "fake: unknown path"), status=404)
         if not self._steps:
@@ -196,4 +202,17 @@ class FakeGemini:
         step = self._steps.popleft()
         if step.delay:
             await asyncio.sleep(step.delay)
-        return web.json_response(step.body or {}, status=step.status, headers=step.headers)
+        if step.status == 200 and step.streamed != (action == "streamGenerateContent"):
+            self.errors.append(
+                f"request #{len(self.requests)} ({action}) met a {'streamed' if step.streamed else 'whole'} step"
+            )
+        if not step.streamed or step.status != 200:
+            return web.json_response(step.body or {}, status=step.status, headers=step.headers)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for k, chunk in enumerate((step.body or {}).get("chunks", [])):
+            if k and step.gap:
+                await asyncio.sleep(step.gap)
+            await response.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
+        await response.write_eof()
+        return response
