@@ -120,7 +120,9 @@ class OutboundMessage(_Event):
     buttons: tuple[tuple[Button, ...], ...] = ()
     reply_to: str | None = None
     edit_of: str | None = None
-    kind: Literal["text", "notice", "typing"] = "text"
+    kind: Literal["text", "notice", "typing", "draft"] = "text"
+    """``draft``: a preview of an answer still being written (never stored); a platform with native drafts
+    (Telegram private chats) shows it as one, others as a message that later previews edit."""
     key: str | None = None
     """Idempotency: two sends with one key are one message.  A platform that de-duplicates by it
     (Discord's nonce) turns a resend after a crash into nothing; set on replies and prompts."""

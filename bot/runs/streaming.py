@@ -1,7 +1,8 @@
 """An answer shown while the model writes it: a preview message, edited as the text grows, that the final
 reply then replaces.
 
-The preview goes out ``first_s`` after the first text (an answer complete by then is simply sent: short and
+The preview (a native draft where the platform has them: Telegram private chats) goes out ``first_s`` after
+the first text (an answer complete by then is simply sent: short and
 non-streaming answers look as before), then is edited at most every ``every_s`` (platforms limit edits to
 about one a second per chat; an edit that fails is logged and the next one carries all the text).  It ends
 in ``…`` while more is coming.  The final reply is committed and delivered as usual, as an edit of the
@@ -65,17 +66,22 @@ class ReplyStream:
             self._pump = asyncio.create_task(self._run(), name=f"stream:{self.chat}")
 
     async def interrupt(self) -> None:
-        """The text so far was not the answer: the preview keeps it (without ``…``); the next text starts anew."""
+        """The text so far was not the answer: the preview keeps it (without ``…``); the next text starts anew.
+
+        A native draft vanishes unless a message follows, so its text is then sent as a message."""
         await self._stop()
         if self.ref is not None and self.text:
-            await self._show(self.text, final=True)
+            if _is_draft(self.ref):
+                await self.delivery.send(OutboundMessage(chat=self.chat, text=self.text, reply_to=self.reply_to))
+            else:
+                await self._show(self.text, final=True)
         self.text, self.shown, self.ref = "", "", None
 
     async def final(self, reply: OutboundMessage) -> OutboundMessage:
         """The reply to commit: an edit of the preview when there is one and the answer fits in it."""
         await self._stop()
-        if self.ref is None:
-            return reply
+        if self.ref is None or _is_draft(self.ref):
+            return reply  # a native draft is replaced by the message itself
         if len(reply.text) <= self.limit and not reply.buttons:
             return reply.model_copy(update={"edit_of": self.ref})
         await self._show(self.text, final=True)
@@ -107,14 +113,19 @@ class ReplyStream:
         room = self.limit - len(MORE)
         preview = text if final and len(text) <= self.limit else text[:room].rstrip() + MORE
         async with self._sending:
+            kind = "text" if final else "draft"
             if self.ref is None:
-                message = OutboundMessage(chat=self.chat, text=preview, reply_to=self.reply_to)
+                message = OutboundMessage(chat=self.chat, text=preview, reply_to=self.reply_to, kind=kind)
                 self.ref = await self.delivery.send(message)
                 if self.ref is None:
                     log.info("chat %s: the answer's preview could not be sent; the answer comes whole", self.chat)
             else:
-                await self.delivery.send(OutboundMessage(chat=self.chat, text=preview, edit_of=self.ref))
+                await self.delivery.send(OutboundMessage(chat=self.chat, text=preview, edit_of=self.ref, kind=kind))
             self.shown = text
             self.updates += 1
             if self.first_shown_at is None:
                 self.first_shown_at = self.clock()
+
+
+def _is_draft(ref: str) -> bool:
+    return ref.startswith("draft:")

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import html
 import logging
-import re
+import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -36,12 +35,12 @@ from aiogram.methods import (
     GetUpdates,
     SendChatAction,
     SendMessage,
+    SendMessageDraft,
     SetMyCommands,
     SetWebhook,
 )
 from aiogram.types import (
     BotCommand,
-    InlineKeyboardButton,
     InlineKeyboardMarkup,
     Message,
     ReplyParameters,
@@ -52,10 +51,10 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from bot.errors import ConfigError
-from bot.events import Action, Button, ChatKey, InboundEvent, OutboundMessage
+from bot.events import Action, ChatKey, InboundEvent, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.base import BuildContext
-from channels.formatting import rendered, split_telegram_html, to_telegram_html
+from channels.formatting import rendered
 from channels.telegram.delivery import Api, TelegramDeliveryError
 from channels.telegram.inbound import (
     UPDATE_TYPES,
@@ -66,12 +65,11 @@ from channels.telegram.inbound import (
     message_ref,
     parse_ref,
 )
+from channels.telegram.rendering import TEXT_LIMIT, chunks_of, html_to_plain, keyboard
 from channels.telegram.settings import TelegramSettings
 
 log = logging.getLogger(__name__)
 
-TEXT_LIMIT = 4096
-"""Characters (UTF-16 units, after entity parsing) in one message."""
 TYPING_REFRESH_S = 4.0
 """Telegram shows "typing…" for 5 s; refresh a little earlier."""
 TYPING_MAX_S = 120.0
@@ -328,6 +326,9 @@ class TelegramChannel:
             return None
         self._stop_typing(message.chat)
         async with self._session(), self._lock(message.chat.chat_id):
+            target = chat_id_of(message.chat.chat_id)
+            if message.kind == "draft" and isinstance(target, int) and target > 0:
+                return await self._draft(message, target)
             if message.edit_of is not None:
                 return await self._edit(message, message.edit_of)
             return await self._post(message)
@@ -342,7 +343,7 @@ class TelegramChannel:
         return lock
 
     async def _post(self, message: OutboundMessage) -> str | None:
-        chunks = await rendered(_chunks, message.text)
+        chunks = await rendered(chunks_of, message.text)
         if not chunks:
             if not message.buttons:
                 return None
@@ -357,7 +358,7 @@ class TelegramChannel:
                 chat_id,
                 thread,
                 chunk,
-                markup=_keyboard(message.buttons) if last and message.buttons else None,
+                markup=keyboard(message.buttons) if last and message.buttons else None,
                 reply=reply if i == 0 else None,
                 silent=message.kind == "notice",
             )
@@ -394,7 +395,7 @@ class TelegramChannel:
                 problem = exc.message.lower()
                 if "can't parse entities" in problem and parse_mode is not None:
                     log.warning("telegram: HTML refused (%s); sending plain text", exc.message)
-                    text, parse_mode = _html_to_plain(text), None
+                    text, parse_mode = html_to_plain(text), None
                 elif "thread not found" in problem and thread is not None:
                     thread = None  # the topic was deleted: answer in the chat
                 elif "replied not found" in problem and reply is not None:
@@ -405,11 +406,30 @@ class TelegramChannel:
                 raise TelegramDeliveryError(f"telegram sendMessage to {chat_id}: {exc.message}") from None
         raise TelegramDeliveryError(f"telegram sendMessage to {chat_id}: gave up after repeated errors")
 
+    async def _draft(self, message: OutboundMessage, chat_id: int) -> str:
+        """A private chat's answer as it is written: a native draft (``sendMessageDraft``), replaced by the
+        message when it is sent.  Best effort: a refused draft is logged, and the answer still comes."""
+        draft_id = int(message.edit_of.rsplit(":", 1)[1]) if message.edit_of else secrets.randbelow(2**31 - 1) + 1
+        chunks = await rendered(chunks_of, message.text)
+        thread = int(message.chat.thread_id) if message.chat.thread_id else None
+        method = SendMessageDraft(
+            chat_id=chat_id,
+            draft_id=draft_id,
+            text=chunks[0] if chunks else "…",
+            parse_mode="HTML",
+            message_thread_id=thread,
+        )
+        try:
+            await self.api.call(method, chat=str(chat_id), paced=True)
+        except TelegramAPIError as exc:
+            log.info("telegram: draft for %s refused: %s", chat_id, self.api.redact(str(exc)))
+        return f"draft:{chat_id}:{draft_id}"
+
     async def _edit(self, message: OutboundMessage, ref: str) -> str | None:
         """Edit a message's text and replace its buttons (none: removed); a vanished message is sent anew."""
         chat_id, message_id = parse_ref(ref)
-        markup = _keyboard(message.buttons) or InlineKeyboardMarkup(inline_keyboard=[])
-        chunks = await rendered(_chunks, message.text)
+        markup = keyboard(message.buttons) or InlineKeyboardMarkup(inline_keyboard=[])
+        chunks = await rendered(chunks_of, message.text)
         # A prompt longer than one message went out in chunks and ``ref`` is the last one: it gets the tail.
         text, parse_mode = (chunks[-1], "HTML") if chunks else ("", None)
         for _ in range(2):
@@ -428,7 +448,7 @@ class TelegramChannel:
                 if "message is not modified" in problem:
                     return ref
                 if "can't parse entities" in problem and parse_mode is not None:
-                    text, parse_mode = _html_to_plain(text), None
+                    text, parse_mode = html_to_plain(text), None
                     continue
                 if "message to edit not found" in problem or "message can't be edited" in problem:
                     log.info("telegram: message %s cannot be edited (%s); sending it anew", ref, exc.message)
@@ -470,29 +490,6 @@ class TelegramChannel:
         finally:
             if self._typing.get(str(chat)) is asyncio.current_task():
                 del self._typing[str(chat)]
-
-
-def _chunks(text: str) -> list[str]:
-    if not text.strip():
-        return []
-    return [c for c in split_telegram_html(to_telegram_html(text), TEXT_LIMIT) if c.strip()]
-
-
-def _keyboard(rows: tuple[tuple[Button, ...], ...]) -> InlineKeyboardMarkup | None:
-    """Buttons as an inline keyboard; the payload is the callback data (at most 64 bytes)."""
-    if not rows:
-        return None
-    return InlineKeyboardMarkup(
-        inline_keyboard=[[InlineKeyboardButton(text=b.label, callback_data=b.payload) for b in row] for row in rows]
-    )
-
-
-_TAG = re.compile(r"<[^>]*>")
-
-
-def _html_to_plain(text: str) -> str:
-    """The fallback when Telegram refuses our HTML: the same text without markup (never lose a reply)."""
-    return html.unescape(_TAG.sub("", text)).strip() or "…"
 
 
 def build(settings: TelegramSettings, context: BuildContext) -> TelegramChannel:

@@ -10,7 +10,7 @@ from agents.messages import ToolCall
 from agents.models.scripted import ScriptedModel, Streamed
 from agents.tools.base import Tool, tool
 from bot.config.settings import Settings
-from tests.channels.test_telegram import ALICE, Env
+from tests.channels.test_telegram import ALICE, GROUP, Env
 
 
 @pytest.fixture
@@ -28,25 +28,38 @@ async def env(make_settings: Callable[..., Settings]) -> AsyncIterator[Env]:
 ANSWER = ("## Plan\n", "First **pack** the bags, ", "then book ", "the train.\n\n* tickets\n* snacks")
 
 
-def texts_of(env: Env, method: str) -> list[str]:
-    return [c.params["text"] for c in env.fake.of(method) if int(c.params["chat_id"]) == ALICE]
+def texts_of(env: Env, method: str, chat_id: int = ALICE) -> list[str]:
+    return [c.params["text"] for c in env.fake.of(method) if int(c.params["chat_id"]) == chat_id]
 
 
-async def test_a_streamed_answer_grows_then_ends_as_exactly_the_whole_answer(env: Env) -> None:
-    model = ScriptedModel([Streamed(ANSWER, delay_s=0.6)])
-    gateway = await env.start(model)
+WHOLE = "<b>Plan</b>\nFirst <b>pack</b> the bags, then book the train.\n\n• tickets\n• snacks"
+
+
+async def test_a_private_chat_sees_a_native_draft_then_exactly_the_whole_answer(env: Env) -> None:
+    gateway = await env.start(ScriptedModel([Streamed(ANSWER, delay_s=0.6)]))
     env.fake.push(env.fake.message("@chat help me with my trip"))
-    await env.fake.wait_for(lambda: any("snacks" in t and "…" not in t for t in texts_of(env, "editMessageText")), 15)
-    previews = texts_of(env, "sendMessage")
-    assert len(previews) == 1 and "…" in previews[0], "one message, shown before the answer was complete"
-    edits = texts_of(env, "editMessageText")
-    assert len(edits) >= 2, "edited as it grew"
-    final = edits[-1]
-    assert final == "<b>Plan</b>\nFirst <b>pack</b> the bags, then book the train.\n\n• tickets\n• snacks"
-    (chat, message_id), shown = next(iter((k, m) for k, m in env.fake.messages.items() if k[0] == ALICE))
-    assert shown["text"].endswith("• snacks") and len(env.fake.messages) == 1, "the preview became the answer"
+    await env.reply("snacks")
+    drafts = env.fake.of("sendMessageDraft")
+    assert len(drafts) >= 2 and len({c.params["draft_id"] for c in drafts}) == 1, "one draft, growing"
+    assert all("…" in d.params["text"] for d in drafts) and "snacks" not in drafts[0].params["text"]
+    assert texts_of(env, "sendMessage") == [WHOLE], "then one message: the whole answer, rendered"
+    assert texts_of(env, "editMessageText") == []
     history = await gateway.store.history(f"telegram:{ALICE}")
     assert [m.text for m in history if m.role == "assistant"] == ["".join(ANSWER)], "stored once, whole"
+
+
+async def test_a_group_sees_one_message_edited_as_it_grows(env: Env) -> None:
+    env.configure(mention_policy="all")
+    await env.start(ScriptedModel([Streamed(ANSWER, delay_s=0.6)]))
+    env.fake.push(env.fake.message("@chat help me with my trip", chat_id=GROUP))
+    await env.fake.wait_for(lambda: WHOLE in texts_of(env, "editMessageText", GROUP), 15)
+    previews = texts_of(env, "sendMessage", GROUP)
+    assert len(previews) == 1 and "…" in previews[0], "one message, shown before the answer was complete"
+    edits = texts_of(env, "editMessageText", GROUP)
+    assert len(edits) >= 2 and edits[-1] == WHOLE and edits.count(WHOLE) == 1, "edited as it grew, ends whole"
+    shown = [m["text"] for (chat, _), m in env.fake.messages.items() if chat == GROUP]
+    assert shown == [WHOLE], "the preview became the answer"
+    assert env.fake.of("sendMessageDraft") == []
 
 
 async def test_an_answer_complete_at_once_is_sent_as_before(env: Env) -> None:
@@ -67,7 +80,7 @@ async def test_a_tool_call_after_some_text_ends_the_preview_and_the_answer_follo
         lambda: any(t == "It is sunny." for t in [*texts_of(env, "editMessageText"), *texts_of(env, "sendMessage")]), 15
     )
     shown = [m["text"] for (chat, _), m in sorted(env.fake.messages.items()) if chat == ALICE]
-    assert shown == ["Let me check the weather first.", "It is sunny."], "the first preview ended as it was"
+    assert shown == ["Let me check the weather first.", "It is sunny."], "the text before the tool call stays"
 
 
 def _time_tool() -> Tool:

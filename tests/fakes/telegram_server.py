@@ -395,6 +395,16 @@ class FakeTelegram:
         self.messages[(chat["id"], message["message_id"])] = message
         return message
 
+    async def _api_sendMessageDraft(self, params: dict[str, Any]) -> Any:
+        """Bot API 9.3: a private chat shows the draft while the bot writes; the next message replaces it."""
+        chat, _ = self._target(params)
+        if chat["type"] != "private":
+            raise TelegramError(400, "Bad Request: drafts are only for private chats")
+        self._check_text(params)
+        if not str(params.get("draft_id", "")).isdigit() or int(params["draft_id"]) == 0:
+            raise TelegramError(400, "Bad Request: draft_id must be non-zero")
+        return True
+
     def _existing(self, params: dict[str, Any]) -> dict[str, Any]:
         key = (int(params["chat_id"]), int(params["message_id"]))
         if key not in self.messages:
