@@ -6,7 +6,7 @@ the first text (an answer complete by then is simply sent: short and
 non-streaming answers look as before), then is edited at most every ``every_s`` (platforms limit edits to
 about one a second per chat; an edit that fails is logged and the next one carries all the text).  It ends
 in ``…`` while more is coming.  The final reply is committed and delivered as usual, as an edit of the
-preview when it fits in one message (else as new messages, the preview left with what it showed).  A tool
+preview when it fits in one message; a longer one puts its first part in the preview and the rest after it.  A tool
 call or a pause mid-answer ends the preview where it is; history and traces hold only the final text.
 """
 
@@ -19,10 +19,13 @@ from collections.abc import Callable
 
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
+from channels.formatting import split_markdown
 
 log = logging.getLogger(__name__)
 
 MORE = " …"
+ROOM = 200
+"""Characters kept free below the message limit for what rendering adds (bullets, escapes)."""
 
 
 class ReplyStream:
@@ -82,10 +85,18 @@ class ReplyStream:
         await self._stop()
         if self.ref is None or _is_draft(self.ref):
             return reply  # a native draft is replaced by the message itself
-        if len(reply.text) <= self.limit and not reply.buttons:
+        if reply.buttons:
+            await self._show(self.text, final=True)
+            return reply
+        if len(reply.text) <= self.limit:
             return reply.model_copy(update={"edit_of": self.ref})
-        await self._show(self.text, final=True)
-        return reply
+        # Longer than one message: the preview becomes its first part, the rest follows as the reply.
+        first = split_markdown(reply.text, self.limit - ROOM)[0]
+        if not reply.text.startswith(first):  # cut inside a code block: the preview keeps what it showed
+            await self._show(self.text, final=True)
+            return reply
+        await self._show(first, final=True)
+        return reply.model_copy(update={"text": reply.text[len(first) :].lstrip("\n")})
 
     async def close(self) -> None:
         """The run ended otherwise (failed, cancelled): no more previews."""

@@ -90,3 +90,25 @@ def _time_tool() -> Tool:
         return "12:00"
 
     return get_time
+
+
+async def test_a_long_streamed_answer_fills_the_preview_then_continues(env: Env) -> None:
+    env.configure(mention_policy="all")
+    paragraphs = [f"Paragraph {n}: " + "word " * 150 for n in range(9)]  # about 7,000 characters
+    chunks = tuple(p + "\n\n" for p in paragraphs)
+    await env.start(ScriptedModel([Streamed(chunks, delay_s=0.15)]))
+    env.fake.push(env.fake.message("@chat write a lot", chat_id=GROUP))
+    await env.fake.wait_for(lambda: any("Paragraph 8" in t for t in texts_of(env, "sendMessage", GROUP)), 20)
+    shown = [m["text"] for (chat, _), m in sorted(env.fake.messages.items()) if chat == GROUP]
+    assert len(shown) >= 2 and all(len(t) <= 4096 and "…" not in t for t in shown)
+    assert [w for t in shown for w in t.split()] == "".join(chunks).split(), "every word once, in order"
+
+
+async def test_a_429_during_edits_delays_them_and_the_final_text_arrives(env: Env) -> None:
+    env.configure(mention_policy="all")
+    env.fake.fail("editMessageText", status=429, retry_after=1)
+    await env.start(ScriptedModel([Streamed(ANSWER, delay_s=0.6)]))
+    env.fake.push(env.fake.message("@chat help me with my trip", chat_id=GROUP))
+    await env.fake.wait_for(lambda: WHOLE in texts_of(env, "editMessageText", GROUP), 20)
+    assert [m["text"] for (chat, _), m in env.fake.messages.items() if chat == GROUP] == [WHOLE]
+    assert any(c.status == 429 for c in env.fake.of("editMessageText", ok=None)), "the platform refused once"
