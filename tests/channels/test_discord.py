@@ -413,3 +413,20 @@ async def test_without_the_message_content_intent_start_up_says_where_to_turn_it
         await adapter.start(RecordingInbox())
     text = str(refused.value)
     assert "Message Content intent" in text and "Developer Portal" in text and "Privileged Gateway Intents" in text
+
+
+async def test_a_streamed_answer_is_one_message_edited_until_it_is_whole(make_bot: Any, fake: FakeDiscord) -> None:
+    from agents.models.scripted import Streamed
+
+    whole = "## Answer\nFirst part, second part, and the end."
+    bot = make_bot()
+    await bot.start(
+        ScriptedModel([Streamed(("## Answer\nFirst part, ", "second part, ", "and the end."), delay_s=0.7)])
+    )
+    await fake.message("@chat tell me", dm=True)
+    await fake.wait_for(lambda: any(m.get("content") == whole for m in fake.messages.values()), 10)
+    created = fake.called("POST", rf"^/channels/{DM_CHANNEL_ID}/messages$")
+    edits = fake.called("PATCH", rf"^/channels/{DM_CHANNEL_ID}/messages/\d+$")
+    assert len(created) == 1 and "…" in created[0].body["content"], "one message, shown while it was written"
+    assert len(edits) >= 2 and edits[-1].body["content"] == whole, "edited as it grew, ends as the answer"
+    assert [m["content"] for m in fake.messages.values()] == [whole], "Discord renders the heading itself"

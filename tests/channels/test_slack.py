@@ -590,3 +590,17 @@ async def test_socket_mode_connects_and_answers(
     finally:
         await gateway.stop(timeout=5)
     assert fake.calls_to("socket:connected")
+
+
+async def test_a_streamed_answer_is_one_message_updated_until_it_is_whole(make_slack: Any, fake: FakeSlack) -> None:
+    from agents.models.scripted import Streamed
+
+    whole = "First part, second part, and the end."
+    h = await make_slack(Streamed(("First part, ", "second part, ", "and the end."), delay_s=0.7))
+    await h.message("@chat tell me")
+    await fake.wait_for(lambda: any(c.params.get("text") == whole for c in fake.calls_to("chat.update")), 10)
+    await h.settle()
+    posts = fake.posts()
+    assert len(posts) == 1 and "…" in posts[0]["text"], "one message, shown while it was written"
+    assert len(fake.calls_to("chat.update")) >= 2, "updated as it grew"
+    assert [m["text"] for m in fake.messages.values()] == [whole], "and it ends as exactly the answer"
