@@ -65,6 +65,14 @@ class ForgetsMessages(Protocol):
 
 
 @runtime_checkable
+class PrintsAsWritten(Protocol):
+    """Shows an answer's text as it comes (a terminal): previews are sent at once, each carrying all the text
+    so far, and the channel shows only what is new."""
+
+    prints_as_written: bool
+
+
+@runtime_checkable
 class Exclusive(Protocol):
     """A connection of which the platform allows one per bot (Telegram long polling, a Discord gateway
     session): when several gateway processes run, only the holder of the lease named ``exclusive_key``

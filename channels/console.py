@@ -29,8 +29,8 @@ class ConsoleSettings(ChannelSection):
     allow_from: list[str] = Field(default_factory=lambda: ["*"])
     admins: list[str] = Field(default_factory=lambda: ["*"])
     mention_policy: Literal["mention", "all"] = "all"
-    streaming: bool = False
-    """A terminal cannot edit what it printed: answers are printed whole."""
+    streaming: bool = True
+    """Print an answer as the model writes it."""
     user_id: str = "console-user"
     user_name: str = "you"
 
@@ -41,6 +41,8 @@ class ConsoleChannel:
     name = "console"
     forgets_messages = True
     """A terminal keeps nothing across a restart: the gateway shows a pending prompt again at start."""
+    prints_as_written = True
+    """Answers stream into the terminal as they are written (only the new text of each preview is printed)."""
 
     def __init__(
         self,
@@ -66,6 +68,8 @@ class ConsoleChannel:
         self._buttons: list[Button] = []
         self._prompt_ref: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._printed: dict[str, str] = {}
+        """An answer being printed as it is written: its reference → the text printed so far."""
 
     async def start(self, inbox: Inbox) -> None:
         self._task = asyncio.create_task(self._read_loop(inbox), name="console-reader")
@@ -140,6 +144,8 @@ class ConsoleChannel:
     async def send(self, message: OutboundMessage) -> str | None:
         if message.kind == "typing":
             return None
+        if message.kind == "draft" or (message.edit_of is not None and message.edit_of in self._printed):
+            return self._print_growing(message)
         ref = f"console-{next(self._ids)}"
         prefix = "bot (edited)> " if message.edit_of else "bot> "
         out = [prefix + message.text if message.text else prefix.rstrip()]
@@ -153,6 +159,25 @@ class ConsoleChannel:
         if self.interactive:
             text = "\r" + text
         self.stdout.write(text + "\n")
+        self.stdout.flush()
+        return ref
+
+    def _print_growing(self, message: OutboundMessage) -> str:
+        """Print what is new in an answer being written; its final text ends the line."""
+        ref = message.edit_of or f"console-{next(self._ids)}"
+        printed = self._printed.get(ref)
+        if printed is None:
+            chunk = ("\r" if self.interactive else "") + "bot> " + message.text
+        elif message.text.startswith(printed):
+            chunk = message.text[len(printed) :]
+        else:  # the final answer differs from what was shown (a guardrail repaired it): show it whole
+            chunk = "\nbot> " + message.text
+        if message.kind == "draft":
+            self._printed[ref] = message.text
+        else:
+            self._printed.pop(ref, None)
+            chunk += "\n"
+        self.stdout.write(chunk)
         self.stdout.flush()
         return ref
 

@@ -37,7 +37,15 @@ from bot.runs.scheduled import ScheduledMessages
 from bot.store import SqlStore, store_from_settings
 from bot.store.runs import RunStore
 from bot.tracing.recorder import OtelSink, Redactor, Sink, Tracing
-from channels.base import BuildContext, Channel, Closable, ForgetsMessages, LimitsText, ServesHttp
+from channels.base import (
+    BuildContext,
+    Channel,
+    Closable,
+    ForgetsMessages,
+    LimitsText,
+    PrintsAsWritten,
+    ServesHttp,
+)
 from channels.registry import PLUGINS
 
 log = logging.getLogger(__name__)
@@ -174,6 +182,9 @@ class Gateway:
                 **{name: PLUGINS[name].text_limit for name in settings.channels.enabled()},
                 **{c.name: c.text_limit if isinstance(c, LimitsText) else None for c in self.channels},
             },
+            prints_as_written=frozenset(
+                c.name for c in self.channels if isinstance(c, PrintsAsWritten) and c.prints_as_written
+            ),
         )
         self.interrupts = InterruptService(self.runs, self.manager, self.delivery, self.timers)
         self.commands = CommandRegistry()

@@ -90,6 +90,8 @@ class RunManager:
     tracing: Tracing | None = None
     models: dict[str, Model] | None = None
     text_limits: dict[str, int | None] = field(default_factory=dict)
+    prints_as_written: frozenset[str] = frozenset()
+    """Channels that show an answer's text as it comes (a terminal)."""
     """The longest text one message holds, per channel (None: no limit): longer confirmations are locked."""
 
     # -- context -------------------------------------------------------------------------
@@ -212,7 +214,12 @@ class RunManager:
         section = getattr(self.settings.channels, run.chat.channel, None)
         if section is None or not section.streaming:
             return None
-        return ReplyStream(self.delivery, run.chat, reply_to=run.reply_to, limit=self.text_limits.get(run.chat.channel))
+        limit = self.text_limits.get(run.chat.channel)
+        if run.chat.channel in self.prints_as_written:  # a terminal: every piece at once, nothing appended
+            return ReplyStream(
+                self.delivery, run.chat, reply_to=run.reply_to, limit=limit, first_s=0, every_s=0, more=""
+            )
+        return ReplyStream(self.delivery, run.chat, reply_to=run.reply_to, limit=limit)
 
     async def _drive(self, run: RunRow, leg: _Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""

@@ -40,6 +40,7 @@ class ReplyStream:
         limit: int | None,
         first_s: float = 0.25,
         every_s: float = 1.0,
+        more: str = MORE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.delivery = delivery
@@ -48,6 +49,8 @@ class ReplyStream:
         self.limit = limit or 4000
         self.first_s = first_s
         self.every_s = every_s
+        self.more = more
+        """Appended to a preview while more is coming (nothing for a terminal, which prints only what is new)."""
         self.clock = clock
         self.text = ""
         self.shown = ""
@@ -121,8 +124,12 @@ class ReplyStream:
                 await self._more.wait()
 
     async def _show(self, text: str, *, final: bool) -> None:
-        room = self.limit - len(MORE)
-        preview = text if final and len(text) <= self.limit else text[:room].rstrip() + MORE
+        if final and len(text) <= self.limit:
+            preview = text
+        elif self.more:
+            preview = text[: self.limit - len(self.more)].rstrip() + self.more
+        else:
+            preview = text
         async with self._sending:
             kind = "text" if final else "draft"
             if self.ref is None:

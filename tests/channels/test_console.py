@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage
 from channels.console import ConsoleChannel
@@ -88,3 +89,37 @@ def test_bot_chat_reports_a_bad_config(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "config/bot.yaml: bus.max_pending" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+class _Timed(io.StringIO):
+    """stdout that notes when each piece was written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pieces: list[tuple[float, str]] = []
+
+    def write(self, text: str) -> int:
+        self.pieces.append((asyncio.get_running_loop().time(), text))
+        return super().write(text)
+
+
+async def test_an_answer_prints_as_the_model_writes_it(make_settings: Any) -> None:
+    from agents.models.scripted import ScriptedModel, Streamed
+    from bot.gateway.app import Gateway
+
+    out = _Timed()
+    console = ConsoleChannel(stdin=io.StringIO("tell me a story\n"), stdout=out, interactive=False)
+    settings = make_settings(channels={"console": {"enabled": True}}, routing={"strategy": "rule"})
+    model = ScriptedModel([Streamed(("Once ", "upon ", "a time."), delay_s=0.3)])
+    gateway = Gateway(settings, model=model, channels=[console])
+    console._join = gateway.settled
+    await gateway.start()
+    try:
+        await asyncio.wait_for(console.finished.wait(), 10)
+    finally:
+        await gateway.stop(timeout=5)
+    model.assert_complete()
+    assert out.getvalue() == "bot> Once upon a time.\n", "the answer once, on one line"
+    answer = [(t, piece) for t, piece in out.pieces if piece.strip()]
+    assert [piece for _, piece in answer] == ["bot> Once ", "upon ", "a time.\n"], "each piece as it came"
+    assert answer[-1][0] - answer[0][0] > 0.5

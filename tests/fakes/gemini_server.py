@@ -202,12 +202,12 @@ class FakeGemini:
         step = self._steps.popleft()
         if step.delay:
             await asyncio.sleep(step.delay)
-        if step.status == 200 and step.streamed != (action == "streamGenerateContent"):
-            self.errors.append(
-                f"request #{len(self.requests)} ({action}) met a {'streamed' if step.streamed else 'whole'} step"
-            )
-        if not step.streamed or step.status != 200:
+        if step.status == 200 and step.streamed and action != "streamGenerateContent":
+            self.errors.append(f"request #{len(self.requests)} ({action}) met a streamed step")
+        if step.status != 200 or action != "streamGenerateContent":
             return web.json_response(step.body or {}, status=step.status, headers=step.headers)
+        if not step.streamed:  # a whole answer to a streaming request: one chunk, as Gemini sends a short one
+            step = Step(body={"chunks": [step.body or {}]}, streamed=True)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         for k, chunk in enumerate((step.body or {}).get("chunks", [])):
