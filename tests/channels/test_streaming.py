@@ -10,19 +10,13 @@ from agents.messages import ToolCall
 from agents.models.scripted import ScriptedModel, Streamed
 from agents.tools.base import Tool, tool
 from bot.config.settings import Settings
-from tests.channels.test_telegram import ALICE, GROUP, Env
+from tests.channels.test_telegram import ALICE, GROUP, Env, started
 
 
 @pytest.fixture
 async def env(make_settings: Callable[..., Settings]) -> AsyncIterator[Env]:
-    env = Env(make_settings)
-    await env.fake.start()
-    try:
-        yield env
-    finally:
-        for gateway in list(env.running):
-            await env.stop(gateway)
-        await env.fake.stop()
+    async with started(Env(make_settings)) as running:
+        yield running
 
 
 ANSWER = ("## Plan\n", "First **pack** the bags, ", "then book ", "the train.\n\n* tickets\n* snacks")

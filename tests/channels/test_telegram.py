@@ -7,6 +7,7 @@ The fake validates what Telegram validates (HTML, 4,096 units, 64-byte callback 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
@@ -116,7 +117,13 @@ class Env:
 
 @pytest.fixture
 async def env(make_settings: Callable[..., Settings]) -> AsyncIterator[Env]:
-    env = Env(make_settings)
+    async with started(Env(make_settings)) as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def started(env: Env) -> AsyncIterator[Env]:
+    """``env`` with its fake Bot API serving; every gateway it started is stopped at the end."""
     await env.fake.start()
     try:
         yield env
