@@ -55,7 +55,8 @@ class PostgresServer:
 
     def start(self) -> None:
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres")
-        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root}"
+        # A throw-away cluster: no fsync (the tests kill processes, never the machine), so commits cost CPU only.
+        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c synchronous_commit=off"
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-o", options, "-w", "start")
 
     def stop(self) -> None:

@@ -78,6 +78,7 @@ async def main() -> None:
         "agents": {"dirs": []},
         "log": {"level": os.environ.get("LOG_LEVEL", "WARNING")},
         "routing": {"strategy": "rule"},
+        "tracing": {"enabled": False},
         "channels": {
             "console": {"enabled": False},
             "telegram": {
