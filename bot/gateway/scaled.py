@@ -85,8 +85,6 @@ class ScaleOut:
         self.relay: OutboundRelay | None = None
         self.exclusive: ExclusiveConnections | None = None
         self._sweep: asyncio.Task[None] | None = None
-        self.recovered_inbox = 0
-        """Events stored and not handled, published again when this gateway started."""
         self.sweep_s = bus.sweep_s
         self.lease_ms = bus.lease_ms
 
@@ -125,7 +123,7 @@ class ScaleOut:
 
     async def start_receiving(self, channels: Sequence[Any]) -> None:
         g = self.gateway
-        self.recovered_inbox = await g.inbox.recover()
+        await g.inbox.recover()
         self.relay = OutboundRelay(
             self.redis,
             g.delivery,
@@ -203,6 +201,7 @@ class ScaleOut:
         info: dict[str, Any] = {"role": self.role, "process": self.name}
         if self.consumer is not None:
             info["partitions"] = len(self.consumer.owned)
+            info["active_chats"] = self.consumer.active_chats  # handled here, not published here
         return info
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Callable
 
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
@@ -41,7 +39,6 @@ class ReplyStream:
         first_s: float = 0.25,
         every_s: float = 1.0,
         more: str = MORE,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.delivery = delivery
         self.chat = chat
@@ -51,21 +48,14 @@ class ReplyStream:
         self.every_s = every_s
         self.more = more
         """Appended to a preview while more is coming (nothing for a terminal, which prints only what is new)."""
-        self.clock = clock
         self.text = ""
         self.shown = ""
         self.ref: str | None = None
-        self.updates = 0
-        """Previews sent and edited (for tests and the benchmark)."""
-        self.first_chunk_at: float | None = None
-        self.first_shown_at: float | None = None
         self._pump: asyncio.Task[None] | None = None
         self._more = asyncio.Event()
         self._sending = asyncio.Lock()
 
     async def write(self, delta: str) -> None:
-        if self.first_chunk_at is None:
-            self.first_chunk_at = self.clock()
         self.text += delta
         self._more.set()
         if self._pump is None:
@@ -140,9 +130,6 @@ class ReplyStream:
             else:
                 await self.delivery.send(OutboundMessage(chat=self.chat, text=preview, edit_of=self.ref, kind=kind))
             self.shown = text
-            self.updates += 1
-            if self.first_shown_at is None:
-                self.first_shown_at = self.clock()
 
 
 def _is_draft(ref: str) -> bool:

@@ -34,9 +34,11 @@ from bot.scale.streams import (
     QUEUED,
     WORKERS,
     decode,
+    ensure_group,
     inbound_stream,
     partition_lease,
     partition_of,
+    text_of,
 )
 
 log = logging.getLogger(__name__)
@@ -102,18 +104,13 @@ class PartitionConsumer:
         self._not_reading.set()
         self._partition_done = asyncio.Event()
         """Set whenever a partition has nothing outstanding any more."""
-        self.handled = 0
         self.claimed = 0
 
     # -- life cycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
         for partition in range(self.partitions):
-            try:
-                await self.redis.xgroup_create(inbound_stream(partition), GROUP, id="0", mkstream=True)
-            except Exception as exc:  # BUSYGROUP: another worker made it
-                if "BUSYGROUP" not in str(exc):
-                    raise
+            await ensure_group(self.redis, inbound_stream(partition), GROUP)
         await self._heartbeat()
         await self._balance()
         self._tasks = [
@@ -264,7 +261,7 @@ class PartitionConsumer:
         for partition in sorted(self.readable):
             stream = inbound_stream(partition)
             stale = await self.redis.xpending_range(stream, GROUP, "-", "+", 100, idle=self.lease_ms)
-            ids = [e["message_id"] for e in stale if _text(e["consumer"]) != self.name]
+            ids = [e["message_id"] for e in stale if text_of(e["consumer"]) != self.name]
             if not ids or partition not in self.readable:
                 continue
             claimed = await self.redis.xclaim(stream, GROUP, self.name, self.lease_ms, ids)
@@ -315,8 +312,7 @@ class PartitionConsumer:
                     GROUP, self.name, {inbound_stream(p): ">" for p in owned}, count=self.read_count, block=block
                 )
                 for stream, entries in replies or []:
-                    name = stream.decode() if isinstance(stream, bytes) else stream
-                    partition = int(name.rsplit(":", 1)[1])
+                    partition = int(text_of(stream).rsplit(":", 1)[1])
                     for entry_id, fields in entries:
                         self._enqueue(partition, entry_id, fields)
             except asyncio.CancelledError:
@@ -369,7 +365,6 @@ class PartitionConsumer:
             self._outstanding.pop(entry.partition, None)
             self._partition_done.set()
         if ack:
-            self.handled += 1
             await self._ack(entry.partition, entry.entry_id, str(entry.event.chat))
 
     def _ack_later(self, partition: int, entry_id: bytes | str, chat: str | None) -> None:
@@ -386,10 +381,6 @@ class PartitionConsumer:
                 await pipe.execute()
         except Exception as exc:  # handled already: a later owner's claim finds it and the guard skips it
             log.warning("bus: could not acknowledge %s on partition %d: %s", entry_id, partition, exc)
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def owner_of(partitions: int, held: set[int]) -> Callable[[str], bool]:

@@ -63,7 +63,3 @@ class Leases:
     async def release(self, key: str) -> bool:
         """Give ``key`` up (False: it was no longer ours)."""
         return bool(await self._release(keys=[key], args=[self.owner]))
-
-    async def holder(self, key: str) -> str | None:
-        value = await self.redis.get(key)
-        return value.decode() if isinstance(value, bytes) else value

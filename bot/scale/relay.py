@@ -21,7 +21,7 @@ from typing import Any
 
 from bot.events import OutboundMessage
 from bot.ids import new_id
-from bot.scale.streams import PREFIX
+from bot.scale.streams import PREFIX, ensure_group, text_of
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class RemoteChannel:
                 self.name,
             )
             return None
-        ref = answer[1].decode() if isinstance(answer[1], bytes) else str(answer[1])
+        ref = text_of(answer[1])
         return None if ref == NO_REF else ref
 
 
@@ -100,17 +100,12 @@ class OutboundRelay:
         self._cap = asyncio.Semaphore(max_concurrent)
         self._inflight: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
-        self.sent = 0
 
     async def start(self) -> None:
         if not self.channels:
             return
         for channel in self.channels:
-            try:
-                await self.redis.xgroup_create(outbound_stream(channel), GATEWAYS, id="0", mkstream=True)
-            except Exception as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
+            await ensure_group(self.redis, outbound_stream(channel), GATEWAYS)
         self._task = asyncio.create_task(self._loop(), name="outbound-relay")
 
     async def stop(self, timeout: float = 5.0) -> None:
@@ -143,7 +138,6 @@ class OutboundRelay:
                     task.add_done_callback(self._inflight.discard)
 
     async def _send_plain(self, message: OutboundMessage) -> str | None:
-        self.sent += 1
         ref: str | None = await self.delivery.send(message)
         return ref
 
@@ -176,7 +170,7 @@ class OutboundRelay:
     async def _send(self, stream: Any, entry_id: Any, fields: dict[Any, Any]) -> None:
         def field(name: str) -> str | None:
             value = fields.get(name.encode(), fields.get(name))
-            return value.decode() if isinstance(value, bytes) else value
+            return None if value is None else text_of(value)
 
         try:
             reply = field("reply")

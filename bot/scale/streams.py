@@ -44,6 +44,20 @@ def partition_lease(partition: int) -> str:
     return f"{PREFIX}lease:partition:{partition}"
 
 
+def text_of(value: bytes | str) -> str:
+    """A Redis reply value as text (the client hands out bytes)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+async def ensure_group(redis: Any, stream: str, group: str) -> None:
+    """Create ``group`` on ``stream`` (and the stream) unless another process already did."""
+    try:
+        await redis.xgroup_create(stream, group, id="0", mkstream=True)
+    except Exception as exc:  # BUSYGROUP: it exists
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
 def encode(event: InboundEvent) -> dict[str, str]:
     return {
         "kind": "action" if isinstance(event, Action) else "message",
@@ -54,8 +68,7 @@ def encode(event: InboundEvent) -> dict[str, str]:
 
 def decode(fields: dict[Any, Any]) -> InboundEvent:
     def text(key: str) -> str:
-        value = fields.get(key.encode(), fields.get(key))
-        return value.decode() if isinstance(value, bytes) else str(value)
+        return text_of(fields.get(key.encode(), fields.get(key)) or "")
 
     if text("kind") == "action":
         return Action.model_validate_json(text("event"))
@@ -78,7 +91,6 @@ class RedisBus:
         while workers handle events, and only Redis sees that)."""
         self._known: dict[str, int] = {}
         self._closed = False
-        self.published = 0
 
     def subscribe(self, handler: Handler, *, urgent: Urgent | None = None, on_urgent: Handler | None = None) -> None:
         raise TypeError("the Redis bus is consumed by a PartitionConsumer (a worker), not by subscribing")
@@ -104,7 +116,6 @@ class RedisBus:
                 _, count = await pipe.execute()
         except Exception as exc:  # redis.ConnectionError, TimeoutError, a refused write (OOM)...
             raise BusUnavailable(f"the Redis bus did not take the event: {exc}") from exc
-        self.published += 1
         self._remember(chat, int(count))
 
     async def queued(self, chat_key: str) -> int:
