@@ -1,7 +1,7 @@
 """Rendering cost of model Markdown per platform: microseconds per KB of input, and per short reply.
 
 A Gemini-style answer (headings, nested lists, a quote, a table, code, links, CJK, emoji) is rendered
-for Telegram (HTML, then split at 4,096), Slack (mrkdwn, then split) and Discord (Markdown, then split at
+for Telegram (text + entities, then split at 4,096), Slack (mrkdwn, then split) and Discord (Markdown, then split at
 2,000), repeated to 1, 8 and 32 KB.  Prints ONE JSON line.
 
     python bench/rendering.py [--rounds 200]
@@ -20,11 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
 from channels.formatting import (
+    split_entities,
     split_markdown,
-    split_telegram_html,
     to_discord_markdown,
     to_slack_mrkdwn,
-    to_telegram_html,
+    to_telegram,
     utf16_len,
 )
 
@@ -50,14 +50,14 @@ print("hello")
 
 SHORT = "Sure! **Paris** is the capital of France. See [Wikipedia](https://en.wikipedia.org/wiki/Paris)."
 
-RENDERERS: dict[str, Callable[[str], list[str]]] = {
-    "telegram": lambda text: split_telegram_html(to_telegram_html(text), 4096),
+RENDERERS: dict[str, Callable[[str], list[object]]] = {
+    "telegram": lambda text: list(split_entities(to_telegram(text), 4096)),
     "slack": lambda text: split_markdown(to_slack_mrkdwn(text), 3000, measure=utf16_len),
     "discord": lambda text: split_markdown(to_discord_markdown(text), 2000),
 }
 
 
-def timed(render: Callable[[str], list[str]], text: str, rounds: int) -> float:
+def timed(render: Callable[[str], list[object]], text: str, rounds: int) -> float:
     samples = []
     for _ in range(rounds):
         began = time.perf_counter()

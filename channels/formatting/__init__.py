@@ -1,14 +1,13 @@
 """The outbound Markdown (what models write), rendered for each platform and split to its message limit.
 
-Inline: ``**bold**``, ``_italic_`` (or ``*italic*``), ``~~strike~~``, ```` `code` ```` and ``[label](url)``;
-blocks: fenced ```` ```lang ```` code, ``#`` headings, ``*``/``-``/``+`` and ``1.`` list items (nested by
-indentation), ``>`` quotes, pipe tables and ``---`` rules.  It is parsed once into a few node types and
-rendered per target: Telegram HTML (headings bold, bullets, ``<blockquote>``, tables in ``<pre>``), Slack
-mrkdwn (the same, with ``>`` quotes and tables in code blocks), Discord Markdown (passed through as Discord
-renders it), plain text.  Anything that does not parse as markup (``2*3*4``, ``snake_case_name``, an unclosed
-``**``) stays literal text, and code is never interpreted.
+The model's CommonMark (with GFM tables, strikethrough and task lists) is read by one parser, pulldown-cmark
+(through pyromark): :func:`parse` builds a few node types that our Slack mrkdwn, Discord Markdown and plain
+text renderers walk, and Telegram's text + entities come from telegramify-markdown on the same parser.
+Headings, nested lists, quotes, tables (as aligned monospace text), rules, code, links, strike: none of it
+reaches a user as raw markup, and text that is not markup (``snake_case_name``, an unclosed ``**``, HTML the
+model writes) stays as written.
 
-Render first, then split: ``split_telegram_html(to_telegram_html(text))``, or
+Render first, then split: ``split_entities(to_telegram(text))``, or
 ``split_markdown(to_discord_markdown(text), 2000)``.  The splitters work on the rendered text so that escaping
 never pushes a chunk over the limit.
 """
@@ -22,8 +21,8 @@ from typing import TypeVar
 from channels.formatting.discord import to_discord_markdown
 from channels.formatting.plain import plain_text
 from channels.formatting.slack import to_slack_mrkdwn
-from channels.formatting.split import split_markdown, split_telegram_html, utf16_len
-from channels.formatting.telegram import to_telegram_html
+from channels.formatting.split import split_markdown, utf16_len
+from channels.formatting.telegram import Entity, TelegramText, split_entities, to_telegram
 from channels.formatting.tree import (
     Bold,
     Code,
@@ -46,6 +45,7 @@ __all__ = [
     "Bold",
     "Code",
     "CodeBlock",
+    "Entity",
     "Heading",
     "Italic",
     "Item",
@@ -55,15 +55,16 @@ __all__ = [
     "Rule",
     "Strike",
     "Table",
+    "TelegramText",
     "Text",
     "parse",
     "plain_text",
     "rendered",
+    "split_entities",
     "split_markdown",
-    "split_telegram_html",
     "to_discord_markdown",
     "to_slack_mrkdwn",
-    "to_telegram_html",
+    "to_telegram",
     "utf16_len",
 ]
 

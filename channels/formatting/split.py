@@ -1,9 +1,8 @@
-"""Splitting rendered text to a platform's message limit without cutting markup, entities or code fences."""
+"""Splitting rendered text to a platform's message limit without cutting markup, links or code fences."""
 
 from __future__ import annotations
 
 import bisect
-import html
 import re
 import sys
 import unicodedata
@@ -17,13 +16,13 @@ from channels.formatting.tree import LANG
 
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units, as Telegram counts (an astral emoji is 2)."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 _SEPARATORS = ("\n\n", "\n", " ")
 
 
-def _find_cut(vis: Sequence[str], cum: list[int], a: int, budget: int) -> tuple[int, int]:
+def find_cut(vis: Sequence[str], cum: list[int], a: int, budget: int) -> tuple[int, int]:
     """Where the chunk starting at unit ``a`` ends: (end, start of the next chunk); separators between are dropped.
 
     ``vis[k]`` is the visible text of unit ``k`` and ``cum[k]`` the measured size of ``vis[:k]``.  Prefers a
@@ -64,98 +63,11 @@ def _joins(before: str, after: str) -> bool:
     return unicodedata.category(after[0]).startswith("M")
 
 
-def _cumulative(sizes: Sequence[int]) -> list[int]:
+def cumulative(sizes: Sequence[int]) -> list[int]:
     cum = [0]
     for size in sizes:
         cum.append(cum[-1] + size)
     return cum
-
-
-_HTML_ATOM = re.compile(r"<[^<>]*>|&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[a-zA-Z][a-zA-Z0-9]*);|.", re.DOTALL)
-_TAG_NAME = re.compile(r"<(/?)([a-zA-Z][\w-]*)")
-_EMPTY_ELEMENT = re.compile(r"<([a-zA-Z][\w-]*)(?:\s[^<>]*)?></\1>")
-
-
-def split_telegram_html(html: str, limit: int = 4096) -> list[str]:
-    """Split Telegram HTML into chunks of at most ``limit`` UTF-16 units of visible text (after entity parsing).
-
-    Breaks prefer paragraphs, then lines, then words; a hard split comes last.  Each chunk is balanced HTML:
-    tags open across a boundary are closed at the chunk's end and re-opened, with the same attributes, at the
-    next chunk's start (a ``<pre><code class="language-x">`` continues as one).  Never splits an entity or a
-    surrogate pair.  Whitespace-only chunks are dropped, so empty text gives ``[]``.
-    """
-    if limit < 2:
-        raise ValueError(f"limit must be at least 2 UTF-16 units, got {limit}")
-    atoms = _HTML_ATOM.findall(html)
-    char_atoms: list[int] = []  # atom index of each visible unit
-    vis: list[str] = []
-    for index, atom in enumerate(atoms):
-        if atom.startswith("<") and len(atom) > 1 and _TAG_NAME.match(atom):
-            continue
-        char_atoms.append(index)
-        vis.append(_unescape(atom) if atom.startswith("&") else atom)
-    cum = _cumulative([utf16_len(v) for v in vis])
-
-    chunks: list[str] = []
-    stack: list[tuple[str, str]] = []  # (tag name, opening tag as written)
-    pos = 0
-    unit = 0  # the visible unit ``pos`` is at or before
-    start = 0
-    while start < len(vis) or pos < len(atoms):
-        end, nxt = _find_cut(vis, cum, start, limit) if start < len(vis) else (len(vis), len(vis))
-        if end >= len(vis):
-            end_atom = len(atoms)
-        else:
-            end_atom = char_atoms[end - 1] + 1
-            while end_atom < len(atoms) and atoms[end_atom].startswith("</"):
-                end_atom += 1
-        body = ["".join(raw for _, raw in stack)]
-        visible = []
-        while pos < end_atom:
-            atom = atoms[pos]
-            if unit < len(char_atoms) and char_atoms[unit] == pos:
-                if unit >= start:  # units before ``start`` are the dropped separator
-                    body.append(atom)
-                    visible.append(vis[unit])
-                unit += 1
-            else:
-                body.append(atom)
-                _track(stack, atom)
-            pos += 1
-        body.extend(f"</{name}>" for name, _ in reversed(stack))
-        if "".join(visible).strip():
-            chunks.append(_drop_empty_elements("".join(body)))
-        start = nxt
-        if end >= len(vis):
-            break
-    return chunks
-
-
-def _unescape(entity: str) -> str:
-    # Unknown entities stay as written (and count as such); Telegram would refuse them anyway.
-    return html.unescape(entity)
-
-
-def _track(stack: list[tuple[str, str]], tag: str) -> None:
-    match = _TAG_NAME.match(tag)
-    if match is None or tag.endswith("/>"):
-        return
-    closing, name = match[1], match[2].lower()
-    if not closing:
-        stack.append((name, tag))
-        return
-    for k in range(len(stack) - 1, -1, -1):
-        if stack[k][0] == name:
-            del stack[k:]
-            return
-
-
-def _drop_empty_elements(chunk: str) -> str:
-    while True:
-        reduced = _EMPTY_ELEMENT.sub("", chunk)
-        if reduced == chunk:
-            return chunk
-        chunk = reduced
 
 
 _FENCE_LINE = re.compile(r"[ \t]*```")
@@ -183,7 +95,7 @@ def split_markdown(text: str, limit: int, *, measure: Callable[[str], int] = len
     fences = _fences(text)
     close = "\n```"
     reserve = measure(close) if fences else 0
-    cum = _cumulative([measure(c) for c in text])
+    cum = cumulative([measure(c) for c in text])
     protected = [(m.start(), m.end()) for m in _PROTECTED.finditer(text)]
     chunks: list[str] = []
     prefix = ""
@@ -196,7 +108,7 @@ def split_markdown(text: str, limit: int, *, measure: Callable[[str], int] = len
         budget = limit - measure(prefix) - reserve
         if budget < 1:
             raise ValueError(f"limit {limit} leaves no room for text after the code fences")
-        end, nxt = _find_cut(text, cum, a, budget)
+        end, nxt = find_cut(text, cum, a, budget)
         if end < n:
             end, nxt = _avoid_protected(protected, a, end, nxt)
             end, nxt = _avoid_fence_lines(fences, a, end, nxt)

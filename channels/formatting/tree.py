@@ -1,11 +1,14 @@
-"""The parsed document: node types and the Markdown-subset parser (anything that does not parse stays text)."""
+"""The parsed document: node types, and the CommonMark parse (pulldown-cmark through pyromark) that builds it."""
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import pyromark
+
+from channels.formatting.cjk import OPTIONS, cjk_emphasis
 
 # ---------------------------------------------------------------- the tree
 
@@ -104,284 +107,232 @@ BLOCKS = (Heading, Item, Quote, Table, Rule, CodeBlock)
 
 # ---------------------------------------------------------------- the parser
 
-_FENCE_OPEN = re.compile(r"( {0,3})(`{3,})([^`]*)")
 LANG = re.compile(r"[\w+#.-]+")
-_PARAGRAPH_BREAK = re.compile(r"(\n[ \t]*\n)")
+_INLINE = {"Emphasis": "i", "Strong": "b", "Strikethrough": "s"}
 
 
 def parse(text: str) -> list[Node]:
-    """Parse the markdown subset into a flat list of nodes (code blocks at the top level only)."""
-    nodes: list[Node] = []
-    lines = text.split("\n")
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
-    segment_start = 0
-    i = 0
-    while i < len(lines):
-        opening = _FENCE_OPEN.fullmatch(lines[i])
-        if opening is None:
-            i += 1
-            continue
-        indent, fence, info = len(opening[1]), opening[2], opening[3].strip()
-        closing = re.compile(rf" {{0,3}}`{{{len(fence)},}}[ \t]*")
-        j = i + 1
-        while j < len(lines) and not closing.fullmatch(lines[j]):
-            j += 1
-        # Like CommonMark, an unclosed fence runs to the end of the text.
-        body = "\n".join(_dedent(line, indent) for line in lines[i + 1 : j])
-        lang_match = LANG.match(info)
-        nodes.extend(_parse_paragraphs(text[segment_start : starts[i]]))
-        nodes.append(CodeBlock(body, lang_match[0] if lang_match else ""))
-        segment_start = min(starts[j + 1] - 1, len(text)) if j < len(lines) else len(text)
-        i = j + 1
-    nodes.extend(_parse_paragraphs(text[segment_start:]))
-    return _merge_text(nodes)
+    """Parse CommonMark (with GFM tables, strikethrough and task lists) into a flat list of nodes.
+
+        Blocks become lines: headings, list items (nested ones deeper), quote lines, tables, rules and code
+        blocks; paragraphs are their inline nodes.  Between blocks, ``Text("\n")`` or ``Text("\n\n")`` as the
+        source had them.  HTML stays literal text.  Emphasis next to full-width punctuation is read as meant
+    (:mod:`channels.formatting.cjk`).
+    """
+    return _Builder(cjk_emphasis(text)).build()
 
 
-def _dedent(line: str, indent: int) -> str:
-    stripped = len(line) - len(line.lstrip(" "))
-    return line[min(indent, stripped) :]
+class _Builder:
+    """pulldown-cmark events (through pyromark) -> the flat node list."""
 
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.source = text.encode()
+        self.nodes: list[Node] = []
+        self.stack: list[list[Node]] = []  # inline content: [the line, then one list per open span]
+        self.spans: list[tuple[str, str]] = []  # open inline spans: (kind, url)
+        self.line: tuple[str, int, str] | None = None  # the open line: (kind, level or depth, marker)
+        self.next_line: tuple[str, int, str] | None = None  # what the next line opened becomes
+        self.lists: list[int | None] = []  # open lists: the next number, or None for bullets
+        self.quotes = 0
+        self.code: list[str] | None = None
+        self.lang = ""
+        self.rows: list[tuple[str, ...]] | None = None
+        self.cells: list[str] = []
+        self.end = 0  # where (UTF-8 byte offset) the content emitted last ended
 
-_HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
-_ITEM = re.compile(r"([ \t]*)([*+-]|\d{1,9}[.)])[ \t]+(.*)")
-_QUOTE = re.compile(r" {0,3}>[ ]?(.*)")
-_RULE = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*")
-_TABLE_SEPARATOR = re.compile(r"[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*")
+    def build(self) -> list[Node]:
+        if not self.text.strip():
+            return [Text(self.text)] if self.text else []
+        for event, span in pyromark.events_with_range(self.text, options=OPTIONS):
+            self._event(event, span["start"], span["end"])
+        self._close_line()
+        return _merge_text(self.nodes)
 
+    # -- lines and separators
 
-def _parse_paragraphs(text: str) -> list[Node]:
-    """The lines between code blocks: headings, list items, quotes, tables and rules are blocks of their own
-    (one line each, a table its lines); the other lines are paragraphs, parsed inline."""
-    lines = text.split("\n")
-    nodes: list[Node] = []
-    plain: list[str] = []
+    def _separate(self, start: int) -> None:
+        if self.nodes:
+            breaks = self.source.count(b"\n", self.end, max(start, self.end))
+            self.nodes.append(Text("\n\n" if breaks >= 2 else "\n"))
 
-    def flush() -> None:
-        if plain:
-            nodes.extend(_parse_lines("\n".join(plain)))
-            plain.clear()
-            nodes.append(Text("\n"))
+    def _open_line(self, start: int) -> None:
+        if self.line is None:
+            self._separate(start)
+            self.line = self.next_line or (("quote", 0, "") if self.quotes else ("text", 0, ""))
+            self.next_line = None
+            self.stack = [[]]
 
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        block: Node | None = None
-        if "|" in line and i + 1 < len(lines) and _TABLE_SEPARATOR.fullmatch(lines[i + 1]) and "|" in lines[i + 1]:
-            rows = [_cells(line)]
-            j = i + 2
-            while j < len(lines) and "|" in lines[j] and lines[j].strip():
-                rows.append(_cells(lines[j]))
-                j += 1
-            block, i = Table(tuple(rows)), j - 1
-        elif (heading := _HEADING.fullmatch(line)) is not None:
-            block = Heading(len(heading[1]), tuple(_parse_inline(heading[2])))
-        elif _RULE.fullmatch(line):
-            block = Rule()
-        elif (item := _ITEM.fullmatch(line)) is not None:
-            indent = len(item[1].expandtabs(4))
-            marker = "•" if item[2] in "*+-" else item[2]
-            block = Item(min(indent // 2, 8), marker, tuple(_parse_inline(item[3])))
-        elif (quote := _QUOTE.fullmatch(line)) is not None:
-            block = Quote(tuple(_parse_inline(quote[1])))
-        if block is None:
-            plain.append(line)
+    def _close_line(self) -> None:
+        if self.line is None and self.next_line is not None and self.next_line[0] == "item":
+            self._open_line(self.end)  # an empty item is still an item
+        if self.line is None:
+            return
+        while self.spans:  # unclosed spans cannot happen in CommonMark; never lose their text
+            self._end_span()
+        children = _merge_text(self.stack[0])
+        if children and isinstance(children[-1], Text) and children[-1].text.endswith("\n"):
+            trimmed = children[-1].text.rstrip("\n")
+            children[-1:] = [Text(trimmed)] if trimmed else []
+        kind, number, marker = self.line
+        if kind == "heading":
+            self.nodes.append(Heading(number, tuple(children)))
+        elif kind == "item":
+            self.nodes.append(Item(number, marker, tuple(children)))
+        elif kind == "quote":
+            self.nodes.append(Quote(tuple(children)))
         else:
-            flush()
-            nodes.append(block)
-            nodes.append(Text("\n"))
-        i += 1
-    flush()
-    if nodes and nodes[-1] == Text("\n"):
-        nodes.pop()  # no newline after the last line
-    return nodes
+            self.nodes.extend(children)
+        self.line = None
+        self.stack = []
 
+    def _block(self, node: Node, start: int) -> None:
+        self._close_line()
+        self._separate(start)
+        self.nodes.append(node)
 
-def _cells(line: str) -> tuple[str, ...]:
-    inner = line.strip()
-    inner = inner[1:] if inner.startswith("|") else inner
-    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
-    return tuple(cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", inner))
+    def _inline(self, node: Node, start: int) -> None:
+        if self.rows is None:
+            self._open_line(start)
+        self.stack[-1].append(node)
 
+    # -- events
 
-def _parse_lines(text: str) -> list[Node]:
-    # Emphasis and code spans never cross a blank line.
-    nodes: list[Node] = []
-    for k, part in enumerate(_PARAGRAPH_BREAK.split(text)):
-        nodes.extend([Text(part)] if k % 2 else _parse_inline(part))
-    return nodes
+    def _event(self, event: object, start: int, end: int) -> None:
+        if isinstance(event, str):  # SoftBreak, HardBreak, Rule
+            if event == "Rule":
+                self._block(Rule(), start)
+            elif self.line is not None and self.line[0] == "quote" and not self.spans:
+                self._close_line()  # a quote goes on line by line
+            elif self.stack:
+                self.stack[-1].append(Text("\n"))
+        elif isinstance(event, dict):
+            ((kind, value),) = event.items()
+            if kind == "Start":
+                self._start(value, start)
+                return
+            if kind == "End":
+                self._end(value)
+            elif kind == "Text" and self.code is not None:
+                self.code.append(value)
+            elif kind in ("Text", "Html", "InlineHtml", "InlineMath", "DisplayMath"):
+                self._inline(Text(value), start)
+            elif kind == "Code":
+                self._inline(Code(value), start)
+            elif kind == "TaskListMarker":
+                self._inline(Text("☑ " if value else "☐ "), start)
+            elif kind == "FootnoteReference":
+                self._inline(Text(f"[{value}]"), start)
+        while end > start and self.source[end - 1 : end].isspace():
+            end -= 1
+        self.end = max(self.end, end)
 
+    def _start(self, tag: object, start: int) -> None:
+        name, value = next(iter(tag.items())) if isinstance(tag, dict) else (tag, None)
+        if name in _INLINE or name in ("Link", "Image"):
+            if self.rows is None:
+                self._open_line(start)
+            url = value.get("dest_url", "") if isinstance(value, dict) else ""
+            kind = _INLINE.get(name, name)
+            if kind == "s" and self.source[start + 1 : start + 2] != b"~":
+                kind = "~"  # one tilde is "about" (~5 minutes), not strikethrough
+            self.spans.append((kind, url))
+            self.stack.append([])
+        elif name == "Heading":
+            self._close_line()
+            level = int(str(value.get("level", "H1"))[1:]) if isinstance(value, dict) else 1
+            self.next_line = ("quote", 0, "") if self.quotes else ("heading", level, "")
+        elif name == "List":
+            self._close_line()
+            self.lists.append(value if isinstance(value, int) else None)
+        elif name == "Item":
+            self._close_line()
+            number = self.lists[-1] if self.lists else None
+            marker = "•" if number is None else f"{number}."
+            if number is not None:
+                self.lists[-1] = number + 1
+            depth = min(max(len(self.lists) - 1, 0), 8)
+            self.next_line = ("item", depth, marker)
+            if self.quotes:
+                self.next_line = ("quote", 0, "")
+                self._open_line(start)
+                self.stack[0].append(Text("\u00a0\u00a0" * depth + marker + " "))
+        elif name == "BlockQuote":
+            self._close_line()
+            self.quotes += 1
+        elif name == "CodeBlock":
+            self._close_line()
+            self._separate(start)
+            self.code = []
+            info = value.get("Fenced", "") if isinstance(value, dict) else ""
+            lang = LANG.match(info.strip())
+            self.lang = lang[0] if lang else ""
+        elif name == "Table":
+            self._close_line()
+            self._separate(start)
+            self.rows = []
+        elif name in ("TableHead", "TableRow"):
+            self.cells = []
+        elif name == "TableCell":
+            self.stack = [[]]
+        elif name in ("Paragraph", "HtmlBlock") and self.line is None and self.next_line is None and self.quotes:
+            self.next_line = ("quote", 0, "")
 
-@dataclass(slots=True)
-class _Delim:
-    """A run of ``*`` or ``_`` (or exactly ``~~``) that may open or close emphasis (strikethrough)."""
+    def _end(self, tag: object) -> None:
+        name = next(iter(tag)) if isinstance(tag, dict) else tag
+        if name in _INLINE or name in ("Link", "Image"):
+            self._end_span()
+        elif name in ("Paragraph", "Heading", "Item", "HtmlBlock"):
+            self._close_line()
+        elif name == "List":
+            self._close_line()
+            self.lists.pop()
+        elif name == "BlockQuote":
+            self._close_line()
+            self.quotes -= 1
+        elif name == "CodeBlock" and self.code is not None:
+            body = "".join(self.code)
+            self.nodes.append(CodeBlock(body[:-1] if body.endswith("\n") else body, self.lang))
+            self.code = None
+        elif name == "TableCell":
+            self.cells.append(_flat(self.stack[0]).strip() if self.stack else "")
+            self.stack = []
+        elif name in ("TableHead", "TableRow") and self.rows is not None:
+            self.rows.append(tuple(self.cells))
+        elif name == "Table" and self.rows is not None:
+            self.nodes.append(Table(tuple(self.rows)))
+            self.rows = None
 
-    char: str
-    count: int
-    can_open: bool
-    can_close: bool
-
-
-class _Bracket:
-    """A ``[`` that may open a link label."""
-
-
-_LINK_TARGET = re.compile(r"\((?:<([^<>\s]+)>|((?:[^\s()]|\([^\s()]*\))+))\)")
-
-
-def _parse_inline(s: str) -> list[Node]:
-    items: list[Node | _Delim | _Bracket] = []
-    brackets: list[int] = []  # indices in ``items`` of the ``[`` that may still open a label
-    missing_runs: dict[int, int] = {}  # backtick run length -> position from which no such run follows
-    buf: list[str] = []
-
-    def flush() -> None:
-        if buf:
-            items.append(Text("".join(buf)))
-            buf.clear()
-
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        if c == "`":
-            j = _run_end(s, i)
-            length = j - i
-            end = -1 if missing_runs.get(length, n + 1) <= j else _find_backtick_run(s, j, length)
-            if end < 0:
-                missing_runs[length] = j
-                buf.append(s[i:j])
-                i = j
-                continue
-            flush()
-            items.append(Code(_strip_code(s[j:end])))
-            i = end + length
-        elif c == "[":
-            flush()
-            brackets.append(len(items))
-            items.append(_Bracket())
-            i += 1
-        elif c == "]" and brackets and (target := _LINK_TARGET.match(s, i + 1)) is not None:
-            flush()
-            opener = brackets.pop()
-            url = target[1] or target[2]
-            label = items[opener + 1 :]
-            _match_emphasis(label)
-            items[opener:] = [Link(tuple(_finish(label)) or (Text(url),), url)]
-            brackets.clear()  # links do not nest: an outer "[" is now literal
-            i = target.end()
-        elif c in "*_" or (c == "~" and _run_end(s, i) - i == 2):
-            j = _run_end(s, i)
-            flush()
-            items.append(_delim(s, i, j))
-            i = j
+    def _end_span(self) -> None:
+        kind, url = self.spans.pop()
+        children = tuple(_merge_text(self.stack.pop()))
+        node: Node
+        if kind in ("Link", "Image") and any(k in ("Link", "Image") for k, _ in self.spans):
+            self.stack[-1].extend(children)  # links do not nest: an image in a link label is its alt text
+            return
+        if kind in ("Link", "Image"):
+            node = Link(children or (Text(url),), url)
+        elif kind == "b":
+            node = Bold(children)
+        elif kind == "i":
+            node = Italic(children)
+        elif kind == "~":
+            self.stack[-1].extend((Text("~"), *children, Text("~")))
+            return
         else:
-            if c == "]" and brackets:
-                brackets.pop()
-            buf.append(c)
-            i += 1
-    flush()
-    _match_emphasis(items)
-    return _finish(items)
+            node = Strike(children)
+        self.stack[-1].append(node)
 
 
-def _finish(items: Sequence[Node | _Delim | _Bracket]) -> list[Node]:
-    """Unmatched delimiters and brackets back to text."""
-    nodes: list[Node] = []
-    for item in items:
-        if isinstance(item, _Delim):
-            nodes.append(Text(item.char * item.count))
-        elif isinstance(item, _Bracket):
-            nodes.append(Text("["))
-        else:
-            nodes.append(item)
-    return _merge_text(nodes)
-
-
-def _run_end(s: str, i: int) -> int:
-    j = i
-    while j < len(s) and s[j] == s[i]:
-        j += 1
-    return j
-
-
-def _find_backtick_run(s: str, start: int, length: int) -> int:
-    """The start of the next run of exactly ``length`` backticks at or after ``start``, or -1."""
-    k = s.find("`", start)
-    while k >= 0:
-        end = _run_end(s, k)
-        if end - k == length:
-            return k
-        k = s.find("`", end)
-    return -1
-
-
-def _strip_code(code: str) -> str:
-    if len(code) >= 2 and code[0] == " " and code[-1] == " " and code.strip(" "):
-        return code[1:-1]
-    return code
-
-
-def _is_wide(c: str) -> bool:
-    return unicodedata.east_asian_width(c) in "WF"
-
-
-def _is_punct(c: str) -> bool:
-    # CJK punctuation counts as a letter, so that "**注意：**这里" is bold as writers mean it.
-    return unicodedata.category(c)[0] in "PS" and not _is_wide(c)
-
-
-def _is_word(c: str) -> bool:
-    return c.isalnum() and not _is_wide(c)
-
-
-def _delim(s: str, i: int, j: int) -> _Delim:
-    char, count = s[i], j - i
-    prev = s[i - 1] if i > 0 else " "
-    nxt = s[j] if j < len(s) else " "
-    left = not nxt.isspace() and (not _is_punct(nxt) or prev.isspace() or _is_punct(prev))
-    right = not prev.isspace() and (not _is_punct(prev) or nxt.isspace() or _is_punct(nxt))
-    # Intraword single markers stay literal (2*3*4, snake_case_name); so does any "__" (__init__).
-    if (char == "_" and count > 1) or (_is_word(prev) and _is_word(nxt) and (char == "_" or count == 1)):
-        return _Delim(char, count, False, False)
-    return _Delim(char, count, left, right)
-
-
-def _match_emphasis(items: list[Node | _Delim | _Bracket]) -> None:
-    """Pair delimiter runs in place, CommonMark style: each closer takes the nearest opener of its kind."""
-    bottom = {"*": -1, "_": -1, "~": -1}
-    i = 0
-    while i < len(items):
-        closer = items[i]
-        if not (isinstance(closer, _Delim) and closer.can_close and closer.count):
-            i += 1
-            continue
-        j = i - 1
-        while j > bottom[closer.char]:
-            opener = items[j]
-            if isinstance(opener, _Delim) and opener.char == closer.char and opener.can_open and opener.count:
-                break
-            j -= 1
-        else:
-            # Nothing below here can open for this kind; later closers need not look again.
-            bottom[closer.char] = i - 1
-            i += 1
-            continue
-        assert isinstance(opener, _Delim)
-        used = 2 if opener.count >= 2 and closer.count >= 2 else 1
-        children = tuple(_finish(items[j + 1 : i]))
-        if closer.char == "~":
-            items[j + 1 : i] = [Strike(children)]
-        else:
-            items[j + 1 : i] = [Bold(children) if used == 2 else Italic(children)]
-        opener.count -= used
-        closer.count -= used
-        i = j + 2
-        if opener.count == 0:
-            del items[j]
-            i -= 1
-        if closer.count == 0:
-            del items[i]
+def _flat(nodes: Sequence[Node]) -> str:
+    """The text of inline nodes (a table cell)."""
+    out: list[str] = []
+    for node in nodes:
+        if isinstance(node, Text | Code):
+            out.append(node.text)
+        elif isinstance(node, Bold | Italic | Strike | Link):
+            out.append(_flat(node.children))
+    return "".join(out)
 
 
 def _merge_text(nodes: Sequence[Node]) -> list[Node]:

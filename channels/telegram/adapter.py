@@ -54,7 +54,7 @@ from bot.errors import ConfigError
 from bot.events import Action, ChatKey, InboundEvent, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.base import BuildContext
-from channels.formatting import rendered
+from channels.formatting import TelegramText, rendered
 from channels.telegram.delivery import Api, TelegramDeliveryError
 from channels.telegram.inbound import (
     UPDATE_TYPES,
@@ -65,7 +65,7 @@ from channels.telegram.inbound import (
     message_ref,
     parse_ref,
 )
-from channels.telegram.rendering import TEXT_LIMIT, chunks_of, html_to_plain, keyboard
+from channels.telegram.rendering import TEXT_LIMIT, chunks_of, entities_of, keyboard
 from channels.telegram.settings import TelegramSettings
 
 log = logging.getLogger(__name__)
@@ -98,8 +98,9 @@ class TelegramChannel:
     bot is down) or a webhook on the shared HTTP server.  Every update becomes one event whose id is the
     ``update_id``, the gateway's de-duplication key.  "Accepted" means committed: the polling offset moves
     past a batch only after the inbox stored it, and a webhook request is answered 200 only then (503 while
-    starting or stopping, so Telegram sends it again).  Outbound: the markdown subset as Telegram HTML, split
-    at 4,096 characters, buttons as an inline keyboard, prompts edited in place.
+    starting or stopping, so Telegram sends it again).  Outbound: the model's Markdown as text + entities (no
+    ``parse_mode``), split at 4,096 UTF-16 units outside inline entities, buttons as an inline keyboard,
+    prompts edited in place.
     """
 
     name = "telegram"
@@ -347,7 +348,7 @@ class TelegramChannel:
         if not chunks:
             if not message.buttons:
                 return None
-            chunks = ["…"]
+            chunks = [TelegramText("…")]
         chat_id = chat_id_of(message.chat.chat_id)
         thread = int(message.chat.thread_id) if message.chat.thread_id else None
         reply = self._replies.get(message.reply_to) if message.reply_to else None
@@ -370,18 +371,18 @@ class TelegramChannel:
         self,
         chat_id: int | str,
         thread: int | None,
-        text: str,
+        chunk: TelegramText,
         *,
         markup: InlineKeyboardMarkup | None,
         reply: int | None,
         silent: bool,
     ) -> Message:
-        parse_mode: str | None = "HTML"
         for _ in range(5):
             method = SendMessage(
                 chat_id=chat_id,
-                text=text,
-                parse_mode=parse_mode,
+                text=chunk.text,
+                entities=entities_of(chunk),
+                parse_mode=None,
                 message_thread_id=thread,
                 reply_parameters=ReplyParameters(message_id=reply, allow_sending_without_reply=True) if reply else None,
                 reply_markup=markup,
@@ -393,10 +394,7 @@ class TelegramChannel:
                 chat_id = exc.migrate_to_chat_id
             except TelegramBadRequest as exc:
                 problem = exc.message.lower()
-                if "can't parse entities" in problem and parse_mode is not None:
-                    log.warning("telegram: HTML refused (%s); sending plain text", exc.message)
-                    text, parse_mode = html_to_plain(text), None
-                elif "thread not found" in problem and thread is not None:
+                if "thread not found" in problem and thread is not None:
                     thread = None  # the topic was deleted: answer in the chat
                 elif "replied not found" in problem and reply is not None:
                     reply = None
@@ -412,11 +410,13 @@ class TelegramChannel:
         draft_id = int(message.edit_of.rsplit(":", 1)[1]) if message.edit_of else secrets.randbelow(2**31 - 1) + 1
         chunks = await rendered(chunks_of, message.text)
         thread = int(message.chat.thread_id) if message.chat.thread_id else None
+        draft = chunks[0] if chunks else TelegramText("…")
         method = SendMessageDraft(
             chat_id=chat_id,
             draft_id=draft_id,
-            text=chunks[0] if chunks else "…",
-            parse_mode="HTML",
+            text=draft.text,
+            entities=entities_of(draft),
+            parse_mode=None,
             message_thread_id=thread,
         )
         try:
@@ -431,32 +431,32 @@ class TelegramChannel:
         markup = keyboard(message.buttons) or InlineKeyboardMarkup(inline_keyboard=[])
         chunks = await rendered(chunks_of, message.text)
         # A prompt longer than one message went out in chunks and ``ref`` is the last one: it gets the tail.
-        text, parse_mode = (chunks[-1], "HTML") if chunks else ("", None)
-        for _ in range(2):
-            method: EditMessageText | EditMessageReplyMarkup
-            if text:
-                method = EditMessageText(
-                    chat_id=chat_id, message_id=message_id, text=text, parse_mode=parse_mode, reply_markup=markup
-                )
-            else:
-                method = EditMessageReplyMarkup(chat_id=chat_id, message_id=message_id, reply_markup=markup)
-            try:
-                await self.api.call(method, chat=str(chat_id), paced=True)
+        tail = chunks[-1] if chunks else None
+        method: EditMessageText | EditMessageReplyMarkup
+        if tail is not None:
+            method = EditMessageText(
+                chat_id=chat_id,
+                message_id=message_id,
+                text=tail.text,
+                entities=entities_of(tail),
+                parse_mode=None,
+                reply_markup=markup,
+            )
+        else:
+            method = EditMessageReplyMarkup(chat_id=chat_id, message_id=message_id, reply_markup=markup)
+        try:
+            await self.api.call(method, chat=str(chat_id), paced=True)
+            return ref
+        except TelegramBadRequest as exc:
+            problem = exc.message.lower()
+            if "message is not modified" in problem:
                 return ref
-            except TelegramBadRequest as exc:
-                problem = exc.message.lower()
-                if "message is not modified" in problem:
-                    return ref
-                if "can't parse entities" in problem and parse_mode is not None:
-                    text, parse_mode = html_to_plain(text), None
-                    continue
-                if "message to edit not found" in problem or "message can't be edited" in problem:
-                    log.info("telegram: message %s cannot be edited (%s); sending it anew", ref, exc.message)
-                    return await self._post(message.model_copy(update={"edit_of": None}))
-                raise TelegramDeliveryError(f"telegram edit of {ref}: {exc.message}") from None
-            except TelegramAPIError as exc:
-                raise TelegramDeliveryError(f"telegram edit of {ref}: {exc.message}") from None
-        raise TelegramDeliveryError(f"telegram edit of {ref}: gave up after repeated errors")
+            if "message to edit not found" in problem or "message can't be edited" in problem:
+                log.info("telegram: message %s cannot be edited (%s); sending it anew", ref, exc.message)
+                return await self._post(message.model_copy(update={"edit_of": None}))
+            raise TelegramDeliveryError(f"telegram edit of {ref}: {exc.message}") from None
+        except TelegramAPIError as exc:
+            raise TelegramDeliveryError(f"telegram edit of {ref}: {exc.message}") from None
 
     # -- typing ---------------------------------------------------------------------------
 

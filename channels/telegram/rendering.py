@@ -1,23 +1,30 @@
-"""Our Markdown as Telegram messages: HTML chunks at the text limit, buttons as inline keyboards."""
+"""Our Markdown as Telegram messages: text + entities chunks at the text limit, buttons as inline keyboards."""
 
 from __future__ import annotations
 
-import html
-import re
-
-from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
+from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity
 
 from bot.events import Button
-from channels.formatting import split_telegram_html, to_telegram_html
+from channels.formatting import TelegramText, split_entities, to_telegram
+from channels.formatting.telegram import TEXT_LIMIT
 
-TEXT_LIMIT = 4096
-"""Characters (UTF-16 units, after entity parsing) in one message."""
+__all__ = ["TEXT_LIMIT", "chunks_of", "entities_of", "keyboard"]
 
 
-def chunks_of(text: str) -> list[str]:
+def chunks_of(text: str) -> list[TelegramText]:
+    """The answer as messages: each at most :data:`TEXT_LIMIT` UTF-16 units, none empty."""
     if not text.strip():
         return []
-    return [c for c in split_telegram_html(to_telegram_html(text), TEXT_LIMIT) if c.strip()]
+    return split_entities(to_telegram(text), TEXT_LIMIT)
+
+
+def entities_of(chunk: TelegramText) -> list[MessageEntity] | None:
+    if not chunk.entities:
+        return None
+    return [
+        MessageEntity(type=e.type, offset=e.offset, length=e.length, url=e.url, language=e.language)
+        for e in chunk.entities
+    ]
 
 
 def keyboard(rows: tuple[tuple[Button, ...], ...]) -> InlineKeyboardMarkup | None:
@@ -27,11 +34,3 @@ def keyboard(rows: tuple[tuple[Button, ...], ...]) -> InlineKeyboardMarkup | Non
     return InlineKeyboardMarkup(
         inline_keyboard=[[InlineKeyboardButton(text=b.label, callback_data=b.payload) for b in row] for row in rows]
     )
-
-
-_TAG = re.compile(r"<[^>]*>")
-
-
-def html_to_plain(text: str) -> str:
-    """The fallback when Telegram refuses our HTML: the same text without markup (never lose a reply)."""
-    return html.unescape(_TAG.sub("", text)).strip() or "…"

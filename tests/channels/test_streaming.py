@@ -26,7 +26,8 @@ def texts_of(env: Env, method: str, chat_id: int = ALICE) -> list[str]:
     return [c.params["text"] for c in env.fake.of(method) if int(c.params["chat_id"]) == chat_id]
 
 
-WHOLE = "<b>Plan</b>\nFirst <b>pack</b> the bags, then book the train.\n\n• tickets\n• snacks"
+WHOLE = "Plan\nFirst pack the bags, then book the train.\n\n• tickets\n• snacks"
+WHOLE_MARKS = [("bold", "Plan"), ("underline", "Plan"), ("bold", "pack")]
 
 
 async def test_a_private_chat_sees_a_native_draft_then_exactly_the_whole_answer(env: Env) -> None:
@@ -37,6 +38,7 @@ async def test_a_private_chat_sees_a_native_draft_then_exactly_the_whole_answer(
     assert len(drafts) >= 2 and len({c.params["draft_id"] for c in drafts}) == 1, "one draft, growing"
     assert all("…" in d.params["text"] for d in drafts) and "snacks" not in drafts[0].params["text"]
     assert texts_of(env, "sendMessage") == [WHOLE], "then one message: the whole answer, rendered"
+    assert env.fake.marks(env.fake.of("sendMessage")[0].params) == WHOLE_MARKS, "as text + entities"
     assert texts_of(env, "editMessageText") == []
     history = await gateway.store.history(f"telegram:{ALICE}")
     assert [m.text for m in history if m.role == "assistant"] == ["".join(ANSWER)], "stored once, whole"

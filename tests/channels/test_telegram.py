@@ -27,7 +27,7 @@ from channels.telegram import TelegramChannel, delivery
 from channels.telegram import adapter as adapter_module
 from channels.telegram.delivery import Pacer, _Bucket
 from channels.telegram.inbound import BotIdentity, message_event
-from tests.fakes.telegram_server import TOKEN, FakeTelegram, check_html
+from tests.fakes.telegram_server import TOKEN, FakeTelegram
 
 ALICE, BOB = 111, 222
 GROUP, FORUM = -1001, -1002
@@ -146,8 +146,9 @@ async def test_private_message_while_down_is_answered_after_start(env: Env) -> N
     env.fake.push(env.fake.message("hello"))  # arrived while the bot was down
     model = ScriptedModel(["Hi **there** <3"])
     gateway = await env.start(model)
-    reply = await env.reply("Hi <b>there</b> &lt;3")
-    assert reply["parse_mode"] == "HTML" and "reply_parameters" not in reply, "a private chat needs no quote"
+    reply = await env.reply("Hi there <3")
+    assert env.fake.marks(reply) == [("bold", "there")] and not reply.get("parse_mode"), "text + entities"
+    assert "reply_parameters" not in reply, "a private chat needs no quote"
     assert model.requests[0].messages[-1].text == "hello"
     delete = env.fake.of("deleteWebhook")
     assert delete and delete[0].params.get("drop_pending_updates") in (None, "false", "False")
@@ -280,7 +281,7 @@ async def test_press_after_restart_resumes_and_duplicates_are_dropped(env: Env) 
 # -- long texts, flood control ----------------------------------------------------------------
 
 
-async def test_long_reply_with_code_block_is_split_into_valid_html(env: Env) -> None:
+async def test_long_reply_with_code_block_is_split_into_valid_messages(env: Env) -> None:
     paragraphs = [f"Paragraph {i}: " + "words & <symbols> " * 45 for i in range(8)]
     code = "\n".join(f"line_{i} = compute({i}) < limit" for i in range(200))
     text = "\n\n".join([*paragraphs[:4], f"```python\n{code}\n```", *paragraphs[4:]])
@@ -289,15 +290,15 @@ async def test_long_reply_with_code_block_is_split_into_valid_html(env: Env) -> 
     await env.start(model)
     env.fake.push(env.fake.message("write a lot"))
     await env.reply("Paragraph 7")
-    chunks = env.fake.sent_texts(ALICE)
-    assert len(chunks) >= 3 and all(c.status == 200 for c in env.fake.of("sendMessage", ok=None))
-    visible = [check_html(chunk) for chunk in chunks]
-    assert all(formatting.utf16_len(v) <= 4096 for v in visible)
+    sent = [c.params for c in env.fake.of("sendMessage") if int(c.params["chat_id"]) == ALICE]
+    assert len(sent) >= 3 and all(c.status == 200 for c in env.fake.of("sendMessage", ok=None))
+    assert all(formatting.utf16_len(p["text"]) <= 4096 for p in sent)  # and the fake checked the entities
     squeeze = re.compile(r"\s+")
-    whole = check_html(formatting.to_telegram_html(text))
-    assert squeeze.sub("", "".join(visible)) == squeeze.sub("", whole), "everything, in order"
-    in_code = [c for c in chunks if "line_" in c]
-    assert len(in_code) >= 2 and all("<pre>" in c for c in in_code), "the code block is re-opened"
+    whole = formatting.to_telegram(text).text
+    assert squeeze.sub("", "".join(p["text"] for p in sent)) == squeeze.sub("", whole), "everything, in order"
+    in_code = [p for p in sent if "line_" in p["text"]]
+    assert len(in_code) >= 2, "the code block continues in the next message"
+    assert all(any(kind == "pre" and "line_" in covered for kind, covered in env.fake.marks(p)) for p in in_code)
     model.assert_complete()
 
 

@@ -103,6 +103,69 @@ def check_html(text: str) -> str:
     return "".join(checker.text)
 
 
+ENTITY_TYPES = frozenset(
+    {"mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold", "italic"}
+    | {"underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote", "code", "pre"}
+    | {"text_link", "text_mention", "custom_emoji", "date_time"}
+)
+_STYLES = frozenset({"bold", "italic", "underline", "strikethrough", "spoiler"})
+_QUOTES = frozenset({"blockquote", "expandable_blockquote"})
+
+
+def check_entities(text: str, entities: list[dict[str, Any]]) -> None:
+    """:class:`TelegramError` for entities Telegram would refuse.
+
+    In range and not inside a surrogate pair; entities nest or are apart, never overlap partly; styles (bold,
+    italic, underline, strikethrough, spoiler) nest with anything but never inside code or ``pre``; quotes
+    never nest in quotes; other entities never contain each other; a ``text_link`` needs an http(s) or tg URL.
+    """
+    units = text.encode("utf-16-le", "surrogatepass")
+    size = len(units) // 2
+
+    def splits_a_pair(at: int) -> bool:
+        return 0 < at < size and 0xDC00 <= int.from_bytes(units[2 * at : 2 * at + 2], "little") <= 0xDFFF
+
+    def refuse(why: str) -> TelegramError:
+        return TelegramError(400, f"Bad Request: can't parse entities: {why}")
+
+    spans = []
+    for e in entities:
+        kind, start, length = e.get("type"), int(e.get("offset", -1)), int(e.get("length", 0))
+        if kind not in ENTITY_TYPES:
+            raise refuse(f"unsupported entity type {kind!r}")
+        if start < 0 or length <= 0 or start + length > size:
+            raise refuse(f"{kind} entity {start}+{length} outside the text ({size} units)")
+        if splits_a_pair(start) or splits_a_pair(start + length):
+            raise refuse(f"{kind} entity boundary inside a UTF-16 surrogate pair")
+        if kind == "text_link" and not str(e.get("url", "")).lower().startswith(("http://", "https://", "tg://")):
+            raise refuse(f"wrong URL {e.get('url')!r} in a text_link")
+        spans.append((start, start + length, kind))
+    for i, (a1, b1, k1) in enumerate(spans):
+        for a2, b2, k2 in spans[i + 1 :]:
+            if b1 <= a2 or b2 <= a1:
+                continue
+            inner_first = a1 >= a2 and b1 <= b2
+            if not (inner_first or (a2 >= a1 and b2 <= b1)):
+                raise refuse(f"{k1} and {k2} entities overlap partly")
+            if (a1, b1) == (a2, b2):  # the same text: either may be the outer one
+                orders = [(k1, k2), (k2, k1)]
+            else:
+                orders = [(k2, k1)] if inner_first else [(k1, k2)]
+            problems = [_nesting_problem(outer, inner) for outer, inner in orders]
+            if all(problems):
+                raise refuse(problems[0] or "")
+
+
+def _nesting_problem(outer: str, inner: str) -> str | None:
+    if outer in _STYLES:  # bold, italic... may hold anything
+        return None
+    if inner in _STYLES:
+        return f"{inner} inside {outer}" if outer in ("code", "pre") else None
+    if outer in _QUOTES and inner not in _QUOTES:
+        return None
+    return f"{inner} entity inside a {outer} entity"
+
+
 class _HtmlChecker(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -224,6 +287,15 @@ class FakeTelegram:
     def of(self, method: str, *, ok: bool | None = True) -> list[Call]:
         """Calls of ``method`` (only successful ones by default; ``ok=None``: all)."""
         return [c for c in self.calls if c.method == method and (ok is None or (c.status == 200) == ok)]
+
+    @staticmethod
+    def marks(params: dict[str, Any]) -> list[tuple[str, str]]:
+        """The entities of a sent text as (type, the text each covers), in order."""
+        units = str(params.get("text", "")).encode("utf-16-le")
+        return [
+            (e["type"], units[2 * e["offset"] : 2 * (e["offset"] + e["length"])].decode("utf-16-le"))
+            for e in sorted(params.get("entities") or [], key=lambda e: (e["offset"], -e["length"], e["type"]))
+        ]
 
     def sent_texts(self, chat_id: int | None = None) -> list[str]:
         return [
@@ -367,6 +439,10 @@ class FakeTelegram:
     def _check_text(self, params: dict[str, Any]) -> None:
         text = params.get("text") or ""
         visible = check_html(text) if params.get("parse_mode") == "HTML" else text
+        if params.get("entities"):
+            if params.get("parse_mode"):
+                raise TelegramError(400, "Bad Request: entities and parse_mode given together")
+            check_entities(text, params["entities"])
         if not visible.strip():
             raise TelegramError(400, "Bad Request: message text is empty")
         if utf16_len(visible) > 4096:
@@ -387,6 +463,8 @@ class FakeTelegram:
             "from": self._me(),
             "text": params["text"],
         }
+        if params.get("entities"):
+            message["entities"] = params["entities"]
         if thread is not None:
             message["message_thread_id"] = thread
             message["is_topic_message"] = True
@@ -415,13 +493,17 @@ class FakeTelegram:
         message = self._existing(params)
         self._check_text(params)
         markup = _markup(params.get("reply_markup"))
-        if message["text"] == params["text"] and _markup(message.get("reply_markup")) == markup:
+        same_text = message["text"] == params["text"] and message.get("entities") == params.get("entities")
+        if same_text and _markup(message.get("reply_markup")) == markup:
             raise TelegramError(
                 400,
                 "Bad Request: message is not modified: specified new message content and reply markup are "
                 "exactly the same as a current content and reply markup of the message",
             )
         message["text"] = params["text"]
+        message.pop("entities", None)
+        if params.get("entities"):
+            message["entities"] = params["entities"]
         message["edit_date"] = int(time.time())
         if markup:
             message["reply_markup"] = params["reply_markup"]
