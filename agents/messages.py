@@ -72,6 +72,39 @@ class ToolResult(BaseModel):
     is_error: bool = False
 
 
+MediaKind = Literal["image", "audio", "document"]
+
+MEDIA_SIZE = 2_000
+"""What one media item counts for in the context budget (characters)."""
+
+
+class Media(BaseModel):
+    """A file that came with a user's message: a reference, never the bytes.
+
+    ``path`` is the stored file (the model client reads it when it builds a request); once the file is
+    dropped after its keep time, the model is told it is gone.  ``transcript`` is a voice note's words
+    (then the text of the message carries them and the audio is not sent again).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: MediaKind
+    mime_type: str
+    size: int
+    path: str
+    name: str | None = None
+    transcript: str | None = None
+
+    def label(self) -> str:
+        """How a person would name it: "photo", "voice note", "report.pdf"."""
+        if self.kind == "image":
+            return f"image {self.name}" if self.name else "photo"
+        if self.kind == "audio":
+            return f"audio {self.name}" if self.name else "voice note"
+        return self.name or "document"
+
+
 class Message(BaseModel):
     """One turn of a conversation.
 
@@ -87,10 +120,12 @@ class Message(BaseModel):
     tool_results: tuple[ToolResult, ...] = ()
     agent: str | None = None
     provider_meta: dict[str, Any] | None = None
+    media: tuple[Media, ...] = ()
+    """Files the user sent with this message (``user`` messages only)."""
 
     @classmethod
-    def user(cls, text: str) -> Message:
-        return cls(role="user", text=text)
+    def user(cls, text: str, media: tuple[Media, ...] = ()) -> Message:
+        return cls(role="user", text=text, media=media)
 
     @classmethod
     def assistant(cls, text: str, *, agent: str | None = None) -> Message:
@@ -102,7 +137,7 @@ class Message(BaseModel):
 
     def size(self) -> int:
         """Approximate size in characters, used for the context budget."""
-        n = len(self.text or "")
+        n = len(self.text or "") + MEDIA_SIZE * len(self.media)
         for call in self.tool_calls:
             n += len(call.name) + len(str(call.args))
         for result in self.tool_results:
@@ -133,3 +168,18 @@ def fit_context(messages: list[Message], max_chars: int) -> list[Message]:
     while start < len(messages) and messages[start].role != "user":
         start += 1
     return messages[start:]
+
+
+def recent_media(messages: list[Message], keep: int) -> list[Message]:
+    """``messages`` with the files of all but the ``keep`` newest file-bearing messages left out (their text
+    stays): a model is not sent every photo of a long chat again."""
+    seen = 0
+    out = list(messages)
+    for i in range(len(out) - 1, -1, -1):
+        if out[i].media:
+            seen += 1
+            if seen > keep:
+                names = ", ".join(m.label() for m in out[i].media)
+                text = f"{out[i].text or ''} ({names} sent here, not shown again)".strip()
+                out[i] = out[i].model_copy(update={"media": (), "text": text})
+    return out

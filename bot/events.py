@@ -113,6 +113,15 @@ class Button(_Event):
     payload: str
 
 
+class OutboundFile(_Event):
+    """A file the bot sends (the ``send_file`` tool): a path every sending process can read."""
+
+    path: str
+    name: str
+    kind: Literal["photo", "document"] = "document"
+    """``photo``: shown inline as a picture (Telegram ``sendPhoto``); ``document``: a file to download."""
+
+
 class OutboundMessage(_Event):
     chat: ChatKey
     text: str = ""
@@ -123,6 +132,8 @@ class OutboundMessage(_Event):
     kind: Literal["text", "notice", "typing", "draft"] = "text"
     """``draft``: a preview of an answer still being written (never stored); a platform with native drafts
     (Telegram private chats) shows it as one, others as a message that later previews edit."""
+    file: OutboundFile | None = None
+    """A file sent with ``text`` as its caption (a long text goes first, as messages of its own)."""
     key: str | None = None
     """Idempotency: two sends with one key are one message.  A platform that de-duplicates by it
     (Discord's nonce) turns a resend after a crash into nothing; set on replies and prompts."""

@@ -14,6 +14,7 @@ from bot.inbox import Inbox
 
 if TYPE_CHECKING:
     from bot.gateway.http import HttpServer
+    from bot.media.fetch import MediaFetcher
 
 
 class Channel(Protocol):
@@ -137,9 +138,21 @@ class ChannelPlugin:
     """Environment variables that hold this channel's secrets (removed from the environment once read)."""
     text_limit: int | None = None
     """The longest text one message holds (as the adapter's ``text_limit``), for workers without the adapter."""
+    fetcher: str | None = None
+    """``module:factory`` called with ``(settings)``: a :class:`~bot.media.fetch.MediaFetcher` that downloads
+    what people attach (None: the channel has no files)."""
 
     def build(self, settings: ChannelSection, context: BuildContext) -> Channel:
-        module, _, name = self.adapter.partition(":")
-        factory: Any = getattr(import_module(module), name)
-        channel: Channel = factory(settings, context)
+        channel: Channel = _factory(self.adapter)(settings, context)
         return channel
+
+    def build_fetcher(self, settings: ChannelSection) -> MediaFetcher | None:
+        if self.fetcher is None:
+            return None
+        fetcher: MediaFetcher = _factory(self.fetcher)(settings)
+        return fetcher
+
+
+def _factory(where: str) -> Any:
+    module, _, name = where.partition(":")
+    return getattr(import_module(module), name)

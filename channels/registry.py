@@ -28,6 +28,7 @@ register(
         "channels.telegram.adapter:build",
         ("TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET"),
         text_limit=4096,
+        fetcher="channels.telegram.media:build_fetcher",
     )
 )
 register(

@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from agents.messages import Message, ToolCall, ToolResult
 from agents.models.base import Model, ModelError, ModelResponse, ModelTimeout, ToolDeclaration, Usage
+from agents.models.gemini_media import INLINE_MAX_BYTES, media_parts, with_media
 from agents.models.gemini_schema import SchemaError, ToolNames, sanitize_schema
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class GeminiModel(Model):
         backoff_max_s: float = 8.0,
         max_retry_after_s: float = 30.0,
         api_version: str = "v1beta",
+        inline_max_bytes: int = INLINE_MAX_BYTES,
     ) -> None:
         if not api_key or not api_key.strip():
             raise ValueError("Gemini needs an API key")
@@ -86,6 +88,7 @@ class GeminiModel(Model):
         self._backoff_base_s = backoff_base_s
         self._backoff_max_s = backoff_max_s
         self._max_retry_after_s = max_retry_after_s
+        self._inline_max = inline_max_bytes
         http_options = types.HttpOptions(
             base_url=self.base_url,
             api_version=api_version,
@@ -115,7 +118,8 @@ class GeminiModel(Model):
         system: str | None = None,
         response_schema: dict[str, Any] | None = None,
     ) -> ModelResponse:
-        names, config, contents = self._prepare(messages, tools, system, response_schema)
+        media = await media_parts(self._client, messages, self._inline_max) if _has_media(messages) else None
+        names, config, contents = self._prepare(messages, tools, system, response_schema, media)
         response = await self._generate(contents, config)
         return self._parse(response, names, structured=response_schema is not None)
 
@@ -129,7 +133,8 @@ class GeminiModel(Model):
         """``streamGenerateContent``: answer text as it comes (thought summaries left out), then the whole
         response (function calls assembled, usage from the last chunk).  Failures before the first chunk are
         retried like :meth:`request`; a stream cut off later raises :class:`ModelError`."""
-        names, config, contents = self._prepare(messages, tools, system, None)
+        media = await media_parts(self._client, messages, self._inline_max) if _has_media(messages) else None
+        names, config, contents = self._prepare(messages, tools, system, None, media)
         first, chunks = await self._generate(contents, config, stream=True)
         parts: list[Any] = []
         last: Any = None
@@ -163,6 +168,7 @@ class GeminiModel(Model):
         tools: Sequence[ToolDeclaration],
         system: str | None,
         response_schema: dict[str, Any] | None,
+        media: dict[str, types.Part] | None = None,
     ) -> tuple[ToolNames, types.GenerateContentConfig, list[types.Content]]:
         if tools and response_schema is not None:
             raise ModelError("Gemini cannot combine tools with a structured (JSON) answer in one call")
@@ -176,7 +182,7 @@ class GeminiModel(Model):
             if response_schema is not None:
                 config.response_mime_type = "application/json"
                 config.response_schema = types.Schema.model_validate(sanitize_schema(response_schema))
-            contents = to_contents(messages, names)
+            contents = to_contents(messages, names, media)
         except (SchemaError, ValidationError) as exc:
             raise ModelError(f"Gemini cannot accept this request: {self._redact(str(exc))[:300]}") from exc
         if not contents:
@@ -311,6 +317,10 @@ class GeminiModel(Model):
         )
 
 
+def _has_media(messages: Sequence[Message]) -> bool:
+    return any(m.media for m in messages)
+
+
 async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
     if first is not None:
         yield first
@@ -321,16 +331,18 @@ async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
 # -- history conversion ---------------------------------------------------
 
 
-def to_contents(messages: Sequence[Message], names: ToolNames) -> list[types.Content]:
-    """Our history as Gemini ``contents``; adjacent turns of one role are merged."""
+def to_contents(
+    messages: Sequence[Message], names: ToolNames, media: dict[str, types.Part] | None = None
+) -> list[types.Content]:
+    """Our history as Gemini ``contents`` (``media``: the parts of its files, by id); adjacent turns of one
+    role are merged."""
     contents: list[types.Content] = []
     call_order: dict[str, int] = {}
     for message in messages:
         parts: list[types.Part] = []
         if message.role == "user":
             role = "user"
-            if message.text:
-                parts.append(types.Part(text=message.text))
+            parts.extend(with_media(message, media or {}))
         elif message.role == "assistant":
             role = "model"
             if message.text:

@@ -210,6 +210,9 @@ class AgentSpec(_Strict):
     handoffs: tuple[Handoff, ...] = ()
     guardrails: tuple[Guardrail, ...] = ()
     confirmation: Confirmation = Confirmation()
+    media: tuple[Literal["image", "audio", "document"], ...] = ("image", "audio", "document")
+    """The files this agent takes with a message (photos and images, voice notes and audio, PDFs and text
+    files); a message carrying another kind is routed to an agent that takes it. ``[]``: text only."""
     prompt: SkipJsonSchema[str] = Field("", exclude=True)
     """The system prompt: the file's Markdown body."""
     source: SkipJsonSchema[str] = Field("", exclude=True)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
 from bot.config.checks import bus_url_problem, interpolate, literal_secrets, store_url_problem
+from bot.config.media import MediaSection
 from bot.config.secrets import SECRET_KEYS, redact, walk
 from bot.errors import ConfigError
 from channels.base import ChannelSection
@@ -296,6 +297,7 @@ class Settings(_Section):
     tracing: TracingSection = Field(default_factory=TracingSection)
     mcp: McpSection = Field(default_factory=McpSection)
     channels: ChannelsSection = Field(default_factory=ChannelsSection)
+    media: MediaSection = Field(default_factory=MediaSection)
 
     _origins: dict[str, str] = {}
     _warnings: list[str] = []

@@ -28,6 +28,7 @@ from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.service import InterruptService
+from bot.media.service import MediaService
 from bot.routing import Router
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
@@ -66,6 +67,7 @@ def build_model(settings: Settings) -> Model:
         base_url=cfg.base_url,
         timeout_s=cfg.timeout_s,
         max_retries=cfg.max_retries,
+        inline_max_bytes=int(settings.media.inline_max_mb * 1024 * 1024),
     )
 
 
@@ -157,10 +159,12 @@ class Gateway:
         else:
             self.channels = list(channels) if channels is not None else build_channels(settings, self.settled)
         self.scheduled = ScheduledMessages(self.runs, self.delivery)
+        self.media = MediaService(settings, self.model, self.delivery)
         self.tools: list[Tool] = [
             *(tools if tools is not None else builtin_tools(settings)),
             ASK_USER_TOOL,
             *self.scheduled.tools(),
+            *self.media.tools(),
         ]
         self.catalog = AgentCatalog.load(settings)
         warn_unknown_references(self.catalog, {t.name for t in self.tools}, set(settings.mcp.servers))
@@ -212,6 +216,7 @@ class Gateway:
             routes=self.routes,
             commands=self.commands,
             tracing=self.tracing,
+            media=self.media.intake,
         )
         self.inbox = DurableInbox(
             self.store,
@@ -279,6 +284,7 @@ class Gateway:
         self.progress(f"store: {self.store.dialect} {where}")
         await self.store.start()
         self.mcp.start()
+        self.media.start()
         await self.tracing.start()
         if self.scale is None:
             self.bus.subscribe(
@@ -341,6 +347,7 @@ class Gateway:
         if self.http is not None:
             await self.http.stop()
         await self.mcp.aclose()
+        await self.media.close()
         await self.model.aclose()
         await self.tracing.stop()
         await self.store.close()

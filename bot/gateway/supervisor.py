@@ -18,13 +18,14 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.messages import Message
+from agents.messages import Media, Message
 from bot.commands.registry import CommandCall, CommandRegistry, parse_command
 from bot.config.settings import ChannelSection, Settings
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender, event_key
 from bot.ids import fast_id
 from bot.interrupts.service import InterruptService, TextOutcome
+from bot.media.intake import MediaIntake
 from bot.routing import parse_target
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
@@ -52,6 +53,7 @@ class Supervisor:
     routes: RoutePolicy
     commands: CommandRegistry
     tracing: Tracing | None = None
+    media: MediaIntake | None = None
     _busy: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     _stopping: set[str] = field(default_factory=set)
 
@@ -107,13 +109,9 @@ class Supervisor:
             # The inbox refused these at the door; here only after a configuration change (recovery).
             await self._accept(event, key, None)
             return
-        if not event.text.strip():
-            if not event.attachments:
-                await self._accept(event, key, None)
-                return
-            # A photo or file without a caption: the agents see what arrived (media is metadata only).
-            kinds = ", ".join(sorted({a.kind for a in event.attachments}))
-            event = event.model_copy(update={"text": f"(sent {kinds} without text)"})
+        if not event.text.strip() and not event.attachments:
+            await self._accept(event, key, None)
+            return
         chat_key = str(event.chat)
         pending = await self.runs.pending(chat_key)
         addressed = event.is_direct or event.mentions_bot or not self._mention_required(event.chat)
@@ -127,6 +125,22 @@ class Supervisor:
                 if reply:  # a command that answered by itself returns nothing more to say
                     await self.send(OutboundMessage(chat=event.chat, text=reply, reply_to=event.id))
             return
+        media: tuple[Media, ...] = ()
+        if self.media is not None and self.media.wanted(event):
+            prepared = await self.media.prepare(event)
+            if prepared.refused:
+                await self.send(
+                    OutboundMessage(chat=event.chat, text=self.media.refusal(prepared.refused), reply_to=event.id)
+                )
+            if not prepared.text and not prepared.media:
+                await self._accept(event, key, None)
+                return
+            event, media = event.model_copy(update={"text": prepared.text}), prepared.media
+        elif not event.text.strip():
+            # Files not taken (media off) or not files (a location): the agents see what arrived.
+            kinds = ", ".join(sorted({a.kind for a in event.attachments}))
+            refs = " ".join(f"{a.kind}: {a.ref}" for a in event.attachments if a.kind == "location" and a.ref)
+            event = event.model_copy(update={"text": f"(sent {kinds} without text{'; ' + refs if refs else ''})"})
         if pending is not None:
             if pending.requester != sender.id and not sender.is_admin:
                 if await self._accept(event, key, None):
@@ -142,7 +156,7 @@ class Supervisor:
             await self._run_tracked(event, answer())
             if not outcome or outcome[0].handled:
                 return
-        await self._run_tracked(event, self._route_and_run(event, key))
+        await self._run_tracked(event, self._route_and_run(event, key, media))
 
     async def handle_urgent(self, event: InboundEvent) -> None:
         """``/cancel`` while a run is busy: stop it now."""
@@ -201,24 +215,35 @@ class Supervisor:
 
     # -- routing ------------------------------------------------------------------------------
 
-    async def _route_and_run(self, event: InboundMessage, key: str) -> None:
+    async def _route_and_run(self, event: InboundMessage, key: str, media: tuple[Media, ...] = ()) -> None:
         """Route, then in ONE write: mark the event handled, store the message, record the run; then run it.
 
         Routing has no side effects, so a crash before that write leaves the event pending and
         recovery routes it again; after it, the run is recovered like any other.
         """
         config = await self.routes.effective_routing()
+        said = Message.user(event.text, media)
         problem = parse_target(event.text, self.catalog.agents).error
         if problem is not None:  # a typo in @agent or --strategy: say so instead of guessing
-            if await self._accept(event, key, Message.user(event.text)):
+            if await self._accept(event, key, said):
                 await self.send(OutboundMessage(chat=event.chat, text=problem, reply_to=event.id))
             return
         decision = await self.routes.decide(event.chat, event.text, config)
         if decision.note and decision.method == "fallback":
             log.info("chat %s: routing fell back: %s", event.chat, decision.note)
         agent = self.agents.get(decision.agent) if decision.agent else None
+        kinds: set[str] = {m.kind for m in media}
+        if agent is not None and not agent.takes(kinds):
+            taker = self._taker(kinds, config.default_agent)
+            if taker is None:
+                if await self._accept(event, key, said):
+                    text = f"{agent.name} does not take {' or '.join(sorted(kinds))} files, and no agent here does."
+                    await self.send(OutboundMessage(chat=event.chat, text=text, reply_to=event.id))
+                return
+            decision.note = f"{agent.name} does not take {', '.join(sorted(kinds))}; {taker.name} does"
+            agent = taker
         if agent is None:
-            if await self._accept(event, key, Message.user(event.text)) and decision.fallback == "prompt_user":
+            if await self._accept(event, key, said) and decision.fallback == "prompt_user":
                 listing = self.routes.router.agent_list()
                 await self.send(OutboundMessage(chat=event.chat, text=listing, reply_to=event.id))
             return
@@ -232,7 +257,7 @@ class Supervisor:
             reply_to=event.id,
         )
         start = self.runs.start_run_step(run, after_message=True)
-        if not await self._accept(event, key, Message.user(event.text), extra=[start]):
+        if not await self._accept(event, key, said, extra=[start]):
             return
         run.history_cutoff = (await self.store.chat_state(run.chat_key)).last_id
         if config.notify:
@@ -251,9 +276,17 @@ class Supervisor:
                 latency_us=round(decision.latency_us, 1),
                 note=decision.note or None,
             )
-        await self.manager.start(run, agent, Message.user(decision.text or event.text), recorded=True)
+        await self.manager.start(run, agent, Message.user(decision.text or event.text, media), recorded=True)
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _taker(self, kinds: set[str], default: str) -> AgentDef | None:
+        """The agent for a message whose files the routed one does not take: the default agent if it takes
+        them, else the first that does."""
+        first = self.agents.get(default)
+        if first is not None and first.takes(kinds):
+            return first
+        return next((a for a in self.agents.values() if a.takes(kinds)), None)
 
     def _bot_names(self) -> frozenset[str]:
         return frozenset({self.settings.bot.name.lower()})

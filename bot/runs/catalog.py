@@ -47,6 +47,11 @@ class AgentDef:
     source: str = "builtin"
     handoffs: list[HandoffTarget] = field(default_factory=list)
     guardrails: list[GuardrailRule] = field(default_factory=list)
+    media: frozenset[str] = frozenset({"image", "audio", "document"})
+    """The kinds of file it takes (``media`` in its file)."""
+
+    def takes(self, kinds: set[str]) -> bool:
+        return kinds <= self.media
 
     @property
     def runs_as(self) -> RunnerKind:
@@ -113,6 +118,7 @@ def agent_from_spec(spec: AgentSpec, settings: Settings) -> AgentDef:
             GuardrailRule(name=g.name, schema=g.output_schema, policy=g.policy, max_repairs=g.max_repairs)
             for g in spec.guardrails
         ],
+        media=frozenset(spec.media),
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from agents.context import NullTracer, RunContext
 from agents.guardrails import enforce
 from agents.handoffs import HandoffContext, recent_lines
-from agents.messages import Message, ToolCall, fit_context
+from agents.messages import Message, ToolCall, fit_context, recent_media
 from agents.models.base import Model, ModelError
 from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
 from agents.tools.base import RISK_ORDER, Tool
@@ -116,6 +116,7 @@ class RunManager:
             history = fit_context(own_turns(before, agent.name), budget)
         else:
             history = state.window(run.history_cutoff, budget)
+        history = recent_media(history, self.settings.media.history_items)
         grants = set(await self.grants(chat))
 
         def needs_confirmation(tool: Tool, call: ToolCall) -> bool:

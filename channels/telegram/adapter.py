@@ -65,6 +65,7 @@ from channels.telegram.inbound import (
     message_ref,
     parse_ref,
 )
+from channels.telegram.media import fits_caption, send_file
 from channels.telegram.rendering import TEXT_LIMIT, chunks_of, entities_of, keyboard
 from channels.telegram.settings import TelegramSettings
 
@@ -344,26 +345,32 @@ class TelegramChannel:
         return lock
 
     async def _post(self, message: OutboundMessage) -> str | None:
-        chunks = await rendered(chunks_of, message.text)
-        if not chunks:
+        chunks: list[TelegramText] = await rendered(chunks_of, message.text)
+        caption = chunks.pop() if message.file and chunks and fits_caption(chunks[-1]) else None
+        if not chunks and not message.file:
             if not message.buttons:
                 return None
             chunks = [TelegramText("…")]
         chat_id = chat_id_of(message.chat.chat_id)
         thread = int(message.chat.thread_id) if message.chat.thread_id else None
         reply = self._replies.get(message.reply_to) if message.reply_to else None
+        markup = keyboard(message.buttons) if message.buttons else None
         sent: Message | None = None
         for i, chunk in enumerate(chunks):
-            last = i == len(chunks) - 1
+            last = i == len(chunks) - 1 and message.file is None
             sent = await self._send_chunk(
                 chat_id,
                 thread,
                 chunk,
-                markup=keyboard(message.buttons) if last and message.buttons else None,
+                markup=markup if last else None,
                 reply=reply if i == 0 else None,
                 silent=message.kind == "notice",
             )
             chat_id = sent.chat.id  # a group upgraded to a supergroup has a new id
+        if message.file is not None:
+            sent = await send_file(
+                self.api, chat_id, thread, message.file, caption, markup, reply if not chunks else None
+            )
         assert sent is not None
         return message_ref(sent.chat.id, sent.message_id)
 

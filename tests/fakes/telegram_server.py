@@ -33,7 +33,8 @@ from aiohttp import web
 
 TOKEN = "123456789:AAH-fake-token-for-tests-0123456789"
 JSON_FIELDS = frozenset(
-    {"reply_markup", "entities", "allowed_updates", "commands", "reply_parameters", "link_preview_options", "scope"}
+    {"reply_markup", "entities", "caption_entities", "allowed_updates", "commands", "reply_parameters"}
+    | {"link_preview_options", "scope"}
 )
 ALLOWED_TAGS = frozenset(
     {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler", "a", "code", "pre"}
@@ -214,6 +215,10 @@ class FakeTelegram:
         self._changed = asyncio.Condition()
         self._closing = False
         self._runner: web.AppRunner | None = None
+        self.files: dict[str, bytes] = {}
+        """Files users sent, by file id (served by getFile and ``/file/bot<token>/<path>``)."""
+        self.downloads: list[str] = []
+        """File ids downloaded, in order."""
 
     # -- server ---------------------------------------------------------------------------
 
@@ -222,8 +227,9 @@ class FakeTelegram:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -372,6 +378,94 @@ class FakeTelegram:
             msg["reply_to_message"] = self.messages[reply_to]
         msg.update(extra or {})
         return {"message": msg}
+
+    def media(
+        self,
+        kind: str,
+        data: bytes,
+        *,
+        caption: str = "",
+        name: str | None = None,
+        mime_type: str | None = None,
+        claimed_size: int | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        """A ``message`` update with a ``photo``, ``voice``, ``audio``, ``document`` or ``video`` as Telegram
+        sends it (``claimed_size``: the size Telegram states, when a test wants it to differ)."""
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = data
+        size = claimed_size if claimed_size is not None else len(data)
+        item: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size}
+        if kind == "photo":
+            field_value: Any = [{**item, "file_id": f"{file_id}-thumb", "width": 90, "height": 90}, item]
+            item.update(width=1280, height=960)
+            self.files[f"{file_id}-thumb"] = data[:64]
+        else:
+            if kind == "voice":
+                item.update(duration=3, mime_type=mime_type or "audio/ogg")
+            elif mime_type or name:
+                item.update({k: v for k, v in (("mime_type", mime_type), ("file_name", name)) if v})
+            field_value = item
+        update = self.message(caption, caption=True, **kw)
+        if not caption:
+            update["message"].pop("caption", None)
+        update["message"][kind] = field_value
+        return update
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401)
+        file_id = request.match_info["path"].removeprefix("files/")
+        if file_id not in self.files:
+            return web.Response(status=404)
+        self.downloads.append(file_id)
+        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
+
+    async def _api_getFile(self, params: dict[str, Any]) -> Any:
+        file_id = str(params.get("file_id", ""))
+        if file_id not in self.files:
+            raise TelegramError(400, "Bad Request: invalid file_id")
+        size = len(self.files[file_id])
+        if size > 20 * 1024 * 1024:
+            raise TelegramError(400, "Bad Request: file is too big")
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size, "file_path": f"files/{file_id}"}
+
+    async def _api_sendPhoto(self, params: dict[str, Any]) -> Any:
+        return self._sent_file("photo", params)
+
+    async def _api_sendDocument(self, params: dict[str, Any]) -> Any:
+        return self._sent_file("document", params)
+
+    def _sent_file(self, kind: str, params: dict[str, Any]) -> dict[str, Any]:
+        chat, thread = self._target(params)
+        upload = params.get(kind)
+        if not isinstance(upload, Upload) or not upload.data:
+            raise TelegramError(400, f"Bad Request: there is no {kind} in the request")
+        caption = str(params.get("caption") or "")
+        if utf16_len(caption) > 1024:
+            raise TelegramError(400, "Bad Request: message caption is too long")
+        if params.get("caption_entities"):
+            check_entities(caption, params["caption_entities"])
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": self._me(),
+        }
+        sent = {
+            "file_id": f"sent-{upload.filename}",
+            "file_unique_id": f"u-{upload.filename}",
+            "file_size": len(upload.data),
+        }
+        message[kind] = (
+            [{**sent, "width": 640, "height": 480}] if kind == "photo" else {**sent, "file_name": upload.filename}
+        )
+        if caption:
+            message["caption"] = caption
+        if thread is not None:
+            message["message_thread_id"] = thread
+        self.messages[(chat["id"], message["message_id"])] = message
+        return message
 
     def press(self, ref: str, data: str, *, user_id: int = 111, name: str = "Alice") -> dict[str, Any]:
         """A ``callback_query`` update: ``user_id`` presses the button ``data`` under message ``ref``."""
@@ -572,7 +666,20 @@ async def _params(request: web.Request) -> dict[str, Any]:
     form = await request.post() if request.method == "POST" else request.query
     params: dict[str, Any] = {}
     for key, value in form.items():
-        if not isinstance(value, str):
-            continue  # an uploaded file; this fake has no use for it
+        if isinstance(value, web.FileField):  # an uploaded file: its name and bytes
+            params[key] = Upload(value.filename, value.content_type, value.file.read())
+            continue
         params[key] = json.loads(value) if key in JSON_FIELDS else value
+    for key, value in list(params.items()):  # aiogram names a file field and sends it as "attach://<name>"
+        if isinstance(value, str) and value.startswith("attach://"):
+            params[key] = params.pop(value.removeprefix("attach://"), value)
     return params
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file the bot uploaded (multipart), as the fake received it."""
+
+    filename: str
+    content_type: str
+    data: bytes

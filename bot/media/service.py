@@ -1,0 +1,93 @@
+"""Media in the gateway: the downloaders of the enabled channels, the intake, the sweeper, and ``send_file``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+from pathlib import Path
+
+from agents.models.base import Model
+from agents.tools.base import Tool, ToolContext, ToolError, tool
+from agents.tools.files import Workspace
+from bot.config.settings import Settings
+from bot.delivery import Delivery
+from bot.events import ChatKey, OutboundFile, OutboundMessage
+from bot.ids import new_id
+from bot.media.fetch import MediaFetcher
+from bot.media.intake import MediaIntake, model_transcriber, sweep
+from bot.media.sniff import HEAD_BYTES, sniff
+from channels.registry import PLUGINS
+
+log = logging.getLogger(__name__)
+
+SEND_MAX_BYTES = 50 * 1024 * 1024
+"""The largest file ``send_file`` sends (Telegram's upload limit for bots)."""
+PHOTO_MAX_BYTES = 10 * 1024 * 1024
+SWEEP_EVERY_S = 3600.0
+
+
+class MediaService:
+    def __init__(self, settings: Settings, model: Model, delivery: Delivery) -> None:
+        self.settings = settings
+        self.root = settings.store.data_dir.expanduser() / "media"
+        self.delivery = delivery
+        self.fetchers: dict[str, MediaFetcher] = {}
+        if settings.media.enabled:
+            for name in settings.channels.enabled():
+                fetcher = PLUGINS[name].build_fetcher(settings.channels.section(name))
+                if fetcher is not None:
+                    self.fetchers[name] = fetcher
+        transcriber = model_transcriber(model) if model.understands else None
+        self.intake = MediaIntake(settings.media, self.root, self.fetchers, transcriber)
+        self._sweeper: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._sweeper = asyncio.create_task(self._sweep_now_and_then(), name="media-sweep")
+
+    async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+        for fetcher in self.fetchers.values():
+            await fetcher.close()
+
+    async def _sweep_now_and_then(self) -> None:
+        while True:
+            removed = await asyncio.to_thread(sweep, self.root, self.settings.media.keep_hours)
+            if removed:
+                log.info("media: deleted %d file(s) older than %g h", removed, self.settings.media.keep_hours)
+            await asyncio.sleep(SWEEP_EVERY_S)
+
+    # -- send_file
+
+    def tools(self) -> list[Tool]:
+        workspace = Workspace(Path(self.settings.tools.workspace), SEND_MAX_BYTES)
+
+        @tool(risk="medium")
+        async def send_file(ctx: ToolContext, path: str, caption: str = "", as_photo: bool | None = None) -> str:
+            """Send a file from the workspace to this chat: an image as a photo (unless as_photo is false),
+            anything else as a document, with an optional caption."""
+            source = workspace.resolve(path)
+            if not source.is_file():
+                raise ToolError(f"{path!r} is not a file in the workspace")
+            size = source.stat().st_size
+            if size == 0 or size > SEND_MAX_BYTES:
+                raise ToolError(f"{path!r} is {size} bytes; files of 1 byte to 50 MB can be sent")
+            with source.open("rb") as handle:
+                found = sniff(handle.read(HEAD_BYTES))
+            photo = found.kind == "image" and size <= PHOTO_MAX_BYTES if as_photo is None else as_photo
+            # A copy: what was approved is what goes out, even if the workspace file changes meanwhile.
+            self.root.mkdir(parents=True, exist_ok=True)
+            copy = self.root / f"out-{new_id(12)}"
+            await asyncio.to_thread(shutil.copyfile, source, copy)
+            outbound = OutboundFile(path=str(copy.resolve()), name=source.name, kind="photo" if photo else "document")
+            message = OutboundMessage(chat=ChatKey.parse(ctx.chat_key), text=caption, file=outbound)
+            ref = await self.delivery.send(message)
+            if ref is None:
+                raise ToolError(f"{source.name} could not be delivered")
+            return f"sent {workspace.shown(source)} as a {'photo' if photo else 'document'}"
+
+        return [send_file]
