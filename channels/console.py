@@ -149,6 +149,8 @@ class ConsoleChannel:
         ref = f"console-{next(self._ids)}"
         prefix = "bot (edited)> " if message.edit_of else "bot> "
         out = [prefix + message.text if message.text else prefix.rstrip()]
+        if message.file is not None:  # a terminal shows where the file is
+            out.append(f"  📎 {message.file.name} ({message.file.kind}): {message.file.path}")
         flat = [b for row in message.buttons for b in row]
         if flat:
             out.append("  ".join(f"[{i}] {b.label}" for i, b in enumerate(flat, 1)))

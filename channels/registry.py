@@ -38,8 +38,16 @@ register(
         "channels.slack.adapter:build",
         ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"),
         text_limit=3000,
+        fetcher="channels.slack.media:build_fetcher",
     )
 )
 register(
-    ChannelPlugin("discord", DiscordSettings, "channels.discord.adapter:build", ("DISCORD_BOT_TOKEN",), text_limit=2000)
+    ChannelPlugin(
+        "discord",
+        DiscordSettings,
+        "channels.discord.adapter:build",
+        ("DISCORD_BOT_TOKEN",),
+        text_limit=2000,
+        fetcher="channels.discord.media:build_fetcher",
+    )
 )

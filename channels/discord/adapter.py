@@ -11,7 +11,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 import discord
@@ -25,10 +25,9 @@ from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.base import BuildContext
 from channels.discord.buttons import PayloadButton, is_ours, make_view
 from channels.discord.calls import DiscordError, Retrying, endpoints, parse_ref
+from channels.discord.media import with_file
+from channels.discord.settings import DiscordSettings
 from channels.formatting import rendered, split_markdown, to_discord_markdown
-
-if TYPE_CHECKING:
-    from channels.discord.settings import DiscordSettings
 
 log = logging.getLogger(__name__)
 
@@ -360,10 +359,11 @@ class DiscordChannel:
         chunks = await rendered(_chunks, message.text)
         view = make_view(message.buttons)
         if not chunks:
-            if view is None:
+            if view is None and message.file is None:
                 return None
             chunks = [""]
         channel = client.get_partial_messageable(target)
+        upload = message.file
         reference = None
         if message.reply_to and message.reply_to.isdigit():
             reference = discord.MessageReference(
@@ -380,7 +380,9 @@ class DiscordChannel:
             if index == 0 and reference is not None:
                 kwargs["reference"] = reference
                 kwargs["mention_author"] = False
-            sent = await self.retry("send a message", lambda kw=kwargs: channel.send(**kw))  # type: ignore[misc]
+            if last and upload is not None:  # a fresh file object per attempt: a retry reads it again
+                kwargs["file_path"] = (upload.path, upload.name)
+            sent = await self.retry("send a message", lambda kw=kwargs: channel.send(**with_file(kw)))  # type: ignore[misc]
             ref = f"{target}:{sent.id}"
         return ref
 

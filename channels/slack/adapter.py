@@ -36,6 +36,7 @@ from channels.slack.inbound import (
     parse_ref,
     post_from_event,
 )
+from channels.slack.media import upload
 from channels.slack.settings import SlackSettings
 
 if TYPE_CHECKING:
@@ -361,6 +362,11 @@ class SlackChannel:
     async def _post(self, message: OutboundMessage) -> str | None:
         channel, thread = message.chat.chat_id, message.chat.thread_id
         parts = await rendered(render, message.text)
+        if message.file is not None:
+            comment = parts.pop() if parts else ""
+            for part in parts:
+                await self.api.post(channel=channel, text=part, thread_ts=thread)
+            return message_ref(channel, await upload(self.api, channel, thread, message.file, comment))
         if not parts and not message.buttons:
             return None
         parts = parts or [""]

@@ -157,7 +157,8 @@ def attachments(files: tuple[dict[str, Any], ...]) -> tuple[Attachment, ...]:
                 name=f.get("name") or f.get("title"),
                 mime_type=mime,
                 size=f.get("size"),
-                ref=f.get("id"),
+                # The download URL (with the bot token); a file shared from elsewhere may have only url_private.
+                ref=f.get("url_private_download") or f.get("url_private") or f.get("id"),
             )
         )
     return tuple(out)

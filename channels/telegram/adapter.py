@@ -31,16 +31,13 @@ from aiogram.methods import (
     EditMessageReplyMarkup,
     EditMessageText,
     GetMe,
-    GetMyCommands,
     GetUpdates,
     SendChatAction,
     SendMessage,
     SendMessageDraft,
-    SetMyCommands,
     SetWebhook,
 )
 from aiogram.types import (
-    BotCommand,
     InlineKeyboardMarkup,
     Message,
     ReplyParameters,
@@ -66,6 +63,7 @@ from channels.telegram.inbound import (
     parse_ref,
 )
 from channels.telegram.media import fits_caption, send_file
+from channels.telegram.menu import sync_commands
 from channels.telegram.rendering import TEXT_LIMIT, chunks_of, entities_of, keyboard
 from channels.telegram.settings import TelegramSettings
 
@@ -76,18 +74,6 @@ TYPING_REFRESH_S = 4.0
 TYPING_MAX_S = 120.0
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ACCEPTED_TOAST = "✓"
-COMMANDS = (
-    ("start", "Introduction"),
-    ("help", "The list of commands"),
-    ("whoami", "Your id, role and chat"),
-    ("reset", "Forget this chat's history"),
-    ("cancel", "Cancel the pending or running request"),
-    ("pending", "What is waiting for an answer here"),
-    ("permissions", "Tools always allowed here"),
-    ("agents", "The agents you can address"),
-    ("trace", "How the last request was handled"),
-)
-"""The gateway's commands for everyone (admin commands stay out of the menu)."""
 _KEEP = 5000
 """Recent update ids (and their message ids, for replies) remembered."""
 
@@ -147,7 +133,7 @@ class TelegramChannel:
             raise ConfigError("channels.telegram.token was rejected by Telegram (401 Unauthorized)") from None
         self.me = BotIdentity.from_user(me)
         if self.cfg.commands_menu:
-            await self._sync_commands()
+            await sync_commands(self.api)
         self._inbox = inbox
         if self.cfg.mode == "webhook":
             await self._register_webhook()
@@ -178,16 +164,6 @@ class TelegramChannel:
             self._in_flight -= 1
             if self._stopped and self._in_flight == 0:
                 await self.bot.session.close()
-
-    async def _sync_commands(self) -> None:
-        wanted = [BotCommand(command=c, description=d) for c, d in COMMANDS]
-        try:
-            current = await self.api.call(GetMyCommands())
-            if [(c.command, c.description) for c in current] != list(COMMANDS):
-                await self.api.call(SetMyCommands(commands=wanted))
-                log.info("telegram: command menu updated")
-        except (TelegramAPIError, TelegramDeliveryError) as exc:
-            log.warning("telegram: could not set the command menu: %s", self.api.redact(str(exc)))
 
     async def _register_webhook(self) -> None:
         if not self.cfg.webhook.url:

@@ -23,7 +23,7 @@ from bot.config.settings import Settings
 from bot.events import Button, ChatKey, OutboundMessage
 from bot.gateway.app import Gateway
 from channels import formatting
-from channels.telegram import TelegramChannel, delivery
+from channels.telegram import TelegramChannel, delivery, menu
 from channels.telegram import adapter as adapter_module
 from channels.telegram.delivery import Pacer, _Bucket
 from channels.telegram.inbound import BotIdentity, message_event
@@ -154,7 +154,7 @@ async def test_private_message_while_down_is_answered_after_start(env: Env) -> N
     assert delete and delete[0].params.get("drop_pending_updates") in (None, "false", "False")
     first_poll = env.fake.calls.index(env.fake.of("getUpdates")[0])
     assert env.fake.calls.index(delete[0]) < first_poll
-    assert [c["command"] for c in env.fake.commands] == [c for c, _ in adapter_module.COMMANDS]
+    assert [c["command"] for c in env.fake.commands] == [c for c, _ in menu.COMMANDS]
     await env.fake.wait_for(lambda: not env.fake.pending)  # confirmed by the next getUpdates offset
     assert gateway.channels[0].name == "telegram"
     model.assert_complete()

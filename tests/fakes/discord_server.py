@@ -182,6 +182,11 @@ class FakeDiscord:
         self._interactions: dict[str, dict[str, Any]] = {}
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.files: dict[str, bytes] = {}
+        """Attachments users posted, by attachment id (served at ``/attachments/...`` as the CDN does)."""
+        self.downloads: list[str] = []
+        self.uploads: list[tuple[str, str, bytes]] = []
+        """(channel id, file name, bytes) of every file the bot attached to a message."""
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -190,8 +195,9 @@ class FakeDiscord:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/attachments/{channel}/{id}/{name}", self._cdn)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
@@ -314,6 +320,27 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_CREATE", data)
         return message_id
 
+    def attachment(self, data: bytes, filename: str, content_type: str, *, size: int | None = None) -> dict[str, Any]:
+        """An ``attachments`` entry of a message, its URL on this fake's CDN."""
+        attachment_id = self.snowflake()
+        self.files[attachment_id] = data
+        url = f"{self.url}/attachments/{CHANNEL_ID}/{attachment_id}/{filename}?ex=1&is=1&hm=abc"
+        return {
+            "id": attachment_id,
+            "filename": filename,
+            "size": len(data) if size is None else size,
+            "url": url,
+            "proxy_url": url,
+            "content_type": content_type,
+        }
+
+    async def _cdn(self, request: web.Request) -> web.StreamResponse:
+        attachment_id = request.match_info["id"]
+        self.downloads.append(attachment_id)
+        if attachment_id not in self.files:
+            return web.Response(status=404)
+        return web.Response(body=self.files[attachment_id], content_type="application/octet-stream")
+
     async def press(self, custom_id: str, *, message_id: str, user: dict[str, Any] = ALICE) -> str:
         """A button press (``INTERACTION_CREATE`` type 3) on a message the bot posted; returns the interaction id."""
         message = self.messages[message_id]
@@ -365,8 +392,17 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["tail"]
-        raw = await request.read()
-        body: Any = json.loads(raw) if raw and request.content_type == "application/json" else None
+        files: list[tuple[str, bytes]] = []
+        if request.content_type == "multipart/form-data":  # a message with files: payload_json + files[n]
+            form = await request.post()
+            payload = form.get("payload_json")
+            body: Any = json.loads(payload) if isinstance(payload, str) else {}
+            files = [(v.filename, v.file.read()) for k, v in form.items() if isinstance(v, web.FileField)]
+        else:
+            raw = await request.read()
+            body = json.loads(raw) if raw and request.content_type == "application/json" else None
+        if files and isinstance(body, dict):
+            body["_files"] = files
         line = f"{request.method} {path}"
         limit = self._limited(line)
         if limit is not None:
@@ -447,6 +483,17 @@ class FakeDiscord:
             message["guild_id"] = GUILD_ID
         if body.get("nonce"):
             message["nonce"] = body["nonce"]
+        for filename, data in body.pop("_files", ()):
+            self.uploads.append((channel_id, filename, data))
+            message["attachments"].append(
+                {
+                    "id": self.snowflake(),
+                    "filename": filename,
+                    "size": len(data),
+                    "url": f"{self.url}/x",
+                    "proxy_url": f"{self.url}/x",
+                }
+            )
         if body.get("message_reference"):
             message["message_reference"] = body["message_reference"]
         self.messages[message["id"]] = message

@@ -122,6 +122,8 @@ class FakeGemini:
         self._steps: deque[Step] = deque()
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.uploads: dict[str, dict[str, Any]] = {}
+        """Files uploaded through the Files API, by name (``files/N``): their metadata and ``data``."""
 
     @property
     def base_url(self) -> str:
@@ -164,7 +166,9 @@ class FakeGemini:
     # -- serving ---------------------------------------------------------
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/upload/{version}/files", self._upload_start)
+        app.router.add_post("/upload-session/{name}", self._upload_bytes)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
@@ -178,6 +182,30 @@ class FakeGemini:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    async def _upload_start(self, request: web.Request) -> web.StreamResponse:
+        """The Files API's resumable upload: ``start`` names an upload URL; its bytes follow there."""
+        if request.headers.get("X-Goog-Upload-Command") != "start":
+            return web.json_response(error_body(400, "INVALID_ARGUMENT", "fake: expected an upload start"), status=400)
+        meta = (await request.json()).get("file", {})
+        name = str(len(self.uploads) + 1)
+        self.uploads[f"files/{name}"] = {"meta": meta, "data": b""}
+        return web.json_response({}, headers={"x-goog-upload-url": f"{self.base_url}/upload-session/{name}"})
+
+    async def _upload_bytes(self, request: web.Request) -> web.StreamResponse:
+        name = f"files/{request.match_info['name']}"
+        upload = self.uploads[name]
+        upload["data"] += await request.read()
+        if "finalize" not in request.headers.get("X-Goog-Upload-Command", ""):
+            return web.json_response({}, headers={"X-Goog-Upload-Status": "active"})
+        file = {
+            "name": name,
+            "uri": f"{self.base_url}/v1beta/{name}",
+            "mimeType": upload["meta"].get("mimeType") or upload["meta"].get("mime_type") or "application/octet-stream",
+            "sizeBytes": str(len(upload["data"])),
+            "state": "ACTIVE",
+        }
+        return web.json_response({"file": file}, headers={"X-Goog-Upload-Status": "final"})
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()

@@ -58,7 +58,17 @@ class FakeSlack:
         self._sockets: list[web.WebSocketResponse] = []
         self._runner: web.AppRunner | None = None
         self.port = 0
-        self.app = web.Application()
+        self.files: dict[str, bytes] = {}
+        """Files users shared, by id (downloaded at ``/files/<id>/<name>`` with the bot token)."""
+        self.downloads: list[tuple[str, str | None]] = []
+        """(file id, bearer token) of every download."""
+        self.uploads: dict[str, dict[str, Any]] = {}
+        """Files the bot uploaded, by id: ``filename``, ``data`` and, once completed, ``channel_id``,
+        ``thread_ts``, ``initial_comment``."""
+        self.bot_token = "xoxb-fake-token"
+        self.app = web.Application(client_max_size=64 * 1024 * 1024)
+        self.app.router.add_get("/files/{id}/{name}", self._download)
+        self.app.router.add_post("/upload/{id}", self._upload)
         self.app.router.add_route("*", "/api/{method}", self._api)
         self.app.router.add_post("/response/{id}", self._response_url)
         self.app.router.add_get("/socket", self._socket)
@@ -116,6 +126,61 @@ class FakeSlack:
         async with self._changed:
             self.calls.append(call)
             self._changed.notify_all()
+
+    def file(self, data: bytes, name: str, mimetype: str, *, size: int | None = None) -> dict[str, Any]:
+        """A ``files`` entry of a message event, as Slack sends it (``size``: the stated size, if it differs)."""
+        file_id = f"F{len(self.files) + 1:04d}"
+        self.files[file_id] = data
+        url = f"http://127.0.0.1:{self.port}/files/{file_id}/{name}"
+        return {
+            "id": file_id,
+            "name": name,
+            "title": name,
+            "mimetype": mimetype,
+            "size": len(data) if size is None else size,
+            "url_private": url,
+            "url_private_download": url + "?download=1",
+        }
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
+        file_id = request.match_info["id"]
+        self.downloads.append((file_id, token))
+        if token != self.bot_token:  # as Slack does: the sign-in page, with a 200
+            return web.Response(text="<html><body>Sign in to Slack</body></html>", content_type="text/html")
+        if file_id not in self.files:
+            return web.Response(status=404)
+        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        upload = self.uploads.get(request.match_info["id"])
+        if upload is None:
+            return web.Response(status=404)
+        upload["data"] = await request.read()
+        return web.Response(text="OK - " + str(len(upload["data"])))
+
+    def _files_getUploadURLExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = f"FU{len(self.uploads) + 1:03d}"
+        self.uploads[file_id] = {"filename": params.get("filename"), "length": int(params.get("length") or 0)}
+        return {"ok": True, "upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}", "file_id": file_id}
+
+    def _files_completeUploadExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        files = params.get("files")
+        files = json.loads(files) if isinstance(files, str) else files or []
+        done = []
+        for entry in files:
+            upload = self.uploads.get(entry["id"])
+            if upload is None or "data" not in upload:
+                return {"ok": False, "error": "file_not_found"}
+            upload.update(
+                channel_id=params.get("channel_id"),
+                thread_ts=params.get("thread_ts"),
+                initial_comment=params.get("initial_comment"),
+                title=entry.get("title"),
+            )
+            done.append({"id": entry["id"], "title": entry.get("title"), "name": upload["filename"]})
+        return {"ok": True, "files": done}
 
     # -- the Web API -------------------------------------------------------------------------------
 
