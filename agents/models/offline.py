@@ -98,5 +98,10 @@ class OfflineModel(Model):
                 args = example_for(tool.parameters, "") if tool.parameters.get("required") else {}
                 call = ToolCall(id=f"offline-{len(messages)}", name=tool.name, args=args)
                 return ModelResponse(tool_calls=(call,), usage=usage, model=self.name)
-        reply = f"{LABEL} You said: {text!r}. I am not a language model, so I can only echo. {HINT}"
+        files = [m.label() for m in (last.media if last is not None and last.role == "user" else ())]
+        if files:
+            got = ", ".join(files)
+            reply = f"{LABEL} I received {got} but cannot look inside files without a model. {HINT}"
+        else:
+            reply = f"{LABEL} You said: {text!r}. I am not a language model, so I can only echo. {HINT}"
         return ModelResponse(text=reply, usage=usage, model=self.name)

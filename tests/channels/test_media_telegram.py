@@ -126,3 +126,55 @@ async def test_send_file_uploads_a_workspace_photo(env: Env) -> None:
         ("bold", "Sales")
     ]
     model.assert_complete()
+
+
+async def test_an_agent_that_takes_no_files_is_passed_over_for_one_that_does(env: Env, tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "notes.md").write_text(
+        "---\nkind: agent\nname: notes-keeper\nrunner: chat\nmedia: []\n"
+        "triggers:\n  priority: 100\n  keywords: [notes, note]\n---\nYou keep notes.\n"
+    )
+    env.settings = env.make_settings(
+        channels={
+            "telegram": {**env.configure(mention_policy="all").channels.telegram.model_dump(), "enabled": True},
+            "console": {"enabled": False},
+        },
+        routing={"strategy": "rule"},
+        agents={"dirs": [str(agents)]},
+    )
+    model = ScriptedModel(["Noted, as text.", "A whiteboard with a plan."])
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("add milk to my notes"))
+    await env.reply("Noted, as text.")
+    env.fake.push(env.fake.media("photo", JPEG, caption="add this to my notes"))
+    await env.reply("A whiteboard")
+    history = await gateway.store.history(f"telegram:{ALICE}")
+    assert [m.agent for m in history if m.role == "assistant"] == ["notes-keeper", "chat"]
+    model.assert_complete()
+
+
+def test_stored_files_are_swept_after_their_keep_time(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from bot.media.intake import sweep
+
+    old, fresh = tmp_path / "a-0", tmp_path / "b-0"
+    old.write_bytes(JPEG)
+    fresh.write_bytes(JPEG)
+    os.utime(old, (time.time() - 73 * 3600, time.time() - 73 * 3600))
+    assert sweep(tmp_path, keep_hours=72) == 1
+    assert not old.exists() and fresh.exists()
+
+
+def test_only_the_newest_files_of_a_long_chat_are_sent_again() -> None:
+    from agents.messages import Media, Message, recent_media
+
+    def photo(n: int) -> Message:
+        media = Media(id=f"m{n}", kind="image", mime_type="image/jpeg", size=10, path=f"/x/{n}")
+        return Message.user(f"photo {n}", media=(media,))
+
+    kept = recent_media([photo(1), Message.assistant("ok"), photo(2), photo(3)], keep=2)
+    assert [bool(m.media) for m in kept] == [False, False, True, True]
+    assert kept[0].text == "photo 1 (photo sent here, not shown again)"
