@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from bot.events import Attachment
@@ -38,3 +38,41 @@ def host_allowed(url: str, hosts: tuple[str, ...], api_base: str | None) -> bool
             return True
     host = (parts.hostname or "").lower()
     return parts.scheme == "https" and any(host == h or host.endswith("." + h) for h in hosts)
+
+
+class HttpFetcher:
+    """Downloads attachment URLs (``Attachment.ref``) from a platform's own hosts, streamed."""
+
+    platform = "the platform"
+    hosts: tuple[str, ...] = ()
+
+    def __init__(self, api_base: str | None, headers: dict[str, str] | None = None) -> None:
+        self.api_base = api_base
+        self.headers = headers or {}
+        self._session: Any = None
+
+    def refused(self, status: int, content_type: str) -> str | None:
+        """Why a response is not the file (``None``: it is)."""
+        return None if status == 200 else f"{self.platform} answered HTTP {status}"
+
+    async def chunks(self, attachment: Attachment) -> AsyncIterator[bytes]:
+        import aiohttp
+
+        url = attachment.ref or ""
+        if not host_allowed(url, self.hosts, self.api_base):
+            raise FetchError(f"the file is not on {self.platform}")  # headers (a token) go nowhere else
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300, sock_read=60))
+        try:
+            async with self._session.get(url, headers=self.headers) as response:
+                problem = self.refused(response.status, response.content_type)
+                if problem is not None:
+                    raise FetchError(problem)
+                async for chunk in response.content.iter_chunked(CHUNK):
+                    yield chunk
+        except aiohttp.ClientError as exc:
+            raise FetchError(f"the download failed ({type(exc).__name__})") from None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()

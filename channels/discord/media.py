@@ -2,46 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import discord
 
-from bot.events import Attachment
-from bot.media.fetch import CHUNK, FetchError, host_allowed
+from bot.media.fetch import HttpFetcher
 from channels.discord.settings import DiscordSettings
 
-DISCORD_HOSTS = ("discordapp.com", "discordapp.net", "discord.com")
 
+class DiscordFetcher(HttpFetcher):
+    platform = "Discord"
+    hosts = ("discordapp.com", "discordapp.net", "discord.com")
 
-class DiscordFetcher:
-    def __init__(self, settings: DiscordSettings) -> None:
-        self.api_base = settings.api_base
-        self._session: aiohttp.ClientSession | None = None
-
-    async def chunks(self, attachment: Attachment) -> AsyncIterator[bytes]:
-        url = attachment.ref or ""
-        if not host_allowed(url, DISCORD_HOSTS, self.api_base):
-            raise FetchError("the file is not on Discord")
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300, sock_read=60))
-        try:
-            async with self._session.get(url) as response:
-                if response.status != 200:
-                    raise FetchError(f"Discord answered HTTP {response.status} (an attachment link expires)")
-                async for chunk in response.content.iter_chunked(CHUNK):
-                    yield chunk
-        except aiohttp.ClientError as exc:
-            raise FetchError(f"the download failed ({type(exc).__name__})") from None
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+    def refused(self, status: int, content_type: str) -> str | None:
+        problem = super().refused(status, content_type)
+        return f"{problem} (an attachment link expires after a while)" if problem else None
 
 
 def build_fetcher(settings: DiscordSettings) -> DiscordFetcher:
-    return DiscordFetcher(settings)
+    return DiscordFetcher(settings.api_base)
 
 
 def with_file(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -3,48 +3,24 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import aiohttp
-
-from bot.events import Attachment, OutboundFile
-from bot.media.fetch import CHUNK, FetchError, host_allowed
+from bot.events import OutboundFile
+from bot.media.fetch import HttpFetcher
 from channels.slack.delivery import WebApi
 from channels.slack.settings import SlackSettings
 
-SLACK_HOSTS = ("slack.com",)
 
+class SlackFetcher(HttpFetcher):
+    platform = "Slack"
+    hosts = ("slack.com",)
 
-class SlackFetcher:
-    def __init__(self, settings: SlackSettings) -> None:
-        self.token = settings.bot_token
-        self.api_base = settings.api_base
-        self._session: aiohttp.ClientSession | None = None
-
-    async def chunks(self, attachment: Attachment) -> AsyncIterator[bytes]:
-        url = attachment.ref or ""
-        if not host_allowed(url, SLACK_HOSTS, self.api_base):
-            raise FetchError("the file is not on Slack")  # never send the token anywhere else
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300, sock_read=60))
-        try:
-            async with self._session.get(url, headers={"Authorization": f"Bearer {self.token}"}) as response:
-                if response.status != 200:
-                    raise FetchError(f"Slack answered HTTP {response.status}")
-                if response.content_type == "text/html":  # Slack's sign-in page: the token may not read files
-                    raise FetchError("Slack refused the download (does the app have the files:read scope?)")
-                async for chunk in response.content.iter_chunked(CHUNK):
-                    yield chunk
-        except aiohttp.ClientError as exc:
-            raise FetchError(f"the download failed ({type(exc).__name__})") from None
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+    def refused(self, status: int, content_type: str) -> str | None:
+        if status == 200 and content_type == "text/html":  # Slack's sign-in page: the token may not read files
+            return "Slack refused the download (does the app have the files:read scope?)"
+        return super().refused(status, content_type)
 
 
 def build_fetcher(settings: SlackSettings) -> SlackFetcher:
-    return SlackFetcher(settings)
+    return SlackFetcher(settings.api_base, {"Authorization": f"Bearer {settings.bot_token}"})
 
 
 async def upload(api: WebApi, channel: str, thread: str | None, file: OutboundFile, comment: str) -> str:
