@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agents.context import RunContext
 from agents.messages import Message
-from agents.models.base import complete
+from agents.models.base import CUT_OFF, complete
 from agents.results import FinalAnswer, RunResult
 
 DEFAULT_PROMPT = (
@@ -25,14 +25,7 @@ class ChatRunner:
         response = await complete(
             ctx.model, [*ctx.history, message], system=ctx.system(self.system_prompt), stream=ctx.stream
         )
-        ctx.tracer.event(
-            "llm_call",
-            agent=self.name,
-            model=response.model or ctx.model.name,
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-            duration_ms=round((ctx.clock() - started) * 1000, 3),
-        )
-        text = response.text or ""
+        ctx.model_called(self.name, response, started)
+        text = (response.text or "") + (CUT_OFF if response.truncated else "")
         reply = Message.assistant(text, agent=self.name)
         return FinalAnswer(text=text, messages=(reply,), usage=response.usage, agent=self.name)

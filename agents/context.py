@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from agents.handoffs import DEFAULT_MAX_DEPTH, HandoffTarget
 from agents.messages import Message, ToolCall
-from agents.models.base import AnswerStream, Model
+from agents.models.base import AnswerStream, Model, ModelResponse
 from agents.tools.base import RISK_ORDER, Tool
 from agents.tools.ledger import MemoryLedger, ToolLedger
 
@@ -66,6 +66,26 @@ class RunContext:
     extra: dict[str, Any] = field(default_factory=dict)
     stream: AnswerStream | None = None
     """Where the answer goes as the model writes it (None: only the final answer is sent)."""
+    repair_model: Model | None = None
+    """Asked to repair an answer a guardrail refused (None: ``model``); a cheaper one will often do."""
+
+    def model_called(self, agent: str, response: ModelResponse, started: float, purpose: str | None = None) -> None:
+        """Trace one model call: the model that answered, tokens, time, and whatever went wrong on the way
+        (fallback attempts, an answer cut at the output limit)."""
+        usage = response.usage
+        self.tracer.event(
+            "llm_call",
+            agent=agent,
+            model=response.model or self.model.name,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cached_tokens=usage.cached_tokens or None,
+            thinking_tokens=usage.thinking_tokens or None,
+            duration_ms=round((self.clock() - started) * 1000, 3),
+            truncated=response.truncated or None,
+            failed_attempts=list(response.attempts) or None,
+            purpose=purpose,
+        )
 
     def system(self, prompt: str) -> str:
         """``prompt`` with the run's extra system text."""

@@ -103,16 +103,8 @@ async def enforce(
                 ),
             ]
             started = ctx.clock()
-            response = await ctx.model.request([*conversation, *tries], system=system)
-            ctx.tracer.event(
-                "llm_call",
-                agent=agent,
-                model=response.model or ctx.model.name,
-                input_tokens=response.usage.input_tokens,
-                output_tokens=response.usage.output_tokens,
-                duration_ms=round((ctx.clock() - started) * 1000, 3),
-                purpose="guardrail_repair",
-            )
+            response = await (ctx.repair_model or ctx.model).request([*conversation, *tries], system=system)
+            ctx.model_called(agent, response, started, purpose="guardrail_repair")
             text = response.text or ""
             errors = validate(text, rule.schema)
         if not errors:

@@ -167,14 +167,7 @@ class PlanExecuteRunner:
                 prompt += f"\n\nYour previous reply was invalid: {error}. Fix it."
             started = ctx.clock()
             response = await ctx.model.request(messages, system=prompt, response_schema=schema)
-            ctx.tracer.event(
-                "llm_call",
-                agent=self.name,
-                model=response.model or ctx.model.name,
-                input_tokens=response.usage.input_tokens,
-                output_tokens=response.usage.output_tokens,
-                duration_ms=round((ctx.clock() - started) * 1000, 3),
-            )
+            ctx.model_called(self.name, response, started)
             data = response.parsed
             if data is None and response.text:
                 try:

@@ -19,7 +19,7 @@ from typing import Any
 from agents.context import RunContext
 from agents.handoffs import check_handoff, handoff_tools, is_handoff_call, target_of
 from agents.messages import Message, ToolCall, ToolResult
-from agents.models.base import complete
+from agents.models.base import CUT_OFF, complete
 from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
 from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
 
@@ -193,6 +193,8 @@ class ReactRunner:
             iteration += 1
             response = await self._request(ctx, new, declarations)
             turn = response.to_message(agent=self.name)
+            if response.truncated and not turn.tool_calls:
+                turn = turn.model_copy(update={"text": (turn.text or "") + CUT_OFF})
             new.append(turn)
             if not turn.tool_calls:
                 return FinalAnswer(text=turn.text or "", messages=tuple(new[1:]), agent=self.name)
@@ -252,14 +254,7 @@ class ReactRunner:
         started = ctx.clock()
         system = ctx.system(self.system_prompt) if note is None else f"{ctx.system(self.system_prompt)}\n\n{note}"
         response = await complete(ctx.model, [*ctx.history, *new], tools=declarations, system=system, stream=ctx.stream)
-        ctx.tracer.event(
-            "llm_call",
-            agent=self.name,
-            model=response.model or ctx.model.name,
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-            duration_ms=round((ctx.clock() - started) * 1000, 3),
-        )
+        ctx.model_called(self.name, response, started)
         return response
 
     async def _run_free(self, ctx: RunContext, calls: list[ToolCall], tools: dict[str, Tool]) -> dict[str, ToolResult]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,13 +23,18 @@ class ToolDeclaration(BaseModel):
 
 class Usage(BaseModel):
     input_tokens: int = 0
+    """The prompt, all of it (cached and tool-use prompt tokens included)."""
     output_tokens: int = 0
+    """The answer, thinking included."""
+    cached_tokens: int = 0
+    """Of the input, what the provider served from its cache (billed lower)."""
+    tool_prompt_tokens: int = 0
+    """Of the input, what the provider added for its own tools (Gemini's tool-use prompt)."""
+    thinking_tokens: int = 0
+    """Of the output, the model's thinking."""
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-        )
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
 class ModelResponse(BaseModel):
@@ -42,6 +47,10 @@ class ModelResponse(BaseModel):
     parsed: Any = None
     """The decoded JSON object when a response schema was requested."""
     provider_meta: dict[str, Any] | None = None
+    truncated: bool = False
+    """The answer stopped at the output limit (``MAX_TOKENS``, ``length``): it is incomplete."""
+    attempts: tuple[str, ...] = ()
+    """Models that failed before this one answered (``model.fallbacks``), each with its error."""
 
     def to_message(self, *, agent: str | None = None) -> Message:
         return Message(
@@ -53,6 +62,33 @@ class ModelResponse(BaseModel):
         )
 
 
+class Generation(BaseModel):
+    """How a model answers, per agent (``generation`` in its file) or per model entry."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_output_tokens: int | None = Field(None, ge=1)
+    thinking_budget: int | None = Field(None, ge=-1)
+    """Gemini 2.5: tokens the model may think (0: none, -1: as it sees fit)."""
+    thinking_level: Literal["minimal", "low", "medium", "high"] | None = None
+    """Gemini 3: how hard it thinks (instead of a budget)."""
+
+    def gemini(self) -> dict[str, Any]:
+        """The ``GenerateContentConfig`` keys these set."""
+        from google.genai import types
+
+        out: dict[str, Any] = {}
+        if self.temperature is not None:
+            out["temperature"] = self.temperature
+        if self.max_output_tokens is not None:
+            out["max_output_tokens"] = self.max_output_tokens
+        if self.thinking_budget is not None or self.thinking_level is not None:
+            level = types.ThinkingLevel(self.thinking_level.upper()) if self.thinking_level else None
+            out["thinking_config"] = types.ThinkingConfig(thinking_budget=self.thinking_budget, thinking_level=level)
+        return out
+
+
 class ModelRequest(BaseModel):
     """The arguments of one :meth:`Model.request` call, as recorded by test models."""
 
@@ -62,11 +98,20 @@ class ModelRequest(BaseModel):
     response_schema: dict[str, Any] | None = None
 
 
+CUT_OFF = "\n\n⚠️ (This answer was cut off at the model's output limit.)"
+"""Added to an answer that stopped at the output limit, so nobody takes it for complete."""
+
+
 class ModelError(Exception):
     """A model call failed; the message is safe to show to a user."""
 
 
-class ModelTimeout(ModelError):
+class ModelUnavailable(ModelError):
+    """The provider could not answer (5xx, 429 after retries, the network): another provider may
+    (``model.fallbacks``)."""
+
+
+class ModelTimeout(ModelUnavailable):
     """The model did not answer within its timeout."""
 
 

@@ -42,7 +42,16 @@ from google.genai.client import DebugConfig
 from pydantic import ValidationError
 
 from agents.messages import Message, ToolCall, ToolResult
-from agents.models.base import Model, ModelError, ModelResponse, ModelTimeout, ToolDeclaration, Usage
+from agents.models.base import (
+    Generation,
+    Model,
+    ModelError,
+    ModelResponse,
+    ModelTimeout,
+    ModelUnavailable,
+    ToolDeclaration,
+    Usage,
+)
 from agents.models.gemini_media import INLINE_MAX_BYTES, media_parts, with_media
 from agents.models.gemini_schema import SchemaError, ToolNames, sanitize_schema
 
@@ -76,6 +85,7 @@ class GeminiModel(Model):
         max_retry_after_s: float = 30.0,
         api_version: str = "v1beta",
         inline_max_bytes: int = INLINE_MAX_BYTES,
+        generation: Generation | None = None,
     ) -> None:
         if not api_key or not api_key.strip():
             raise ValueError("Gemini needs an API key")
@@ -89,6 +99,7 @@ class GeminiModel(Model):
         self._backoff_max_s = backoff_max_s
         self._max_retry_after_s = max_retry_after_s
         self._inline_max = inline_max_bytes
+        self.generation = generation or Generation()
         http_options = types.HttpOptions(
             base_url=self.base_url,
             api_version=api_version,
@@ -121,6 +132,9 @@ class GeminiModel(Model):
         media = await media_parts(self._client, messages, self._inline_max) if _has_media(messages) else None
         names, config, contents = self._prepare(messages, tools, system, response_schema, media)
         response = await self._generate(contents, config)
+        if _finish(response) == "MALFORMED_FUNCTION_CALL":
+            log.info("gemini: malformed function call; asking once more")
+            response = await self._generate(contents, config)
         return self._parse(response, names, structured=response_schema is not None)
 
     async def stream(
@@ -150,7 +164,7 @@ class GeminiModel(Model):
         except TimeoutError as exc:
             raise ModelTimeout(f"Gemini did not finish answering within {self._timeout_s:g} s") from exc
         except (errors.APIError, aiohttp.ClientError, ConnectionError) as exc:
-            raise ModelError(f"Gemini's answer was cut off ({type(exc).__name__})") from None
+            raise ModelUnavailable(f"Gemini's answer was cut off ({type(exc).__name__})") from None
         if last is None:
             raise ModelError("Gemini returned an empty answer (no chunk)")
         finish = last.candidates[0].finish_reason if last.candidates else None
@@ -178,6 +192,7 @@ class GeminiModel(Model):
                 system_instruction=system or None,
                 tools=[types.Tool(function_declarations=[_declaration(t, names) for t in tools])] if tools else None,
                 automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+                **self.generation.gemini(),
             )
             if response_schema is not None:
                 config.response_mime_type = "application/json"
@@ -217,9 +232,10 @@ class GeminiModel(Model):
                 # could echo the key); the redacted essentials are in our message and the debug log.
                 if not retryable or attempt >= self._max_retries:
                     log.debug("gemini error body: %s", self._redact(json.dumps(exc.details, default=str))[:2000])
-                    raise ModelError(self._api_message(exc, attempt + 1)) from None
+                    failed = ModelUnavailable if retryable else ModelError
+                    raise failed(self._api_message(exc, attempt + 1)) from None
                 if wait is not None and wait > self._max_retry_after_s:
-                    raise ModelError(
+                    raise ModelUnavailable(
                         f"Gemini is rate-limiting requests ({code}); it asks to retry in {wait:.0f} s"
                     ) from None
                 reason = f"{code} {exc.status or ''}".strip()
@@ -227,7 +243,7 @@ class GeminiModel(Model):
                 raise ModelTimeout(f"Gemini did not answer within {self._timeout_s:g} s") from exc
             except (aiohttp.ClientError, ConnectionError) as exc:
                 if attempt >= self._max_retries:
-                    raise ModelError(f"Could not reach Gemini ({type(exc).__name__})") from exc
+                    raise ModelUnavailable(f"Could not reach Gemini ({type(exc).__name__})") from exc
                 wait, reason = None, type(exc).__name__
             delay = self._backoff(attempt, wait)
             attempt += 1
@@ -299,12 +315,7 @@ class GeminiModel(Model):
             except ValueError as exc:
                 hint = " (cut off at the output limit)" if finish == "MAX_TOKENS" else ""
                 raise ModelError(f"Gemini returned invalid JSON for the requested schema{hint}") from exc
-        meta = response.usage_metadata
-        usage = Usage(
-            input_tokens=(meta.prompt_token_count or 0) if meta else 0,
-            # Thinking tokens are billed as output, so they count as output here.
-            output_tokens=((meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)) if meta else 0,
-        )
+        usage = _usage(response.usage_metadata)
         if finish not in ("STOP", "unknown"):
             log.info("gemini answer finished with %s", finish)
         return ModelResponse(
@@ -314,7 +325,29 @@ class GeminiModel(Model):
             model=response.model_version or self.model,
             parsed=parsed,
             provider_meta=_meta(text_signature),
+            truncated=finish == "MAX_TOKENS",
         )
+
+
+def _usage(meta: Any) -> Usage:
+    if meta is None:
+        return Usage()
+    thinking = meta.thoughts_token_count or 0
+    tool_prompt = meta.tool_use_prompt_token_count or 0
+    return Usage(
+        # The prompt count leaves out the tool-use prompt; both are billed as input.
+        input_tokens=(meta.prompt_token_count or 0) + tool_prompt,
+        # Thinking tokens are billed as output, so they count as output here.
+        output_tokens=(meta.candidates_token_count or 0) + thinking,
+        cached_tokens=meta.cached_content_token_count or 0,
+        tool_prompt_tokens=tool_prompt,
+        thinking_tokens=thinking,
+    )
+
+
+def _finish(response: Any) -> str:
+    candidate = response.candidates[0] if response.candidates else None
+    return getattr(getattr(candidate, "finish_reason", None), "value", None) or "unknown"
 
 
 def _has_media(messages: Sequence[Message]) -> bool:

@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from agents.models.base import Generation
 from agents.specs.patterns import pattern_problem
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -210,6 +211,8 @@ class AgentSpec(_Strict):
     handoffs: tuple[Handoff, ...] = ()
     guardrails: tuple[Guardrail, ...] = ()
     confirmation: Confirmation = Confirmation()
+    generation: Generation | None = None
+    """temperature, max_output_tokens, thinking_budget (Gemini 2.5), thinking_level (Gemini 3) for this agent."""
     media: tuple[Literal["image", "audio", "document"], ...] = ("image", "audio", "document")
     """The files this agent takes with a message (photos and images, voice notes and audio, PDFs and text
     files); a message carrying another kind is routed to an agent that takes it. ``[]``: text only."""

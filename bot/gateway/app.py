@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from agents.models.base import Model
-from agents.models.offline import OfflineModel
 from agents.react import ASK_USER_TOOL
 from agents.tools.base import Tool
 from bot.bus import Bus, InMemoryBus
@@ -23,6 +22,7 @@ from bot.events import ChatKey
 from bot.gateway.http import HttpServer
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
+from bot.gateway.models import ModelCatalog
 from bot.gateway.scaled import ROLES, Role, ScaleOut, connect_redis, make_bus
 from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
@@ -53,22 +53,9 @@ log = logging.getLogger(__name__)
 
 
 def build_model(settings: Settings) -> Model:
-    """Gemini when a key is configured (or required), else the labelled offline model."""
-    cfg = settings.model
-    if cfg.provider == "offline" or (cfg.provider == "auto" and not cfg.api_key):
-        return OfflineModel()
-    if not cfg.api_key:
-        raise ConfigError("model.api_key is empty but model.provider is gemini: set GEMINI_API_KEY")
-    from agents.models.gemini import GeminiModel
-
-    return GeminiModel(
-        model=cfg.name,
-        api_key=cfg.api_key,
-        base_url=cfg.base_url,
-        timeout_s=cfg.timeout_s,
-        max_retries=cfg.max_retries,
-        inline_max_bytes=int(settings.media.inline_max_mb * 1024 * 1024),
-    )
+    """The main model (with its fallbacks): Gemini when its key is set, OpenAI-compatible when configured,
+    else the labelled offline model."""
+    return ModelCatalog(settings).main
 
 
 def builtin_tools(settings: Settings) -> list[Tool]:
@@ -137,7 +124,8 @@ class Gateway:
             )
         self.role = role
         self.scale = ScaleOut(self, role, redis or connect_redis(settings.bus.url)) if settings.bus.url else None
-        self.model = model if model is not None else build_model(settings)
+        self.models = ModelCatalog(settings, model)
+        self.model = self.models.main
         self.store = store or store_from_settings(
             settings.store, exclusive=self.scale is None, shared=self.scale is not None, secrets=settings.secrets()
         )
@@ -168,7 +156,7 @@ class Gateway:
         ]
         self.catalog = AgentCatalog.load(settings)
         warn_unknown_references(self.catalog, {t.name for t in self.tools}, set(settings.mcp.servers))
-        self.router = Router(self.catalog.targets(), self.model)
+        self.router = Router(self.catalog.targets(), self.models.get(settings.routing.llm.model or None))
         self.routes = RoutePolicy(settings, self.store, self.catalog, self.router)
         self.mcp = McpPool(settings, self.delivery.send)
         self.timers = ExpiryTimers()
@@ -178,6 +166,7 @@ class Gateway:
             runs=self.runs,
             catalog=self.catalog,
             model=self.model,
+            models=self.models,
             delivery=self.delivery,
             timers=self.timers,
             tools=self.tool_pool,
@@ -348,7 +337,7 @@ class Gateway:
             await self.http.stop()
         await self.mcp.aclose()
         await self.media.close()
-        await self.model.aclose()
+        await self.models.aclose()
         await self.tracing.stop()
         await self.store.close()
         if self.scale is not None:

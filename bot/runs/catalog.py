@@ -17,6 +17,7 @@ from typing import Any
 
 from agents.guardrails import GuardrailRule
 from agents.handoffs import HandoffTarget
+from agents.models.base import Generation
 from agents.results import Runner
 from agents.spec import AgentSpec, load_agents
 from agents.tools.base import Tool, matches, select_tools
@@ -49,6 +50,7 @@ class AgentDef:
     guardrails: list[GuardrailRule] = field(default_factory=list)
     media: frozenset[str] = frozenset({"image", "audio", "document"})
     """The kinds of file it takes (``media`` in its file)."""
+    generation: Generation | None = None
 
     def takes(self, kinds: set[str]) -> bool:
         return kinds <= self.media
@@ -119,6 +121,7 @@ def agent_from_spec(spec: AgentSpec, settings: Settings) -> AgentDef:
             for g in spec.guardrails
         ],
         media=frozenset(spec.media),
+        generation=spec.generation,
     )
 
 

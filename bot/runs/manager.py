@@ -18,13 +18,13 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from agents.context import NullTracer, RunContext
 from agents.guardrails import enforce
 from agents.handoffs import HandoffContext, recent_lines
 from agents.messages import Message, ToolCall, fit_context, recent_media
-from agents.models.base import Model, ModelError
+from agents.models.base import Generation, Model, ModelError
 from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
 from agents.tools.base import RISK_ORDER, Tool
 from agents.tools.ledger import LedgerEntry
@@ -76,6 +76,10 @@ class RunLedger:
         )
 
 
+class ModelSource(Protocol):
+    def get(self, spec: str | None, generation: Generation | None = None) -> Model: ...
+
+
 @dataclass
 class RunManager:
     settings: Settings
@@ -88,7 +92,8 @@ class RunManager:
     tools: Callable[[AgentDef, ChatKey], Awaitable[Sequence[Tool]]]
     """The tool pool offered to an agent (built-in, gateway and its MCP servers' tools), before allow/deny."""
     tracing: Tracing | None = None
-    models: dict[str, Model] | None = None
+    models: ModelSource | None = None
+    """Agents' own models (``model:`` in their files) and the repairer's; None: ``model`` for everything."""
     text_limits: dict[str, int | None] = field(default_factory=dict)
     prints_as_written: frozenset[str] = frozenset()
     """Channels that show an answer's text as it comes (a terminal)."""
@@ -129,9 +134,11 @@ class RunManager:
         async def emit(text: str) -> None:
             await self.delivery.send(_notice(chat, text))
 
+        repair = self.settings.model.repair
         return RunContext(
             chat_key=run.chat_key,
             model=self.model_for(agent),
+            repair_model=self.models.get(repair) if repair and self.models is not None else None,
             history=history,
             emit=emit,
             correlation_id=run.correlation_id,
@@ -160,9 +167,9 @@ class RunManager:
             )
 
     def model_for(self, agent: AgentDef) -> Model:
-        if agent.model and self.models is not None and agent.model in self.models:
-            return self.models[agent.model]
-        return self.model
+        if self.models is None:
+            return self.model
+        return self.models.get(agent.model, agent.generation)
 
     # -- start / resume ------------------------------------------------------------------
 

@@ -79,7 +79,7 @@ class Redactor:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Redactor:
-        values = [settings.model.api_key or ""]
+        values = [*settings.model.keys()]
         for name in type(settings.channels).model_fields:
             section = getattr(settings.channels, name)
             for key in ("token", "bot_token", "app_token", "signing_secret"):

@@ -54,9 +54,9 @@ def test_env_shorthands_win_over_file(tmp_path: Path, monkeypatch: pytest.Monkey
     cfg = write(tmp_path / "bot.yaml", "model: {base_url: 'http://file'}\nstore: {url: 'sqlite:///file.db'}\n")
     env = {"GEMINI_BASE_URL": "http://env", "DATABASE_URL": "postgresql://u:pw@h/db", "GEMINI_API_KEY": "k-123"}
     s = load_settings(cfg, env=env, user_config=tmp_path / "x")
-    assert s.model.base_url == "http://env"
+    assert s.model.url_of("gemini") == "http://env"
     assert s.store.url == "postgresql://u:pw@h/db"
-    assert s.model.api_key == "k-123"
+    assert s.model.key_of("gemini") == "k-123" and s.model.main_provider() == "gemini"
 
 
 def test_interpolation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -206,7 +206,7 @@ def test_secrets_are_scrubbed_from_the_environment_once_loaded(tmp_path: Path) -
         user_config=tmp_path / "none.yaml",
         overrides={"mcp": {"servers": {"gh": {"command": "x", "env": {"TOKEN": "ghp_also_secret_0001"}}}}},
     )
-    assert settings.model.api_key == "AIza-secret-key-0001"
+    assert settings.model.key_of("gemini") == "AIza-secret-key-0001"
     gone = scrub_environment(settings.secrets(), env)
     assert gone == ["GEMINI_API_KEY", "MY_GITHUB", "TELEGRAM_BOT_TOKEN"]
     assert env == {"HOME": "/home/x", "PATH": "/usr/bin"}
