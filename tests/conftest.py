@@ -20,6 +20,7 @@ from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMe
 from bot.gateway.app import Gateway
 from bot.inbox import Inbox, Receipt
 from tests.fakes.gemini_server import FakeGemini
+from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.servers import PostgresServer, RedisServer, postgres_server, redis_server
 
 
@@ -295,6 +296,18 @@ async def check_histories(harness: Harness) -> None:
 async def gemini_server() -> AsyncIterator[FakeGemini]:
     """A started fake Gemini server; unused or missing scripted responses fail the test."""
     server = FakeGemini()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+    server.assert_complete()
+
+
+@pytest.fixture
+async def openai_server() -> AsyncIterator[FakeOpenAI]:
+    """A started fake OpenAI-compatible endpoint; unused or missing scripted steps fail the test."""
+    server = FakeOpenAI()
     await server.start()
     try:
         yield server
