@@ -1,9 +1,11 @@
 """The offline model: lets a person try the bot without an API key.
 
-It never pretends to be an LLM: every answer starts with a label.  It still
-exercises the whole pipeline: it answers structured-output requests with a
-minimal valid object (a one-step plan), and calls a tool when the user names
-it, so routing, plans and confirmations can be tried end to end.
+It never pretends to be an LLM: every answer starts with a label.  It understands a few plain requests
+(:mod:`agents.models.offline_intents`) and answers them the way a model would, through the pipeline:
+"what time is it in Tokyo?" calls ``get_current_time``, "remind me in 2 minutes to stretch" schedules a
+message, "write hello to notes.txt" asks for confirmation and writes, "plan a weekend in Paris" makes a
+three-step plan to approve, "help me choose a laptop" asks back, a request matching a file agent hands
+off to it.  Anything else gets a labelled answer saying what to try.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from agents.messages import Message, ToolCall
+from agents.models import offline_intents as intents
 from agents.models.base import Model, ModelResponse, ToolDeclaration, Usage
 
 LABEL = "[offline model]"
-HINT = "Set GEMINI_API_KEY for real answers."
+HINT = "Set GEMINI_API_KEY (or configure an OpenAI-compatible model) for real answers."
 
 
 def _last_user_text(messages: Sequence[Message]) -> str:
@@ -78,30 +81,62 @@ class OfflineModel(Model):
     ) -> ModelResponse:
         text = _last_user_text(messages)
         usage = Usage(input_tokens=sum(m.size() for m in messages) // 4, output_tokens=16)
+
+        def answer(reply: str) -> ModelResponse:
+            return ModelResponse(text=f"{LABEL} {reply}", usage=usage, model=self.name)
+
+        def calling(name: str, args: dict[str, Any]) -> ModelResponse:
+            call = ToolCall(id=f"offline-{len(messages)}", name=name, args=args)
+            return ModelResponse(tool_calls=(call,), usage=usage, model=self.name)
+
         if response_schema is not None:
-            parsed = example_for(response_schema, text)
+            parsed = self._structured(response_schema, text)
             return ModelResponse(
                 text=json.dumps(parsed, ensure_ascii=False), parsed=parsed, usage=usage, model=self.name
             )
         last = messages[-1] if messages else None
         if last is not None and last.role == "tool":
-            shown = "; ".join(f"{r.name} → {str(r.content)[:200]}" for r in last.tool_results)
-            return ModelResponse(text=f"{LABEL} Tool results: {shown}", usage=usage, model=self.name)
-        lowered = text.lower()
-        transfers = [t for t in tools if t.name.startswith("transfer_to_")]
-        if transfers and len(transfers) == len(tools):
-            choice = max(transfers, key=lambda t: _overlap(lowered, f"{t.name} {t.description}"))
-            call = ToolCall(id=f"offline-route-{len(messages)}", name=choice.name, args={"reason": "offline guess"})
-            return ModelResponse(tool_calls=(call,), usage=usage, model=self.name)
-        for tool in tools:
-            if tool.name.lower() in lowered and not tool.name.startswith("transfer_to_"):
-                args = example_for(tool.parameters, "") if tool.parameters.get("required") else {}
-                call = ToolCall(id=f"offline-{len(messages)}", name=tool.name, args=args)
-                return ModelResponse(tool_calls=(call,), usage=usage, model=self.name)
+            return answer(_results(last))
+        by_name = {t.name: t for t in tools}
+        if by_name and all(name.startswith("transfer_to_") for name in by_name):  # routing by "LLM"
+            chosen = intents.handoff(text, by_name) or (next(iter(by_name)), {"reason": "offline guess"})
+            return calling(*chosen)
+        step = intents.step_of(text)
+        request = step or text
+        found = (
+            intents.tool_call(request, by_name) or intents.handoff(request, by_name) or _named_tool(request, by_name)
+        )
+        if found is not None:
+            return calling(*found)
+        if step is not None:
+            return answer(f"Done: {step}.")
         files = [m.label() for m in (last.media if last is not None and last.role == "user" else ())]
         if files:
-            got = ", ".join(files)
-            reply = f"{LABEL} I received {got} but cannot look inside files without a model. {HINT}"
-        else:
-            reply = f"{LABEL} You said: {text!r}. I am not a language model, so I can only echo. {HINT}"
-        return ModelResponse(text=reply, usage=usage, model=self.name)
+            return answer(f"I received {', '.join(files)} but cannot look inside files without a model. {HINT}")
+        return answer(f"{intents.chat_reply(text)} {HINT}")
+
+    @staticmethod
+    def _structured(schema: dict[str, Any], text: str) -> Any:
+        props = schema.get("properties", {})
+        if "steps" in props and "action" not in props:
+            return {"steps": intents.plan_steps(text)}
+        if "action" in props and "steps" in props:
+            return intents.replan(text)
+        return example_for(schema, text)
+
+
+def _results(message: Message) -> str:
+    parts = []
+    for result in message.tool_results:
+        content = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
+        parts.append(f"{result.name} was not run: {content}" if result.is_error else content)
+    return "; ".join(parts) or "Done."
+
+
+def _named_tool(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[str, Any]] | None:
+    """A tool the user named outright ("run get_current_time")."""
+    lowered = text.lower()
+    for name, tool in tools.items():
+        if name.lower() in lowered and not name.startswith("transfer_to_"):
+            return name, example_for(tool.parameters, "") if tool.parameters.get("required") else {}
+    return None

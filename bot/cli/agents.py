@@ -27,7 +27,8 @@ agents_app = typer.Typer(
 
 
 def known_tool_names() -> set[str]:
-    """The tool names an agent file may use: the built-in tools, ``ask_user`` and ``schedule_message``.
+    """The tool names an agent file may use: the built-in tools and the gateway's (``ask_user``,
+    ``schedule_message``, ``send_file``).
 
     A stand-in until the toolset registry answers this; MCP tools are checked by their server.
     """
@@ -37,7 +38,12 @@ def known_tool_names() -> set[str]:
 
     # Every tool, enabled or not: an agent may name run_command before the operator turns it on
     # (or before a sandbox for it is installed).
-    return {t.name for t in builtin_toolset(ToolsConfig()).tools} | {ASK_USER, "schedule_message", "run_command"}
+    return {t.name for t in builtin_toolset(ToolsConfig()).tools} | {
+        ASK_USER,
+        "schedule_message",
+        "send_file",
+        "run_command",
+    }
 
 
 @dataclass(frozen=True)

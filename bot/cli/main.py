@@ -106,7 +106,11 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool, role: st
         except (NotImplementedError, RuntimeError):
             pass
     if gateway.model.name == "offline":
-        typer.echo("Using the offline model (no GEMINI_API_KEY set): answers are labelled [offline model].", err=True)
+        typer.echo(
+            "Using the offline model (no model key set): answers are labelled [offline model]. "
+            "Try: what time is it in Tokyo? / plan a weekend trip to Paris",
+            err=True,
+        )
     starting = asyncio.create_task(gateway.start())
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)

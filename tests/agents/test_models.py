@@ -44,9 +44,9 @@ async def test_scripted_raises_scripted_exceptions() -> None:
 
 
 async def test_offline_model_is_labelled() -> None:
-    r = await OfflineModel().request([Message.user("hi there")])
-    assert r.text is not None and r.text.startswith(LABEL) and "hi there" in r.text
-    assert "GEMINI_API_KEY" in r.text
+    r = await OfflineModel().request([Message.user("why is the sky blue?")])
+    assert r.text is not None and r.text.startswith(LABEL) and "why is the sky blue?" in r.text
+    assert "GEMINI_API_KEY" in r.text and "what time is it in Tokyo" in r.text, "it says what to try"
 
 
 async def test_offline_model_answers_a_response_schema() -> None:
@@ -55,8 +55,16 @@ async def test_offline_model_answers_a_response_schema() -> None:
         "properties": {"steps": {"type": "array", "items": {"type": "string"}}},
         "required": ["steps"],
     }
-    r = await OfflineModel().request([Message.user("plan a trip")], response_schema=schema)
-    assert r.parsed == {"steps": ["plan a trip"]}
+    r = await OfflineModel().request([Message.user("Request: plan a trip")], response_schema=schema)
+    assert r.parsed == {
+        "steps": [
+            "List what a trip needs (dates, budget, constraints)",
+            "Work out the options for a trip and pick the best",
+            "Write up the plan for a trip as a short checklist",
+        ]
+    }
+    other = {"type": "object", "properties": {"verdict": {"type": "string"}}, "required": ["verdict"]}
+    assert (await OfflineModel().request([Message.user("ok")], response_schema=other)).parsed == {"verdict": "ok"}
 
 
 async def test_offline_model_calls_a_named_tool_then_reports_its_result() -> None:

@@ -332,7 +332,7 @@ def test_json_schema_validates_examples_and_builtins() -> None:
 
 
 def test_builtins_and_examples_load_cleanly() -> None:
-    known_tools = {"get_current_time", "http_get", "read_file", "write_file", "list_dir", "run_command"}
+    known_tools = {"get_current_time", "http_get", "read_file", "write_file", "list_dir", "run_command", "send_file"}
     registry = load_agents(BUILTIN, None, [EXAMPLES], known_tools=known_tools, known_mcp_servers=set())
     assert registry.errors == []
     assert {"chat", "react", "plan", "debugger", "code-fixer", "code-reviewer", "docs-writer"} <= set(registry.specs)

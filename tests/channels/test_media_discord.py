@@ -10,7 +10,7 @@ from agents.models.scripted import ScriptedModel, call
 
 # Fixtures of that module, used by name below.
 from tests.channels.test_discord import fake, make_bot
-from tests.fakes.discord_server import CHANNEL_ID, FakeDiscord
+from tests.fakes.discord_server import CHANNEL_ID, FakeDiscord, buttons
 
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256)) * 4
 OGG = b"OggS\x00\x02" + bytes(500)
@@ -57,6 +57,12 @@ async def test_send_file_attaches_the_file(make_bot: Any, fake: FakeDiscord) -> 
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "notes.txt").write_text("buy milk\n")
     await fake.message("@react send me my notes")
-    await bot.replies(2)
+    await bot.replies(1)
+    prompt = fake.message_with_buttons()  # sending a file out is confirmed first
+    assert fake.uploads == []
+    approve = next(b["custom_id"] for b in buttons(prompt) if "Approve" in b["label"])
+    await fake.press(approve, message_id=prompt["id"])
+    await fake.wait_for(lambda: "Sent." in fake.texts(CHANNEL_ID))
+    await bot.settle()
     assert fake.uploads == [(CHANNEL_ID, "notes.txt", b"buy milk\n")]
-    assert fake.texts(CHANNEL_ID) == ["your notes", "Sent."]
+    assert fake.texts(CHANNEL_ID)[-2:] == ["your notes", "Sent."]

@@ -64,6 +64,9 @@ async def test_send_file_uploads_into_the_thread(make_slack: Any, fake: FakeSlac
     (workspace / "report.pdf").write_bytes(PDF)
     ts = await h.mention("@react send me the report")
     await h.settle()
+    assert fake.uploads == {}, "asked first"
+    assert await h.press(h.prompt(), "Approve") == 200
+    await h.settle()
     [upload] = fake.uploads.values()
     assert upload["data"] == PDF and upload["filename"] == "report.pdf"
     assert (upload["channel_id"], upload["thread_ts"], upload["initial_comment"]) == ("C1", ts, "the *report*")

@@ -10,7 +10,7 @@ import pytest
 
 from agents.models.scripted import ScriptedModel, call
 from bot.config.settings import Settings
-from tests.channels.test_telegram import ALICE, Env, started
+from tests.channels.test_telegram import ALICE, Env, approve, started
 from tests.fakes.telegram_server import Upload
 
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256)) * 8
@@ -117,6 +117,9 @@ async def test_send_file_uploads_a_workspace_photo(env: Env) -> None:
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "chart.png").write_bytes(PNG)
     env.fake.push(env.fake.message("@react send me the chart"))
+    ref, buttons = await env.prompt()  # sending a file out is confirmed first, like any side effect
+    assert env.fake.of("sendPhoto") == []
+    env.fake.push(env.fake.press(ref, approve(buttons)))
     await env.reply("Sent.")
     [photo] = env.fake.of("sendPhoto")
     upload = photo.params["photo"]

@@ -1,0 +1,167 @@
+"""What the offline model understands: a few plain requests, matched by patterns, each mapped to the built-in
+tool a language model would call (the time, a reminder, a file written or read, a web page, a question back
+to the user, a handoff), plus plans and re-plans for the plan agent.  Deterministic, so tests and demos
+behave the same every time; anything else gets a labelled answer saying what to try.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+from zoneinfo import available_timezones
+
+from agents.models.base import ToolDeclaration
+
+_TIME = re.compile(
+    r"\b(what(?:'s| is)? the (?:time|date)|what time|time is it|current time|time now|today'?s date|what day)\b"
+    r"|几点|现在.*时间|时间是",
+    re.IGNORECASE,
+)
+_IN_PLACE = re.compile(r"\bin ([A-Z][\w .'-]{1,40}?)(?:[?.!,]|$| right now| now| today)", re.IGNORECASE)
+_REMIND = re.compile(
+    r"\bremind me (?:in (?P<n>\d+(?:\.\d+)?) ?(?P<unit>minutes?|mins?|hours?|hrs?|seconds?|secs?)"
+    r"|(?P<tomorrow>tomorrow))(?: to)? (?P<what>.+)",
+    re.IGNORECASE,
+)
+_REMIND_AFTER = re.compile(
+    r"\bremind me to (?P<what>.+?) in (?P<n>\d+(?:\.\d+)?) ?(?P<unit>minutes?|mins?|hours?|hrs?)\b", re.IGNORECASE
+)
+_WRITE = re.compile(
+    r"\b(?:write|save|put)\s+[\"“']?(?P<content>.+?)[\"”']?\s+(?:to|into|in)\s+(?:the file\s+)?"
+    r"(?P<path>[\w./-]+\.\w{1,8})\b",
+    re.IGNORECASE,
+)
+_READ = re.compile(
+    r"\b(?:read|show|open|cat|print)\s+(?:me\s+)?(?:the\s+)?(?:file\s+)?(?P<path>[\w./-]+\.\w{1,8})\b", re.I
+)
+_LIST = re.compile(r"\b(?:list|show)\s+(?:me\s+)?(?:the\s+|my\s+)?(?:files|workspace|folder)\b", re.IGNORECASE)
+_URL = re.compile(r"https?://[^\s<>\"')]+")
+_CHOOSE = re.compile(r"\bhelp me (?:choose|decide|pick)\b|\bwhich (?:one )?should i\b|帮我选", re.IGNORECASE)
+_GREETING = re.compile(r"^\s*(hi|hello|hey|good (?:morning|evening|afternoon)|你好)\b", re.IGNORECASE)
+_THANKS = re.compile(r"\b(thanks|thank you|thx)\b|谢谢", re.IGNORECASE)
+_PLAN_WORDS = re.compile(r"^\s*(?:please\s+)?(?:make\s+(?:me\s+)?a\s+)?plan(?:\s+for)?\s+(?:to\s+)?", re.IGNORECASE)
+_ALIASES = {
+    "beijing": "Asia/Shanghai",
+    "new york": "America/New_York",
+    "san francisco": "America/Los_Angeles",
+    "washington": "America/New_York",
+    "mumbai": "Asia/Kolkata",
+    "delhi": "Asia/Kolkata",
+    "munich": "Europe/Berlin",
+    "utc": "UTC",
+}
+_UNITS = {"m": 1.0, "h": 60.0, "s": 1 / 60}
+
+TRY = (
+    'Try: "what time is it in Tokyo?", "remind me in 2 minutes to stretch", "write hello to notes.txt", '
+    '"read notes.txt", "plan a weekend trip to Paris", "help me choose a laptop".'
+)
+
+
+@cache
+def _cities() -> dict[str, str]:
+    found = {name.rsplit("/", 1)[-1].replace("_", " ").lower(): name for name in available_timezones() if "/" in name}
+    return {**found, **_ALIASES}
+
+
+def zone_in(text: str) -> str | None:
+    """The IANA zone of a place the text names ("in Tokyo" → Asia/Tokyo), or None."""
+    for match in _IN_PLACE.finditer(text):
+        words = match.group(1).strip().lower().split()
+        for size in range(min(3, len(words)), 0, -1):  # "new york city" → "new york"
+            zone = _cities().get(" ".join(words[:size]))
+            if zone:
+                return zone
+    lowered = text.lower()
+    return next(
+        (zone for city, zone in _cities().items() if len(city) > 3 and re.search(rf"\b{city}\b", lowered)), None
+    )
+
+
+def tool_call(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[str, Any]] | None:
+    """The built-in tool (and arguments) a plain request asks for, among ``tools``."""
+    if "get_current_time" in tools and _TIME.search(text):
+        return "get_current_time", {"timezone": zone_in(text) or "UTC"}
+    if "schedule_message" in tools:
+        found = _REMIND.search(text) or _REMIND_AFTER.search(text)
+        if found:
+            what = found.group("what").strip().rstrip(".!")
+            minutes = 24 * 60.0 if found.groupdict().get("tomorrow") else float(found.group("n"))
+            if not found.groupdict().get("tomorrow"):
+                minutes *= _UNITS[found.group("unit")[0].lower()]
+            return "schedule_message", {"text": f"⏰ Reminder: {what}", "in_minutes": max(minutes, 0.1)}
+    if "write_file" in tools and (found := _WRITE.search(text)):
+        return "write_file", {"path": found.group("path"), "content": found.group("content").strip() + "\n"}
+    if "read_file" in tools and (found := _READ.search(text)) and not _URL.search(text):
+        return "read_file", {"path": found.group("path")}
+    if "list_dir" in tools and _LIST.search(text):
+        return "list_dir", {"path": "."}
+    if "http_get" in tools and (url := _URL.search(text)):
+        return "http_get", {"url": url.group(0).rstrip(".,")}
+    if "ask_user" in tools and _CHOOSE.search(text):
+        subject = _CHOOSE.split(text, maxsplit=1)[-1].strip(" ?.") or "this"
+        question = f"To help you choose {subject}: what matters most to you?"
+        return "ask_user", {"question": question, "choices": ["Price", "Quality", "Speed"]}
+    return None
+
+
+def handoff(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[str, Any]] | None:
+    """A ``transfer_to_<agent>`` tool whose agent's description shares words with the request."""
+    lowered = text.lower()
+    best, score = None, 0
+    for name, tool in tools.items():
+        if not name.startswith("transfer_to_"):
+            continue
+        words = {w for w in re.findall(r"\w+", f"{name[12:]} {tool.description}".lower()) if len(w) > 3}
+        found = sum(1 for w in words if re.search(rf"\b{re.escape(w)}", lowered))
+        if found > score:
+            best, score = name, found
+    if best is None:
+        return None
+    return best, {"reason": "the request matches this agent", "summary": text[:200]}
+
+
+def plan_steps(request: str) -> list[str]:
+    """Three concrete steps for the goal in a planner's request (its feedback becomes a fourth)."""
+    goal_line = request.split("\n", 1)[0].removeprefix("Request:").strip()
+    goal = _PLAN_WORDS.sub("", goal_line).strip(" .?!") or goal_line
+    steps = [
+        f"List what {goal} needs (dates, budget, constraints)",
+        f"Work out the options for {goal} and pick the best",
+        f"Write up the plan for {goal} as a short checklist",
+    ]
+    feedback = re.search(r"Revise it with this feedback: (.+)", request, re.DOTALL)
+    if feedback:
+        steps.insert(2, f"Take this into account: {feedback.group(1).strip()}")
+    return steps
+
+
+def replan(request: str) -> dict[str, Any]:
+    """The plan goes on while steps remain, then answers from what was done."""
+    remaining = re.search(r"Remaining plan:\n(.*?)\nCompleted:", request, re.DOTALL)
+    steps = [re.sub(r"^\d+\.\s*", "", line).strip() for line in (remaining.group(1) if remaining else "").splitlines()]
+    steps = [s for s in steps if s and s != "(empty)"]
+    if steps:
+        return {"action": "plan", "steps": steps}
+    goal = request.split("\n", 1)[0].removeprefix("Goal:").strip()
+    done = [
+        line[2:].split(":", 1)[0] for line in request.split("Completed:", 1)[-1].splitlines() if line.startswith("- ")
+    ]
+    listed = "\n".join(f"• {d}" for d in done)
+    return {"action": "respond", "answer": f"Plan for {goal or 'your request'} is done:\n{listed}"}
+
+
+def step_of(brief: str) -> str | None:
+    """The step a plan executor was asked to do now."""
+    found = re.search(r"Do this step now: (.+)$", brief, re.DOTALL)
+    return found.group(1).strip() if found else None
+
+
+def chat_reply(text: str) -> str:
+    if _GREETING.search(text):
+        return f"Hello! I am the offline stand-in, so I answer a few plain requests. {TRY}"
+    if _THANKS.search(text):
+        return "You're welcome!"
+    shown = text if len(text) <= 120 else text[:117] + "…"
+    return f"You said: “{shown}”. Without a language model I only understand a few requests. {TRY}"
