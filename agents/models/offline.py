@@ -121,7 +121,10 @@ class OfflineModel(Model):
         if "steps" in props and "action" not in props:
             return {"steps": intents.plan_steps(text)}
         if "action" in props and "steps" in props:
-            return intents.replan(text)
+            decision = intents.replan(text)
+            if decision.get("answer"):
+                decision["answer"] = f"{LABEL} {decision['answer']}"
+            return decision
         return example_for(schema, text)
 
 
@@ -129,7 +132,12 @@ def _results(message: Message) -> str:
     parts = []
     for result in message.tool_results:
         content = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
-        parts.append(f"{result.name} was not run: {content}" if result.is_error else content)
+        if result.is_error:
+            parts.append(f"{result.name} was not run: {content}")
+        elif result.name == "ask_user":
+            parts.append(f"You chose “{content}”. A language model would now suggest what fits; offline, I stop here.")
+        else:
+            parts.append(content)
     return "; ".join(parts) or "Done."
 
 

@@ -144,12 +144,12 @@ def replan(request: str) -> dict[str, Any]:
     steps = [s for s in steps if s and s != "(empty)"]
     if steps:
         return {"action": "plan", "steps": steps}
-    goal = request.split("\n", 1)[0].removeprefix("Goal:").strip()
+    goal = _PLAN_WORDS.sub("", request.split("\n", 1)[0].removeprefix("Goal:").strip())
     done = [
         line[2:].split(":", 1)[0] for line in request.split("Completed:", 1)[-1].splitlines() if line.startswith("- ")
     ]
     listed = "\n".join(f"• {d}" for d in done)
-    return {"action": "respond", "answer": f"Plan for {goal or 'your request'} is done:\n{listed}"}
+    return {"action": "respond", "answer": f"The plan for {goal or 'your request'} is done:\n{listed}"}
 
 
 def step_of(brief: str) -> str | None:

@@ -123,3 +123,23 @@ async def test_an_answer_prints_as_the_model_writes_it(make_settings: Any) -> No
     answer = [(t, piece) for t, piece in out.pieces if piece.strip()]
     assert [piece for _, piece in answer] == ["bot> Once ", "upon ", "a time.\n"], "each piece as it came"
     assert answer[-1][0] - answer[0][0] > 0.5
+
+
+def test_the_offline_demo_flows_in_the_console(tmp_path: Path) -> None:
+    lines = [
+        "what time is it in Tokyo?",
+        "write hello to notes.txt",
+        "1",  # Approve
+        "plan a weekend trip to Paris",
+        "1",  # Approve the plan
+        "@react help me choose a laptop",
+        "Price",
+    ]
+    result = _run_bot(["chat"], "\n".join(lines) + "\n", tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Asia/Tokyo" in out
+    assert "write_file" in out and (tmp_path / "data" / "workspace" / "notes.txt").read_text() == "hello\n"
+    assert "Plan (v1)" in out and "weekend trip to Paris is done" in out
+    assert "what matters most to you?" in out and "You chose “Price”" in out
+    assert "Overall goal" not in out and "Do this step now" not in out, "no internal prompt echoed"
