@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import random
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, Protocol
 
@@ -96,6 +97,13 @@ class ModelRequest(BaseModel):
     tools: tuple[ToolDeclaration, ...] = ()
     system: str | None = None
     response_schema: dict[str, Any] | None = None
+
+
+def retry_delay(attempt: int, base_s: float, max_s: float, server_delay: float | None = None) -> float:
+    """Exponential backoff with jitter (so many chats that hit one rate limit do not retry in lockstep),
+    never shorter than what the server asked for (``Retry-After``)."""
+    base = min(max_s, base_s * 2**attempt)
+    return max(random.uniform(base / 2, base), server_delay or 0.0)
 
 
 CUT_OFF = "\n\n⚠️ (This answer was cut off at the model's output limit.)"

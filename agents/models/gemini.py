@@ -29,7 +29,6 @@ import base64
 import binascii
 import json
 import logging
-import random
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -51,6 +50,7 @@ from agents.models.base import (
     ModelUnavailable,
     ToolDeclaration,
     Usage,
+    retry_delay,
 )
 from agents.models.gemini_media import INLINE_MAX_BYTES, media_parts, with_media
 from agents.models.gemini_schema import SchemaError, ToolNames, sanitize_schema
@@ -251,10 +251,7 @@ class GeminiModel(Model):
             await asyncio.sleep(delay)
 
     def _backoff(self, attempt: int, server_delay: float | None) -> float:
-        base = min(self._backoff_max_s, self._backoff_base_s * 2**attempt)
-        # Jitter keeps many chats that hit the same rate limit from retrying in lockstep.
-        delay = random.uniform(base / 2, base)
-        return max(delay, server_delay or 0.0)
+        return retry_delay(attempt, self._backoff_base_s, self._backoff_max_s, server_delay)
 
     def _api_message(self, exc: errors.APIError, attempts: int) -> str:
         code, status = exc.code, exc.status or ""

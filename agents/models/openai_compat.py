@@ -14,7 +14,6 @@ import base64
 import hashlib
 import json
 import logging
-import random
 import re
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from agents.models.base import (
     ModelUnavailable,
     ToolDeclaration,
     Usage,
+    retry_delay,
 )
 
 log = logging.getLogger(__name__)
@@ -214,8 +214,7 @@ class OpenAIModel(Model):
                         f"could not reach {self.base_url or 'OpenAI'} ({type(exc).__name__})"
                     ) from None
                 wait, reason = None, type(exc).__name__
-            base = min(self._backoff[1], self._backoff[0] * 2**attempt)
-            delay = max(random.uniform(base / 2, base), wait or 0.0)
+            delay = retry_delay(attempt, *self._backoff, wait)
             attempt += 1
             log.warning(
                 "%s call failed (%s); retry %d/%d in %.2f s", self.model, reason, attempt, self._max_retries, delay
