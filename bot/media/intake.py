@@ -88,6 +88,9 @@ class MediaIntake:
             except FetchError as exc:
                 log.warning("chat %s: could not download %s: %s", event.chat, label, exc)
                 refused.append(f"{label} (I could not download it: {exc})")
+            except Exception:  # a full disk, a bug: that file is refused, the message still handled
+                log.exception("chat %s: could not take %s", event.chat, label)
+                refused.append(f"{label} (it could not be stored)")
         text = event.text.strip()
         for i, item in enumerate(media):
             if item.kind == "audio" and not text:

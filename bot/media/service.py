@@ -36,7 +36,11 @@ class MediaService:
         self.fetchers: dict[str, MediaFetcher] = {}
         if settings.media.enabled:
             for name in settings.channels.enabled():
-                fetcher = PLUGINS[name].build_fetcher(settings.channels.section(name))
+                try:
+                    fetcher = PLUGINS[name].build_fetcher(settings.channels.section(name))
+                except Exception as exc:  # a bad token is the adapter's to report; files from it are refused
+                    log.warning("media: no downloads from %s (%s)", name, type(exc).__name__)
+                    continue
                 if fetcher is not None:
                     self.fetchers[name] = fetcher
         transcriber = model_transcriber(model) if model.understands else None
