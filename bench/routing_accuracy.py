@@ -1,91 +1,112 @@
-"""Accuracy of the default rule triggers on a labelled file (label TAB message per line).
+"""How well the gateway's router sends messages where they belong, measured honestly.
 
-Prints one JSON line: plain accuracy, and leave-one-out accuracy, where for each
-held-out message every keyword or pattern that matches no *other* message of the
-file is removed first (a trigger only that message supports would be memorised,
-not learned). Unmatched messages go to the fallback agent (``chat``), as with
-the ``rule`` strategy and ``fallback: default_agent``.
+The router as the gateway builds it (``rule`` strategy: the shipped classifier for chat / react / plan, file
+agents by their triggers with ``agent_min_score`` and ``agent_margin``), with the built-in agents and the
+example file agents of ``config/agents`` loaded, on labelled files the classifier was not trained on:
+``tests/data/routing-dev.tsv`` (and ``tests/data/routing-heldout.tsv``, written separately).  Reports
+accuracy, per-class accuracy, the confusion matrix and the misses per file; ``--cv`` adds the 5-fold
+cross-validation of the training corpus (``scripts/train_router.py``); and the routing latency p50/p99
+over the files' messages, plus a 2 KB and a 16 KB message (linear in length: the classifier reads a
+bounded prefix, the triggers scan the routed prefix).  Prints ONE JSON line.
 
-    python bench/routing_accuracy.py tests/data/routing-dev.tsv
+    python bench/routing_accuracy.py [--cv] [FILE.tsv ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import re
-from collections import Counter
+import statistics
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
-from agents.spec import load_agents
-from bot.routing.rule import RouteTarget, RuleRouter, is_cjk
-from bot.runs.catalog import builtin_agents_dir
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # runnable from a checkout
 
-FALLBACK = "chat"
+from agents.models.offline import OfflineModel  # noqa: E402
+from bench.routing_classifier import cross_validation, percentile  # noqa: E402
+from bot.config.settings import load_settings  # noqa: E402
+from bot.routing import Router  # noqa: E402
+from bot.runs.catalog import AgentCatalog  # noqa: E402
 
-
-def matches(trigger: str, text: str, pattern: bool) -> bool:
-    if pattern:
-        return re.search(trigger, text, re.IGNORECASE) is not None
-    folded = text.casefold()
-    kw = trigger.casefold()
-    if is_cjk(kw):
-        return kw in folded
-    return re.search(r"(?<!\w)" + re.escape(kw) + r"(?!\w)", folded) is not None
+LABELS = ("chat", "react", "plan")
+FILES = (ROOT / "tests" / "data" / "routing-dev.tsv", ROOT / "tests" / "data" / "routing-heldout.tsv")
 
 
-def predict(router: RuleRouter, text: str) -> str:
-    best = router.route(text).best
-    return best.agent if best is not None else FALLBACK
+def rows_of(path: Path) -> list[tuple[str, str]]:
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if "\t" in line and not line.startswith("#"):
+            label, text = line.split("\t", 1)
+            rows.append((label.strip(), text.strip()))
+    return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("file", type=Path)
-    args = parser.parse_args()
-    rows = [line.split("\t", 1) for line in args.file.read_text(encoding="utf-8").splitlines() if "\t" in line]
-    specs = load_agents(builtin_agents_dir(), None).specs
-    targets = [
-        RouteTarget(s.name, keywords=s.triggers.keywords, patterns=s.triggers.patterns, priority=s.triggers.priority)
-        for s in specs.values()
-    ]
-    router = RuleRouter(targets)
-    plain = sum(predict(router, text) == label for label, text in rows)
-    loo = 0
-    misses: Counter[str] = Counter()
-    for i, (label, text) in enumerate(rows):
-        others = [t for j, (_, t) in enumerate(rows) if j != i]
-
-        def supported(trigger: str, pattern: bool, others: list[str] = others) -> bool:
-            return any(matches(trigger, other, pattern) for other in others)
-
-        held_out = [
-            RouteTarget(
-                t.name,
-                keywords=tuple(k for k in t.keywords if supported(k, False)),
-                patterns=tuple(p for p in t.patterns if supported(p, True)),
-                priority=t.priority,
-            )
-            for t in targets
-        ]
-        got = predict(RuleRouter(held_out), text)
-        loo += got == label
+async def evaluate(router: Router, config: Any, rows: list[tuple[str, str]]) -> tuple[dict[str, Any], list[float]]:
+    agents = [*LABELS, "(other)"]
+    confusion = [[0] * len(agents) for _ in LABELS]
+    misses, latencies = [], []
+    for label, text in rows:
+        started = time.perf_counter()
+        decision = router.apply_fallback(await router.decide(text, config, "rule"), config)
+        latencies.append((time.perf_counter() - started) * 1e6)
+        got = decision.agent if decision.agent in LABELS else "(other)"
+        confusion[LABELS.index(label)][agents.index(got)] += 1
         if got != label:
-            misses[f"{label}->{got}"] += 1
-    sizes = {t.name: {"keywords": len(t.keywords), "patterns": len(t.patterns)} for t in targets}
-    print(
-        json.dumps(
-            {
-                "messages": len(rows),
-                "accuracy": round(plain / len(rows), 3),
-                "leave_one_out_accuracy": round(loo / len(rows), 3),
-                "loo_errors": dict(misses),
-                "triggers": sizes,
-            },
-            ensure_ascii=False,
-        )
-    )
+            misses.append(f"{label}->{decision.agent}: {text}")
+    per_class = {label: round(confusion[i][i] / max(1, sum(confusion[i])), 4) for i, label in enumerate(LABELS)}
+    report = {
+        "messages": len(rows),
+        "accuracy": round(sum(confusion[i][i] for i in range(len(LABELS))) / max(1, len(rows)), 4),
+        "per_class": per_class,
+        "confusion": {"truth_rows": list(LABELS), "predicted_columns": agents, "counts": confusion},
+        "misses": misses,
+    }
+    return report, latencies
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--cv", action="store_true")
+    args = parser.parse_args()
+    examples = {"agents": {"dirs": [str(ROOT / "config" / "agents")]}}
+    settings = load_settings(None, env={}, user_config=ROOT / "no-user.yaml", overrides=examples)
+    catalog = AgentCatalog.load(settings)
+    router = Router(catalog.targets(), OfflineModel())
+    config = settings.routing
+    report: dict[str, Any] = {"agents": sorted(catalog.agents)}
+    latencies: list[float] = []
+    for path in args.files or FILES:
+        result, spent = await evaluate(router, config, rows_of(path))
+        report[path.name] = result
+        latencies += spent
+    for _ in range(4):  # steady state
+        for _, text in rows_of(FILES[0]):
+            started = time.perf_counter()
+            await router.decide(text, config, "rule")
+            latencies.append((time.perf_counter() - started) * 1e6)
+    sized = {}
+    for name, text in {"2 KB": "please check the logs and tell me what failed " * 45, "16 KB": "word " * 3300}.items():
+        runs = []
+        for _ in range(20):
+            started = time.perf_counter()
+            await router.decide(text[: settings.limits.route_chars], config, "rule")
+            runs.append((time.perf_counter() - started) * 1e6)
+        sized[name] = round(statistics.median(runs), 1)
+    report["route_us"] = {
+        "p50": round(percentile(latencies, 0.5), 1),
+        "p99": round(percentile(latencies, 0.99), 1),
+        "samples": len(latencies),
+        "sized_median": sized,
+    }
+    if args.cv:
+        report["cv"] = cross_validation()
+    print(json.dumps(report, ensure_ascii=False))
 
 
 if __name__ == "__main__":
-    main()
+    asyncio.run(main())

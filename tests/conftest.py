@@ -69,7 +69,13 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     """Settings from the built-in defaults with the data dir in ``tmp_path`` plus overrides."""
 
     def make(**overrides: Any) -> Settings:
-        base: dict[str, Any] = {"store": {"data_dir": str(tmp_path / "data")}, "agents": {"dirs": []}}
+        # Routing by trigger keywords: most tests send arbitrary text and script one kind of agent; the tests of
+        # routing turn the classifier on (routing.rule.learned) themselves.
+        base: dict[str, Any] = {
+            "store": {"data_dir": str(tmp_path / "data")},
+            "agents": {"dirs": []},
+            "routing": {"rule": {"learned": False}},
+        }
         for key, value in overrides.items():
             if isinstance(value, dict) and isinstance(base.get(key), dict):
                 base[key] = {**base[key], **value}

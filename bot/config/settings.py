@@ -157,6 +157,17 @@ class AgentsSection(_Section):
 
 class RuleRouting(_Section):
     confidence_threshold: float = Field(80, ge=0, le=100)
+    """hybrid: a rule decision at least this confident stands; below it, the model is asked."""
+    agent_min_score: float = Field(20, ge=0)
+    """A file agent's triggers must score this much (a pattern, or two keywords at priority 100) to win
+    over the built-in agents."""
+    agent_margin: float = Field(10, ge=0)
+    """...and this much more than the next file agent's."""
+    learned: bool = True
+    """chat / react / plan chosen by the shipped classifier (false: by their trigger keywords)."""
+    min_confidence: float = Field(65, ge=0, le=100)
+    """Below this, the classifier has not recognised the message (gibberish scores about 60 %): the rules
+    decide nothing, and ``routing.fallback`` (or, in hybrid, the model) takes over."""
 
 
 class LlmRouting(_Section):

@@ -21,6 +21,7 @@ from typing import Literal, Protocol
 
 from agents.models.base import Model
 from bot.config.settings import RoutingSection
+from bot.routing.classifier import IntentClassifier
 from bot.routing.llm import LlmRouter, transfer_tool_name
 from bot.routing.rule import RouteTarget, RuleResult, RuleRouter, targets_from
 
@@ -100,15 +101,25 @@ def parse_target(text: str, known: Collection[str]) -> Targeting:
 class Router:
     """Routes messages among a set of agents; rebuilt when agent files are reloaded."""
 
-    def __init__(self, targets: list[RouteTarget], llm_model: Model) -> None:
+    def __init__(
+        self, targets: list[RouteTarget], llm_model: Model, classifier: IntentClassifier | None = None
+    ) -> None:
         self.llm_model = llm_model
+        self.classifier = classifier if classifier is not None else IntentClassifier.load()
         self.targets: list[RouteTarget] = []
         self.rules = RuleRouter([])
+        self.agent_rules = RuleRouter([])
         self.set_targets(targets)
 
     def set_targets(self, targets: list[RouteTarget]) -> None:
         self.targets = list(targets)
         self.rules = RuleRouter(self.targets)
+        learned = set(self.classifier.labels)
+        # The built-ins the classifier tells apart; file agents compete by their triggers.
+        self.learned = learned <= self.names
+        self.agent_rules = (
+            RuleRouter([t for t in self.targets if t.name not in learned]) if self.learned else self.rules
+        )
         self._llm: LlmRouter | None = None  # built on first use, for these targets
 
     @property
@@ -125,19 +136,48 @@ class Router:
             return self._fallback(text, strategy, f"unknown strategy {strategy!r}", started)
         return await choose(self, text, config, strategy, started)
 
-    async def by_rules(self, text: str, strategy: str, started: float) -> RouteDecision:
-        """The best rule's decision, or the fallback when no rule matched."""
-        rule = await self.rules.route_async(text)
-        if rule.best is not None:
-            return self._from_rule(text, strategy, rule, started)
+    async def by_rules(self, text: str, config: RoutingSection, strategy: str, started: float) -> RouteDecision:
+        """The rules' decision (a file agent's triggers, else the classifier), or the fallback."""
+        decision, rule = await self._rules(text, config, strategy, started)
+        if decision is not None:
+            return decision
         return self._fallback(text, strategy, "no rule matched", started, rule=rule)
 
-    async def by_model(
-        self, text: str, config: RoutingSection, strategy: str, started: float, rule: RuleResult | None = None
-    ) -> RouteDecision:
-        """Ask the model; on no answer, ``rule``'s best guess (hybrid) or the fallback."""
-        if rule is None:
+    async def _rules(
+        self, text: str, config: RoutingSection, strategy: str, started: float
+    ) -> tuple[RouteDecision | None, RuleResult]:
+        if not (config.rule.learned and self.learned):  # the built-ins by their trigger keywords
             rule = await self.rules.route_async(text)
+            return (self._from_rule(text, strategy, rule, started) if rule.best else None), rule
+        rule = await self.agent_rules.route_async(text)
+        best = rule.best
+        margin = best.score - rule.runner_up if best is not None else 0.0
+        if best is not None and best.score >= config.rule.agent_min_score and margin >= config.rule.agent_margin:
+            return self._from_rule(text, strategy, rule, started), rule
+        guess = self.classifier.predict(text)
+        shares = " · ".join(f"{label} {p:.0%}" for label, p in guess.scores.items())
+        note = f"classifier: {shares}"
+        if best is not None:
+            note += f"; {best.agent}'s triggers scored {best.score:g} (needs {config.rule.agent_min_score:g}"
+            note += f", {config.rule.agent_margin:g} ahead of the next)"
+        if guess.confidence < config.rule.min_confidence:
+            unsure = f"{note} (below {config.rule.min_confidence:g} %: not recognised)"
+            return self._fallback(text, strategy, unsure, started, rule=rule), rule
+        decision = RouteDecision(
+            agent=guess.label,
+            method="rule",
+            strategy=strategy,
+            confidence=round(guess.confidence, 1),
+            latency_us=(time.perf_counter() - started) * 1e6,
+            text=text,
+            note=note,
+        )
+        return decision, rule
+
+    async def by_model(
+        self, text: str, config: RoutingSection, strategy: str, started: float, guess: RouteDecision | None = None
+    ) -> RouteDecision:
+        """Ask the model; on no answer, the rules' ``guess`` (hybrid) or the fallback."""
         timeout_s = config.llm.timeout_ms / 1000
         llm = self._llm
         if llm is None or llm.timeout_s != timeout_s or llm.model is not self.llm_model:
@@ -152,15 +192,11 @@ class Router:
                 latency_us=(time.perf_counter() - started) * 1e6,
                 text=text,
             )
-        if strategy == "hybrid" and rule.best is not None:
-            result = self._from_rule(text, strategy, rule, started)
-            result.note = decision.error or ""
-            return result
-        return self._fallback(text, strategy, decision.error or "the model chose no agent", started, rule=rule)
-
-    @staticmethod
-    def _confident(rule: RuleResult, config: RoutingSection) -> bool:
-        return rule.best is not None and rule.best.confidence >= config.rule.confidence_threshold
+        if strategy == "hybrid" and guess is not None:
+            guess.note = "; ".join(n for n in (guess.note, decision.error or "") if n)
+            guess.latency_us = (time.perf_counter() - started) * 1e6
+            return guess
+        return self._fallback(text, strategy, decision.error or "the model chose no agent", started)
 
     @staticmethod
     def _from_rule(text: str, strategy: str, rule: RuleResult, started: float) -> RouteDecision:
@@ -226,7 +262,7 @@ class Strategy(Protocol):
 
 
 async def _rule(router: Router, text: str, config: RoutingSection, strategy: str, started: float) -> RouteDecision:
-    return await router.by_rules(text, strategy, started)
+    return await router.by_rules(text, config, strategy, started)
 
 
 async def _llm(router: Router, text: str, config: RoutingSection, strategy: str, started: float) -> RouteDecision:
@@ -234,12 +270,14 @@ async def _llm(router: Router, text: str, config: RoutingSection, strategy: str,
 
 
 async def _hybrid(router: Router, text: str, config: RoutingSection, strategy: str, started: float) -> RouteDecision:
-    """The rule result when it is confident enough, else the model (falling back to the rule's best guess).
-    Without a model that understands text (the offline stand-in), any rule match beats asking it."""
-    rule = await router.rules.route_async(text)
-    if rule.best is not None and (not router.llm_model.understands or router._confident(rule, config)):
-        return router._from_rule(text, strategy, rule, started)
-    return await router.by_model(text, config, strategy, started, rule)
+    """The rules' decision when it is confident enough, else the model (falling back to the rules' guess).
+    Without a model that understands text (the offline stand-in), hybrid is rule: it never asks it."""
+    guess, _ = await router._rules(text, config, strategy, started)
+    if not router.llm_model.understands:
+        return guess or await router.by_rules(text, config, strategy, started)
+    if guess is not None and guess.agent is not None and guess.confidence >= config.rule.confidence_threshold:
+        return guess
+    return await router.by_model(text, config, strategy, started, guess if guess and guess.agent else None)
 
 
 STRATEGIES: dict[str, Strategy] = {"rule": _rule, "llm": _llm, "hybrid": _hybrid}

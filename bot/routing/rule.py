@@ -51,6 +51,8 @@ class RuleResult:
     best: RuleMatch | None
     """The highest score above 0, or None."""
     latency_us: float
+    runner_up: float = 0.0
+    """The second-highest score (0 when one agent or none matched)."""
 
 
 def is_cjk(text: str) -> bool:
@@ -234,11 +236,13 @@ class RuleRouter:
         for i, _ in pattern_hits:
             raw[i] += PATTERN_SCORE
         best: RuleMatch | None = None
+        runner_up = 0.0
         if raw:
             weight = self._weight
             # Ties: higher priority, then the order the agents were loaded in.
             top = min(raw, key=lambda i: (-raw[i] * weight[i], -weight[i], i))
             score = raw[top] * weight[top]
+            runner_up = max((raw[i] * weight[i] for i in raw if i != top), default=0.0)
             if score > 0:
                 best = RuleMatch(
                     agent=self.targets[top].name,
@@ -247,7 +251,7 @@ class RuleRouter:
                     keywords=sorted({kw for i, kw in keyword_hits if i == top}),
                     patterns=[pat for i, pat in pattern_hits if i == top],
                 )
-        return RuleResult(best, (time.perf_counter() - started) * 1e6)
+        return RuleResult(best, (time.perf_counter() - started) * 1e6, runner_up)
 
 
 def _has_phrase(text: str, phrase: str) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,7 @@ async def test_notify_line_and_prompt_user_fallback(make_harness: Any) -> None:
     model = ScriptedModel(["it is noon"])
     h = await make_harness(model, routing={"strategy": "rule", "notify": True, "fallback": "prompt_user"})
     out = await h.say("what time is it")
-    assert out[0].startswith("🎯 routed to react (rule, 10 %)") and out[-1] == "it is noon"
+    assert re.match(r"🎯 routed to react \(rule, \d+ %\)", out[0]) and out[-1] == "it is noon"
     listed = await h.say("zzz qqq")
     assert "@react" in listed[0] and "@plan" in listed[0]
 

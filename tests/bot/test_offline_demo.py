@@ -59,10 +59,10 @@ async def test_a_request_matching_a_file_agent_goes_to_it(make_harness: Any, tmp
     agents.mkdir()
     (agents / "cook.md").write_text(
         "---\nkind: agent\nname: cook\nrunner: chat\ndescription: Recipes and cooking advice.\n"
-        "triggers: {keywords: [recipe, cook], priority: 60}\n---\nYou help in the kitchen.\n"
+        "triggers: {keywords: [recipe, cook, bake], priority: 100}\n---\nYou help in the kitchen.\n"
     )
     h = await start(make_harness, agents={"dirs": [str(agents)]})
-    [answer] = await h.say("a recipe for pancakes please")
+    [answer] = await h.say("a recipe to bake pancakes please")
     history = await h.gateway.store.history(str(h.chat()))
     assert answer.startswith(LABEL) and history[-1].agent == "cook"
 

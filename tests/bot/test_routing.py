@@ -26,7 +26,14 @@ TARGETS = [
 
 
 def config(**kw: Any) -> RoutingSection:
+    """Routing by the targets' trigger keywords (the classifier off), unless ``rule`` says otherwise."""
+    kw.setdefault("rule", {})
+    kw["rule"].setdefault("learned", False)
     return RoutingSection.model_validate(kw)
+
+
+def learned(**kw: Any) -> RoutingSection:
+    return config(rule={"learned": True, **kw.pop("rule", {})}, **kw)
 
 
 def test_scores_keyword_and_pattern_times_priority() -> None:
@@ -108,9 +115,9 @@ async def test_hybrid_with_the_offline_model_trusts_any_rule_match() -> None:
     router = Router(TARGETS, OfflineModel())
     weak = await router.decide("plan my team offsite", config(), "hybrid")
     assert (weak.agent, weak.method, weak.confidence) == ("plan", "rule", 10.0)
-    # No rule at all: the offline stand-in still gets asked, and picks something.
+    # No rule at all: hybrid is rule without a model that understands text; the stand-in is never asked.
     nothing = await router.decide("zzz qqq", config(), "hybrid")
-    assert nothing.method in ("llm", "fallback")
+    assert nothing.method == "fallback"
 
 
 async def test_hybrid_llm_failure_keeps_the_rules_guess() -> None:
@@ -185,3 +192,48 @@ async def test_llm_router_through_gemini(gemini_server: Any) -> None:
     assert set(declared) == {"transfer_to_chat", "transfer_to_react", "transfer_to_plan"}
     assert "Uses tools" in declared["transfer_to_react"]["description"]
     assert "router" in body["systemInstruction"]["parts"][0]["text"]
+
+
+FILE_AGENT = RouteTarget(
+    "docs-writer", "Docs", "Writes documentation", ("docs", "documentation", "readme"), (r"\bdocstrings?\b",), 100
+)
+
+
+async def test_the_classifier_tells_the_built_ins_apart() -> None:
+    router = Router(TARGETS, ScriptedModel([]))
+    cases = {
+        "what's the weather in Lisbon right now?": "react",
+        "How do I read a file in Python?": "chat",
+        "is it a good idea to plan a wedding in winter?": "chat",
+        "set up the repo, then write the tests, then open a PR, in that order": "plan",
+        "给运维群发一条消息说今晚十点停机维护": "react",
+        "先备份数据库，再升级版本，最后验证服务": "plan",
+    }
+    for text, agent in cases.items():
+        d = await router.decide(text, learned(), "rule")
+        assert (d.agent, d.method) == (agent, "rule"), (text, d)
+        assert d.confidence >= 65 and d.note.startswith("classifier: chat ")
+
+
+async def test_a_file_agent_needs_a_minimum_score_and_a_margin() -> None:
+    router = Router([*TARGETS, FILE_AGENT], ScriptedModel([]))
+    stolen = await router.decide("refactor the parser, update the docs and open a PR", learned(), "rule")
+    assert stolen.agent == "plan" and "docs-writer's triggers scored 10" in stolen.note, "one word is not enough"
+    taken = await router.decide("write the documentation and the readme", learned(), "rule")
+    assert (taken.agent, taken.matched_keywords) == ("docs-writer", ["documentation", "readme"])
+    looser = await router.decide("refactor it and update the docs", learned(rule={"agent_min_score": 10}), "rule")
+    assert looser.agent == "docs-writer"
+
+
+async def test_unrecognised_text_falls_back_and_hybrid_asks_the_model_only_when_unsure() -> None:
+    model = ScriptedModel([call("transfer_to_chat", {"reason": "small talk"})])
+    router = Router(TARGETS, model)
+    gibberish = await router.decide("zzz qqq", learned(), "rule")
+    assert gibberish.agent is None and gibberish.method == "fallback"
+    sure = await router.decide("what time is it in Tokyo?", learned(), "hybrid")
+    assert (sure.agent, sure.method) == ("react", "rule"), "confident: the model is not asked"
+    unsure = await router.decide("zzz qqq", learned(), "hybrid")
+    assert (unsure.agent, unsure.method) == ("chat", "llm")
+    model.assert_complete()
+    offline = Router(TARGETS, OfflineModel())
+    assert (await offline.decide("zzz qqq", learned(), "hybrid")).method == "fallback", "offline: hybrid is rule"

@@ -100,7 +100,7 @@ async def main() -> None:
         "store": {"data_dir": str(data_dir)},
         "agents": {"dirs": []},
         "log": {"level": "WARNING"},
-        "routing": {"strategy": "rule"},
+        "routing": {"strategy": "rule", "rule": {"learned": False}},  # arbitrary text: keywords, then chat
         "channels": {"console": {"enabled": False}, **channel_section(mode, os.environ["FAKE_URL"])},
         # Generous limits: this script tests what is stored and acknowledged, not fairness.
         "limits": {"sender_rate_per_min": 0, "chat_queue_notice": 10_000, "chat_queue_max": 10_000},

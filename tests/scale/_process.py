@@ -77,7 +77,7 @@ async def main() -> None:
         },
         "agents": {"dirs": []},
         "log": {"level": os.environ.get("LOG_LEVEL", "WARNING")},
-        "routing": {"strategy": "rule"},
+        "routing": {"strategy": "rule", "rule": {"learned": False}},  # arbitrary text: keywords, then chat
         "tracing": {"enabled": False},
         "channels": {
             "console": {"enabled": False},
