@@ -38,6 +38,7 @@ TRANSCRIBE = (
 )
 _CLAIMED: dict[str, MediaKind] = {"photo": "image", "image": "image", "voice": "audio", "audio": "audio"}
 _NOT_FILES = frozenset({"location", "contact"})
+_VIDEOS = frozenset({"video", "video_note", "animation"})
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,8 @@ class Prepared:
     """The files not taken, each as "name (why)"."""
 
 
-class TooLarge(Exception):
-    pass
+class Refused(Exception):
+    """A file not taken; the message says why (too large, not a kind the model reads)."""
 
 
 class MediaIntake:
@@ -83,7 +84,7 @@ class MediaIntake:
             label = attachment.name or f"the {attachment.kind}"
             try:
                 media.append(await self._take(event.chat.channel, attachment, f"{base}-{index}"))
-            except TooLarge as exc:
+            except Refused as exc:
                 refused.append(f"{label} ({exc})")
             except FetchError as exc:
                 log.warning("chat %s: could not download %s: %s", event.chat, label, exc)
@@ -108,10 +109,12 @@ class MediaIntake:
     # -- one file
 
     async def _take(self, channel: str, attachment: Attachment, name: str) -> Media:
+        if attachment.kind in _VIDEOS or (attachment.mime_type or "").startswith("video/"):
+            raise Refused("a video, not something I can read")  # known before a byte is read
         claimed = _CLAIMED.get(attachment.kind) or _CLAIMED.get((attachment.mime_type or "").split("/")[0])
         cap = max(self.settings.limit(k) for k in ("image", "audio", "document"))
         if attachment.size and attachment.size > self.settings.limit(claimed or "document"):
-            raise TooLarge(
+            raise Refused(
                 f"{_mb(attachment.size)}, more than the {_mb(self.settings.limit(claimed or 'document'))} I take"
             )
         fetcher = self.fetchers.get(channel)
@@ -124,10 +127,10 @@ class MediaIntake:
             size, head = await self._download(fetcher, attachment, part, cap)
             found = sniff(head)
             if found.kind is None:
-                raise TooLarge(f"{found.what}, not something I can read")
+                raise Refused(f"{found.what}, not something I can read")
             limit = self.settings.limit(found.kind)
             if size > limit:
-                raise TooLarge(f"{_mb(size)}, more than the {_mb(limit)} I take for {found.what}s")
+                raise Refused(f"{_mb(size)}, more than the {_mb(limit)} I take for {found.what}s")
             mime = text_type(attachment.name) if found.mime_type == "text/plain" else found.mime_type
             await asyncio.to_thread(os.replace, part, final)
         finally:
@@ -144,7 +147,7 @@ class MediaIntake:
             async for chunk in fetcher.chunks(attachment):
                 size += len(chunk)
                 if size > cap:
-                    raise TooLarge(f"more than {_mb(cap)}, the most I take")
+                    raise Refused(f"more than {_mb(cap)}, the most I take")
                 if len(head) < HEAD_BYTES:
                     head += chunk[: HEAD_BYTES - len(head)]
                 await asyncio.to_thread(handle.write, chunk)

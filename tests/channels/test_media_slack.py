@@ -19,7 +19,7 @@ PDF = b"%PDF-1.5\n" + b"0" * 700
 async def test_a_shared_image_reaches_the_model_downloaded_with_the_bot_token(make_slack: Any, fake: FakeSlack) -> None:
     fake.bot_token = BOT_TOKEN
     h = await make_slack("A bar chart.")
-    await h.message("what is this?", files=[fake.file(PNG, "chart.png", "image/png")])
+    await h.message("what is this?", files=[fake.file(PNG, "chart.png", "image/png")], subtype="file_share")
     await h.settle()
     assert texts(fake.posts("D1")) == ["A bar chart."]
     [image] = h.model.requests[0].messages[-1].media

@@ -181,3 +181,15 @@ def test_only_the_newest_files_of_a_long_chat_are_sent_again() -> None:
     kept = recent_media([photo(1), Message.assistant("ok"), photo(2), photo(3)], keep=2)
     assert [bool(m.media) for m in kept] == [False, False, True, True]
     assert kept[0].text == "photo 1 (photo sent here, not shown again)"
+
+
+async def test_a_video_is_refused_without_downloading_and_its_caption_answered(env: Env) -> None:
+    model = ScriptedModel(["Looks like a nice trip."])
+    await env.start(model)
+    mp4 = b"\x00\x00\x00\x18ftypmp42" + bytes(500)
+    env.fake.push(env.fake.media("video", mp4, caption="@chat my trip!", mime_type="video/mp4"))
+    refusal = await env.reply("I could not take")
+    assert "a video" in refusal["text"] and "I accept photos" in refusal["text"]
+    await env.reply("Looks like a nice trip.")
+    assert env.fake.downloads == [] and model.requests[0].messages[-1].media == ()
+    model.assert_complete()

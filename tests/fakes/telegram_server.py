@@ -403,7 +403,12 @@ class FakeTelegram:
         else:
             if kind == "voice":
                 item.update(duration=3, mime_type=mime_type or "audio/ogg")
-            elif mime_type or name:
+            elif kind in ("video", "animation", "video_note", "audio"):
+                item.update(duration=3, **({"width": 640, "height": 480} if kind != "audio" else {}))
+                if kind == "video_note":
+                    item.pop("width", None)
+                    item["length"] = item.pop("height")
+            if kind != "voice" and (mime_type or name):
                 item.update({k: v for k, v in (("mime_type", mime_type), ("file_name", name)) if v})
             field_value = item
         update = self.message(caption, caption=True, **kw)
