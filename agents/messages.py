@@ -104,6 +104,10 @@ class Media(BaseModel):
             return f"audio {self.name}" if self.name else "voice note"
         return self.name or "document"
 
+    def gone(self) -> str:
+        """What the model is told about a file deleted after its keep time."""
+        return f"({self.label()} sent earlier: no longer kept)"
+
 
 class Message(BaseModel):
     """One turn of a conversation.

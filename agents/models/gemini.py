@@ -275,7 +275,7 @@ class GeminiModel(Model):
     def _parse(self, response: Any, names: ToolNames, *, structured: bool) -> ModelResponse:
         candidate = response.candidates[0] if response.candidates else None
         parts = (candidate.content.parts or []) if candidate is not None and candidate.content is not None else []
-        finish = getattr(getattr(candidate, "finish_reason", None), "value", None) or "unknown"
+        finish = _finish(response)
         texts: list[str] = []
         calls: list[ToolCall] = []
         text_signature: bytes | None = None
@@ -286,7 +286,7 @@ class GeminiModel(Model):
                     ToolCall(
                         # Older models send no ids; ours must be unique to pair the results.
                         id=fc.id or f"gemini-{uuid.uuid4().hex[:12]}",
-                        name=names.from_gemini(fc.name or ""),
+                        name=names.back(fc.name or ""),
                         args=dict(fc.args or {}),
                         provider_meta=_meta(part.thought_signature),
                     )
@@ -378,7 +378,7 @@ def to_contents(
             if message.text:
                 parts.append(types.Part(text=message.text, thought_signature=_signature(message.provider_meta)))
             for call in message.tool_calls:
-                fc = types.FunctionCall(id=call.id, name=names.to_gemini(call.name), args=dict(call.args))
+                fc = types.FunctionCall(id=call.id, name=names.to(call.name), args=dict(call.args))
                 parts.append(types.Part(function_call=fc, thought_signature=_signature(call.provider_meta)))
             if message.tool_calls:
                 call_order = {c.id: i for i, c in enumerate(message.tool_calls)}
@@ -387,9 +387,7 @@ def to_contents(
             # Gemini pairs responses with calls by position as well as id: keep the calls' order.
             ordered = sorted(message.tool_results, key=lambda r: call_order.get(r.call_id, len(call_order)))
             for result in ordered:
-                fr = types.FunctionResponse(
-                    id=result.call_id, name=names.to_gemini(result.name), response=_response(result)
-                )
+                fr = types.FunctionResponse(id=result.call_id, name=names.to(result.name), response=_response(result))
                 parts.append(types.Part(function_response=fr))
         if not parts:
             continue
@@ -407,7 +405,7 @@ def _declaration(tool: ToolDeclaration, names: ToolNames) -> types.FunctionDecla
         raise SchemaError(f"tool {tool.name!r}: {exc}") from exc
     # A function without parameters must omit them: Gemini rejects an OBJECT with no properties here.
     schema = types.Schema.model_validate(params) if params.get("properties") else None
-    return types.FunctionDeclaration(name=names.to_gemini(tool.name), description=tool.description, parameters=schema)
+    return types.FunctionDeclaration(name=names.to(tool.name), description=tool.description, parameters=schema)
 
 
 def _response(result: ToolResult) -> dict[str, Any]:

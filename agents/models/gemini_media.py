@@ -33,7 +33,7 @@ async def media_parts(
     for media in reversed(wanted):  # the newest first: when the budget runs out, older files are uploaded
         path = Path(media.path)
         if not await asyncio.to_thread(path.is_file):
-            parts[media.id] = types.Part(text=f"({media.label()} sent earlier: no longer kept)")
+            parts[media.id] = types.Part(text=media.gone())
             continue
         if media.size <= budget:
             data = await asyncio.to_thread(path.read_bytes)

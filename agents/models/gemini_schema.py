@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 MAX_DEPTH = 40
@@ -68,21 +68,23 @@ def gemini_tool_name(name: str) -> str:
 
 
 class ToolNames:
-    """The reversible name mapping for one request."""
+    """The reversible tool-name mapping for one request: our names to what the provider accepts
+    (``mapper``; Gemini's rules by default) and back."""
 
-    def __init__(self, names: Iterable[str] = ()) -> None:
+    def __init__(self, names: Iterable[str] = (), mapper: Callable[[str], str] = gemini_tool_name) -> None:
+        self._mapper = mapper
         self._back: dict[str, str] = {}
         for name in names:
-            self.to_gemini(name)
+            self.to(name)
 
-    def to_gemini(self, name: str) -> str:
-        mapped = gemini_tool_name(name)
+    def to(self, name: str) -> str:
+        mapped = self._mapper(name)
         known = self._back.setdefault(mapped, name)
         if known != name:
-            raise SchemaError(f"tool names {known!r} and {name!r} map to the same Gemini name {mapped!r}")
+            raise SchemaError(f"tool names {known!r} and {name!r} map to the same provider name {mapped!r}")
         return mapped
 
-    def from_gemini(self, name: str) -> str:
+    def back(self, name: str) -> str:
         """Our name for a name in the model's function call (unknown names pass through)."""
         return self._back.get(name, name)
 

@@ -31,6 +31,7 @@ from agents.models.base import (
     Usage,
     retry_delay,
 )
+from agents.models.gemini_schema import ToolNames
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class OpenAIModel(Model):
         system: str | None = None,
         response_schema: dict[str, Any] | None = None,
     ) -> ModelResponse:
-        names = _Names(t.name for t in tools)
+        names = ToolNames((t.name for t in tools), openai_tool_name)
         body = await self._body(messages, tools, system, response_schema, names)
         completion = await self._call(body)
         choice = completion.choices[0] if completion.choices else None
@@ -114,7 +115,7 @@ class OpenAIModel(Model):
         tools: Sequence[ToolDeclaration] = (),
         system: str | None = None,
     ) -> AsyncIterator[str | ModelResponse]:
-        names = _Names(t.name for t in tools)
+        names = ToolNames((t.name for t in tools), openai_tool_name)
         body = await self._body(messages, tools, system, None, names)
         chunks = await self._call({**body, "stream": True, "stream_options": {"include_usage": True}})
         text: list[str] = []
@@ -160,7 +161,7 @@ class OpenAIModel(Model):
         tools: Sequence[ToolDeclaration],
         system: str | None,
         response_schema: dict[str, Any] | None,
-        names: _Names,
+        names: ToolNames,
     ) -> dict[str, Any]:
         chat: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         for message in messages:
@@ -232,28 +233,16 @@ class OpenAIModel(Model):
         return f"{self.model} rejected the request ({code}): {detail[:300]}"
 
 
-class _Names:
-    """Tool names as OpenAI accepts them (letters, digits, ``_``, ``-``; 64 at most), and back."""
-
-    def __init__(self, names: Any) -> None:
-        self._back: dict[str, str] = {}
-        for name in names:
-            self.to(name)
-
-    def to(self, name: str) -> str:
-        if _NAME.fullmatch(name):
-            mapped = name
-        else:
-            digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-            mapped = f"{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:55]}_{digest}"
-        self._back[mapped] = name
-        return mapped
-
-    def back(self, name: str) -> str:
-        return self._back.get(name, name)
+def openai_tool_name(name: str) -> str:
+    """The name OpenAI sees for ``name`` (letters, digits, ``_``, ``-``; 64 at most): unchanged when valid,
+    else sanitised + hash."""
+    if _NAME.fullmatch(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:55]}_{digest}"
 
 
-async def _converted(message: Message, names: _Names) -> list[dict[str, Any]]:
+async def _converted(message: Message, names: ToolNames) -> list[dict[str, Any]]:
     if message.role == "user":
         if not message.media:
             return [{"role": "user", "content": message.text or ""}]
@@ -286,7 +275,7 @@ async def _converted(message: Message, names: _Names) -> list[dict[str, Any]]:
 async def _media_part(media: Media) -> dict[str, Any]:
     path = Path(media.path)
     if not await asyncio.to_thread(path.is_file):
-        return {"type": "text", "text": f"({media.label()} sent earlier: no longer kept)"}
+        return {"type": "text", "text": media.gone()}
     data = await asyncio.to_thread(path.read_bytes)
     encoded = base64.b64encode(data).decode("ascii")
     if media.kind == "image":

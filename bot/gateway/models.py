@@ -62,7 +62,7 @@ class ModelCatalog:
         return self._chains[key]
 
     async def aclose(self) -> None:
-        for model in {id(m): m for m in [*self._built.values()]}.values():
+        for model in self._built.values():
             await model.aclose()
         if self.injected:
             await self.main.aclose()
