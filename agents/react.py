@@ -291,7 +291,10 @@ class ReactRunner:
         started = ctx.clock()
         try:
             content = await tool.invoke(
-                call.args, ToolContext(chat_key=ctx.chat_key, user_id=ctx.user_id, call_id=call.id)
+                call.args,
+                ToolContext(
+                    chat_key=ctx.chat_key, user_id=ctx.user_id, call_id=call.id, agent=self.name, run_id=ctx.run_id
+                ),
             )
             result = ToolResult(call_id=call.id, name=call.name, content=_clip(content))
         except ToolError as exc:

@@ -158,6 +158,11 @@ class Model(abc.ABC):
             yield response.text
         yield response
 
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One embedding vector per text (memory's semantic recall). Raises :class:`ModelError` when the
+        provider or model does not embed."""
+        raise ModelError(f"{self.name} does not make embeddings")
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release network resources."""
 

@@ -121,6 +121,22 @@ class GeminiModel(Model):
         await self._client.aio.aclose()
         self._client.close()
 
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """``batchEmbedContents``: one vector per text (no retries: memory recall goes on without it)."""
+        try:
+            async with asyncio.timeout(self._timeout_s + _GRACE_S):
+                result = await self._client.aio.models.embed_content(model=self.model, contents=list(texts))
+        except errors.APIError as exc:
+            raise ModelError(self._api_message(exc, 1)) from None
+        except TimeoutError as exc:
+            raise ModelTimeout(f"Gemini did not embed within {self._timeout_s:g} s") from exc
+        except (aiohttp.ClientError, ConnectionError) as exc:
+            raise ModelUnavailable(f"Could not reach Gemini ({type(exc).__name__})") from exc
+        vectors = [list(e.values or []) for e in result.embeddings or []]
+        if len(vectors) != len(texts):
+            raise ModelError(f"Gemini returned {len(vectors)} embeddings for {len(texts)} texts")
+        return vectors
+
     async def request(
         self,
         messages: Sequence[Message],

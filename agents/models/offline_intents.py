@@ -36,6 +36,13 @@ _READ = re.compile(
     r"\b(?:read|show|open|cat|print)\s+(?:me\s+)?(?:the\s+)?(?:file\s+)?(?P<path>[\w./-]+\.\w{1,8})\b", re.I
 )
 _LIST = re.compile(r"\b(?:list|show)\s+(?:me\s+)?(?:the\s+|my\s+)?(?:files|workspace|folder)\b", re.IGNORECASE)
+_REMEMBER = re.compile(
+    r"^\s*(?:please\s+)?(?:remember|note)(?: that)?[,:]?\s+(?P<fact>.{3,})|^\s*(?:请)?记住[：:，,]?\s*(?P<zh>.{2,})",
+    re.IGNORECASE,
+)
+_RECALL = re.compile(
+    r"\bwhat do you (?:remember|know) about me\b|\bdo you remember\b|你记得|你知道我.{0,6}什么", re.IGNORECASE
+)
 _URL = re.compile(r"https?://[^\s<>\"')]+")
 _CHOOSE = re.compile(r"\bhelp me (?:choose|decide|pick)\b|\bwhich (?:one )?should i\b|帮我选", re.IGNORECASE)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (?:morning|evening|afternoon)|你好)\b", re.IGNORECASE)
@@ -55,7 +62,7 @@ _UNITS = {"m": 1.0, "h": 60.0, "s": 1 / 60}
 
 TRY = (
     'Try: "what time is it in Tokyo?", "remind me in 2 minutes to stretch", "write hello to notes.txt", '
-    '"read notes.txt", "plan a weekend trip to Paris", "help me choose a laptop".'
+    '"read notes.txt", "plan a weekend trip to Paris", "help me choose a laptop", "remember that I like green tea".'
 )
 
 
@@ -81,6 +88,10 @@ def zone_in(text: str) -> str | None:
 
 def tool_call(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[str, Any]] | None:
     """The built-in tool (and arguments) a plain request asks for, among ``tools``."""
+    if "remember" in tools and (found := _REMEMBER.search(text)):
+        return "remember", {"fact": (found.group("fact") or found.group("zh")).strip().rstrip(".!。！")}
+    if "recall" in tools and _RECALL.search(text):
+        return "recall", {"query": text}
     if "get_current_time" in tools and _TIME.search(text):
         return "get_current_time", {"timezone": zone_in(text) or "UTC"}
     if "schedule_message" in tools:

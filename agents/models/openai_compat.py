@@ -75,6 +75,23 @@ class OpenAIModel(Model):
     async def aclose(self) -> None:
         await self._client.close()
 
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """``/v1/embeddings``: one vector per text (no retries: memory recall goes on without it)."""
+        import openai
+
+        try:
+            result = await self._client.embeddings.create(model=self.model, input=list(texts))
+        except openai.APIStatusError as exc:
+            raise ModelError(self._refusal(exc.status_code, exc)) from None
+        except openai.APITimeoutError as exc:
+            raise ModelTimeout(f"{self.model} did not embed within {self._timeout_s:g} s") from exc
+        except openai.APIConnectionError:
+            raise ModelUnavailable(f"could not reach {self.base_url or 'OpenAI'}") from None
+        vectors = [list(item.embedding) for item in sorted(result.data, key=lambda d: d.index)]
+        if len(vectors) != len(texts):
+            raise ModelError(f"{self.model} returned {len(vectors)} embeddings for {len(texts)} texts")
+        return vectors
+
     async def request(
         self,
         messages: Sequence[Message],

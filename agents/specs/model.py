@@ -168,6 +168,25 @@ class Confirmation(_Strict):
     """Seconds before an unanswered confirmation expires (counts as denied); the gateway default when empty."""
 
 
+class MemoryPolicy(_Strict):
+    """What the agent remembers: per chat (session keys) and per person (long-term memory)."""
+
+    session: tuple[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")], ...] = ()
+    """Session memory keys (e.g. ``current_task``): values the agent keeps per chat with the
+    ``update_session`` tool; shown to it before each turn and in ``/trace``."""
+    long_term: bool = True
+    """Recall what the gateway remembers about the person, and offer ``remember``/``recall``/``forget``
+    (where memory is on: direct chats by default)."""
+
+    @field_validator("session")
+    @classmethod
+    def _distinct(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
+        for i, key in enumerate(keys):
+            if key in keys[:i]:
+                raise ValueError(f"the key {key!r} is listed twice")
+        return keys
+
+
 class AgentSpec(_Strict):
     """An agent defined in a Markdown file: the front matter's fields, the body as :attr:`prompt`.
 
@@ -213,6 +232,7 @@ class AgentSpec(_Strict):
     confirmation: Confirmation = Confirmation()
     generation: Generation | None = None
     """temperature, max_output_tokens, thinking_budget (Gemini 2.5), thinking_level (Gemini 3) for this agent."""
+    memory: MemoryPolicy = MemoryPolicy()
     media: tuple[Literal["image", "audio", "document"], ...] = ("image", "audio", "document")
     """The files this agent takes with a message (photos and images, voice notes and audio, PDFs and text
     files); a message carrying another kind is routed to an agent that takes it. ``[]``: text only."""
@@ -280,4 +300,5 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "handoffs": Handoff,
     "guardrails": Guardrail,
     "confirmation": Confirmation,
+    "memory": MemoryPolicy,
 }

@@ -33,6 +33,9 @@ class ToolContext:
     chat_key: str = ""
     user_id: str = ""
     call_id: str = ""
+    agent: str = ""
+    """The agent that called it."""
+    run_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

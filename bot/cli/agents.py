@@ -28,7 +28,7 @@ agents_app = typer.Typer(
 
 def known_tool_names() -> set[str]:
     """The tool names an agent file may use: the built-in tools and the gateway's (``ask_user``,
-    ``schedule_message``, ``send_file``).
+    ``schedule_message``, ``send_file``, the memory tools).
 
     A stand-in until the toolset registry answers this; MCP tools are checked by their server.
     """
@@ -43,6 +43,10 @@ def known_tool_names() -> set[str]:
         "schedule_message",
         "send_file",
         "run_command",
+        "remember",
+        "recall",
+        "forget",
+        "update_session",
     }
 
 

@@ -39,6 +39,8 @@ def register_builtin_commands(ctx: CommandContext) -> None:
     async def reset(call: CommandCall) -> str:
         cancelled = await ctx.interrupts.cancel(call.event.chat, call.event.sender)
         await ctx.store.clear_history(str(call.event.chat))
+        if ctx.memory is not None:
+            await ctx.memory.forget_chat(str(call.event.chat))
         extra = " The pending request was cancelled." if cancelled else ""
         return f"Session cleared: I forgot this chat's history.{extra}"
 

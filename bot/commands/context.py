@@ -10,6 +10,7 @@ from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from bot.interrupts.service import InterruptService
+from bot.memory.service import MemoryService
 from bot.routing.policy import RoutePolicy
 from bot.runs.scheduled import ScheduledMessages
 from bot.store.base import Store
@@ -29,6 +30,7 @@ class CommandContext:
     delivery: Delivery
     scheduled: ScheduledMessages
     tracing: Tracing | None = None
+    memory: MemoryService | None = None
 
     async def notice(self, chat: ChatKey, text: str) -> None:
         await self.delivery.send(OutboundMessage(chat=chat, text=text, kind="notice"))

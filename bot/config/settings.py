@@ -30,6 +30,7 @@ from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
 from bot.config.checks import bus_url_problem, interpolate, literal_secrets, store_url_problem
 from bot.config.media import MediaSection
+from bot.config.memory import MemorySection
 from bot.config.model import ModelSection
 from bot.config.secrets import SECRET_KEYS, redact, walk
 from bot.errors import ConfigError
@@ -303,6 +304,7 @@ class Settings(_Section):
     mcp: McpSection = Field(default_factory=McpSection)
     channels: ChannelsSection = Field(default_factory=ChannelsSection)
     media: MediaSection = Field(default_factory=MediaSection)
+    memory: MemorySection = Field(default_factory=MemorySection)
 
     _origins: dict[str, str] = {}
     _warnings: list[str] = []

@@ -15,6 +15,7 @@ from bot.bus import Bus, InMemoryBus
 from bot.commands.admin import register_admin_commands
 from bot.commands.builtin import register_builtin_commands
 from bot.commands.context import CommandContext
+from bot.commands.memory import register_memory_commands
 from bot.commands.registry import CommandRegistry
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
 from bot.delivery import Delivery
@@ -29,6 +30,7 @@ from bot.gateway.supervisor import Supervisor
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.service import InterruptService
 from bot.media.service import MediaService
+from bot.memory.service import SESSION_TOOL, MemoryService
 from bot.routing import Router
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
@@ -154,8 +156,18 @@ class Gateway:
             *self.scheduled.tools(),
             *self.media.tools(),
         ]
+        self.memory = MemoryService(
+            settings,
+            self.store,
+            summary_model=self.models.summariser(settings.memory.summary.model),
+            embedder=self.models.embedder(embedding) if (embedding := settings.memory.embeddings.model) else None,
+        )
         self.catalog = AgentCatalog.load(settings)
-        warn_unknown_references(self.catalog, {t.name for t in self.tools}, set(settings.mcp.servers))
+        warn_unknown_references(
+            self.catalog,
+            {t.name for t in [*self.tools, *self.memory.tools()]} | {SESSION_TOOL},
+            set(settings.mcp.servers),
+        )
         self.router = Router(self.catalog.targets(), self.models.get(settings.routing.llm.model or None))
         self.routes = RoutePolicy(settings, self.store, self.catalog, self.router)
         self.mcp = McpPool(settings, self.delivery.send)
@@ -171,6 +183,7 @@ class Gateway:
             timers=self.timers,
             tools=self.tool_pool,
             tracing=self.tracing,
+            memory=self.memory,
             text_limits={
                 **{name: PLUGINS[name].text_limit for name in settings.channels.enabled()},
                 **{c.name: c.text_limit if isinstance(c, LimitsText) else None for c in self.channels},
@@ -191,8 +204,10 @@ class Gateway:
             delivery=self.delivery,
             scheduled=self.scheduled,
             tracing=self.tracing,
+            memory=self.memory,
         )
         register_builtin_commands(context)
+        register_memory_commands(context)
         register_admin_commands(context)
         self.supervisor = Supervisor(
             settings=settings,

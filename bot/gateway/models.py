@@ -61,6 +61,27 @@ class ModelCatalog:
             self._chains[key] = self._chained(model, (provider, name), wanted)
         return self._chains[key]
 
+    def embedder(self, spec: str) -> Model | None:
+        """The embedding model ``spec`` names (no fallbacks: vectors of different models do not compare);
+        None, with a warning, when it cannot be built."""
+        provider, name = parse_spec(spec, self.provider)
+        try:
+            model = self._single(provider, name, Generation())
+        except ConfigError as exc:
+            log.warning("memory.embeddings.model %s cannot be used (%s): full-text recall only", spec, exc)
+            return None
+        if not model.understands:
+            return None
+        return model
+
+    def summariser(self, spec: str) -> Model | None:
+        """The model for conversation summaries (``memory.summary.model``); None: extractive (no model, or
+        the offline stand-in)."""
+        if spec == "extractive":
+            return None
+        model = self.get(spec or None)
+        return model if model.understands else None
+
     async def aclose(self) -> None:
         for model in self._built.values():
             await model.aclose()

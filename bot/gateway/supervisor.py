@@ -255,6 +255,7 @@ class Supervisor:
             correlation_id=key,
             user_id=event.sender.id,
             reply_to=event.id,
+            direct=event.is_direct,
         )
         start = self.runs.start_run_step(run, after_message=True)
         if not await self._accept(event, key, said, extra=[start]):

@@ -21,9 +21,9 @@ from agents.results import Resolution
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.interrupts.expiry import ExpiryTimers
-from bot.interrupts.text import buttons_for, parse_payload, yes_no
+from bot.interrupts.text import SHOW_ALL, buttons_for, parse_payload, yes_no
 from bot.runs.checkpoints import closed_messages, load_checkpoint
-from bot.runs.manager import NEVER_GRANTED, SHOW_ALL, RunManager
+from bot.runs.manager import NEVER_GRANTED, RunManager
 from bot.store.base import StoreError
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunStore

@@ -80,3 +80,34 @@ def buttons_for(interrupt_id: str, nonce: str, choices: list[tuple[str, str]]) -
     """Rows of at most three buttons."""
     flat = [Button(label=label, payload=encode_payload(interrupt_id, nonce, value)) for label, value in choices]
     return tuple(tuple(flat[i : i + 3]) for i in range(0, len(flat), 3))
+
+
+SHOW_ALL = "s"
+"""The choice that shows a locked confirmation in full (see :func:`locked_prompt`)."""
+
+
+def hint(kind: str, has_buttons: bool, *, locked: bool = False) -> str:
+    """The line under a prompt saying how to answer it."""
+    if kind == "ask_user":
+        return "\n(Reply with your answer.)" if not has_buttons else "\n(Pick one, or reply with your answer.)"
+    if locked:
+        return "\n(Press 📄 Show all to see everything first, or Deny.)"
+    return "\n(Press a button, or reply yes / no.)"
+
+
+def locked_prompt(
+    prompt: str, payload: dict[str, Any], choices: list[tuple[str, str]], limit: int
+) -> tuple[str, dict[str, Any], list[tuple[str, str]]]:
+    """A confirmation too long for one message: its start, clearly cut, with Show all and Deny only.
+
+    The whole text and the real choices stay in the payload; :meth:`InterruptService.show_all`
+    sends the whole text, then offers them.
+    """
+    note = f"\n\n📄 This is {len(prompt):,} characters long, more than one message holds, so it is cut here."
+    room = max(200, limit - len(note) - 120)
+    preview = prompt[:room]
+    cut = preview.rfind("\n")
+    if cut > room // 2:
+        preview = preview[:cut]
+    locked = [("📄 Show all", SHOW_ALL), *[(label, value) for label, value in choices if value == "d"]]
+    return preview + note, {**payload, "full_text": prompt, "full_choices": [list(c) for c in choices]}, locked

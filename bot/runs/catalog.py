@@ -51,6 +51,10 @@ class AgentDef:
     media: frozenset[str] = frozenset({"image", "audio", "document"})
     """The kinds of file it takes (``media`` in its file)."""
     generation: Generation | None = None
+    session_keys: tuple[str, ...] = ()
+    """Session memory keys (``memory.session`` in its file)."""
+    long_term_memory: bool = True
+    """Given what is remembered about the person, with the memory tools (``memory.long_term``)."""
 
     def takes(self, kinds: set[str]) -> bool:
         return kinds <= self.media
@@ -122,6 +126,8 @@ def agent_from_spec(spec: AgentSpec, settings: Settings) -> AgentDef:
         ],
         media=frozenset(spec.media),
         generation=spec.generation,
+        session_keys=tuple(spec.memory.session),
+        long_term_memory=spec.memory.long_term,
     )
 
 

@@ -33,7 +33,8 @@ from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from bot.ids import new_id, new_nonce
 from bot.interrupts.expiry import ExpiryTimers
-from bot.interrupts.text import buttons_for, tool_confirm_choices
+from bot.interrupts.text import SHOW_ALL, buttons_for, hint, locked_prompt, tool_confirm_choices
+from bot.memory.service import Briefing, MemoryService
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
 from bot.runs.streaming import ReplyStream
@@ -45,8 +46,6 @@ from bot.tracing.recorder import Tracing
 log = logging.getLogger(__name__)
 
 NEVER_GRANTED = frozenset({"run_command"})
-SHOW_ALL = "s"
-"""The choice that shows a locked confirmation in full (see :func:`locked_prompt`)."""
 """Tools that are confirmed every time, whatever the chat's grants say."""
 
 
@@ -94,6 +93,8 @@ class RunManager:
     tracing: Tracing | None = None
     models: ModelSource | None = None
     """Agents' own models (``model:`` in their files) and the repairer's; None: ``model`` for everything."""
+    memory: MemoryService | None = None
+    """Recall before a turn, memory tools, session keys and summaries (None: none of it)."""
     text_limits: dict[str, int | None] = field(default_factory=dict)
     prints_as_written: frozenset[str] = frozenset()
     """Channels that show an answer's text as it comes (a terminal)."""
@@ -112,17 +113,21 @@ class RunManager:
         resumed: bool,
         chain: list[str] | None = None,
         handoff: HandoffContext | None = None,
+        query: str = "",
     ) -> RunContext:
+        """``query``: the text the run answers (memories matching it are recalled)."""
         chat = run.chat
         state = await self.store.chat_state(run.chat_key)
-        budget = self.settings.store.context_chars
+        chat_settings = await self.store.chat_settings(chat.settings_key)
+        brief = await self._brief(run, agent, query, chat_settings.get("memory"))
+        budget = self.settings.store.context_chars - len(brief.summary)
         if agent.context_mode == "isolated":
             before = [m for i, m in zip(state.ids, state.messages, strict=True) if i < run.history_cutoff]
             history = fit_context(own_turns(before, agent.name), budget)
         else:
-            history = state.window(run.history_cutoff, budget)
+            history = state.window(run.history_cutoff, budget, brief.upto_id)
         history = recent_media(history, self.settings.media.history_items)
-        grants = set(await self.grants(chat))
+        grants = set(chat_settings.get("grants", []))
 
         def needs_confirmation(tool: Tool, call: ToolCall) -> bool:
             if tool.name in NEVER_GRANTED:
@@ -134,8 +139,15 @@ class RunManager:
         async def emit(text: str) -> None:
             await self.delivery.send(_notice(chat, text))
 
+        pool = list(await self.tools(agent, chat)) if agent.runs_as.uses_tools else []
+        if self.memory is not None:
+            if brief.memory_on:
+                pool += self.memory.tools()
+            if agent.session_keys:
+                pool.append(self.memory.session_tool(agent.session_keys))
+        extra = [part for part in (brief.text(), handoff.render() if handoff is not None else "") if part]
         repair = self.settings.model.repair
-        return RunContext(
+        ctx = RunContext(
             chat_key=run.chat_key,
             model=self.model_for(agent),
             repair_model=self.models.get(repair) if repair and self.models is not None else None,
@@ -144,11 +156,11 @@ class RunManager:
             correlation_id=run.correlation_id,
             user_id=run.user_id,
             run_id=run.id,
-            # A chat agent has no tools: its runner never sees them, so no MCP server is woken for it.
-            tools=agent.tools(await self.tools(agent, chat)) if agent.runs_as.uses_tools else (),
+            # A chat agent gets only its memory tools: no MCP server is woken for it.
+            tools=agent.tools(pool),
             ledger=RunLedger(self.runs, resumed),
             needs_confirmation=needs_confirmation,
-            system_extra=handoff.render() if handoff is not None else "",
+            system_extra="\n\n".join(extra),
             # Handoffs are tools of ReAct agents; chat agents have no tools and plans run their own steps.
             handoffs=tuple(agent.handoffs) if agent.runs_as.hands_off else (),
             handoff_chain=tuple(chain or [agent.name]),
@@ -158,6 +170,24 @@ class RunManager:
                 if self.tracing is not None
                 else NullTracer()
             ),
+        )
+        if brief.memories or brief.summary or brief.session_keys:
+            ctx.tracer.event("memory", agent=agent.name, **brief.trace_fields(self.settings.memory.budget_tokens))
+        return ctx
+
+    async def _brief(self, run: RunRow, agent: AgentDef, query: str, override: bool | None) -> Briefing:
+        """``override``: the chat's ``/memory on|off``."""
+        if self.memory is None:
+            return Briefing()
+        memory_on = agent.long_term_memory and self.memory.applies(override, run.direct)
+        return await self.memory.brief(
+            run.chat,
+            run.user_id,
+            agent.name,
+            query,
+            memory_on=memory_on,
+            shared=agent.context_mode != "isolated",
+            session_keys=agent.session_keys,
         )
 
     def trace(self, type: str, run: RunRow, agent: str = "", **fields: Any) -> None:
@@ -178,7 +208,7 @@ class RunManager:
         if not recorded:
             # Not awaited: the run's later writes commit after this one, in order.
             self.store.write_later([self.runs.start_run_step(run)], what=f"starting run {run.id}")
-        ctx = await self.context(run, agent, resumed=False)
+        ctx = await self.context(run, agent, resumed=False, query=message.text or "")
         await self._drive(run, _Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
 
     async def resume(self, run: RunRow, resolution: Resolution, *, running: bool = False) -> None:
@@ -204,9 +234,10 @@ class RunManager:
         chain = list(checkpoint.get("handoff_chain") or [agent.name])
         handed = checkpoint.get("handoff") or {}
         handoff = HandoffContext.from_json(handed["context"]) if handed.get("context") else None
-        ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff)
         state = checkpoint["state"]
         first = (state.get("messages") or [None])[0]
+        query = str(first.get("text") or "") if isinstance(first, dict) else ""
+        ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff, query=query)
         leg = _Leg(
             agent,
             ctx,
@@ -302,7 +333,9 @@ class RunManager:
         if template:
             line = template.replace("{from}", leg.agent.name).replace("{to}", target.name)
             await self.delivery.send(_notice(chat, line.replace("{reason}", request.reason)))
-        ctx = await self.context(run, target, resumed=False, chain=chain, handoff=handoff)
+        ctx = await self.context(
+            run, target, resumed=False, chain=chain, handoff=handoff, query=request.message.text or ""
+        )
         self.runs.set_run_later(run.id, agent=target.name)
         return _Leg(target, ctx, chain, request.message, prefix, handoff)
 
@@ -353,7 +386,7 @@ class RunManager:
             requester=run.user_id,
             expires_at=utcnow() + timedelta(seconds=timeout),
         )
-        text = shown + _hint(request.kind, bool(choices), locked=SHOW_ALL in (v for _l, v in choices))
+        text = shown + hint(request.kind, bool(choices), locked=SHOW_ALL in (v for _l, v in choices))
         prompt = OutboundMessage(
             chat=chat, text=text, buttons=buttons_for(interrupt_id, nonce, choices), key=f"prompt:{interrupt_id}"
         )
@@ -394,6 +427,22 @@ class RunManager:
             return
         if reply is not None and outbox_id is not None:
             await self.delivery.deliver(outbox_id, reply)
+        if status == "done" and self.memory is not None:
+            # The reply is out; the chat's next message waits for this (at most one summary call).
+            try:
+                folded = await self.memory.after_run(run.chat_key)
+            except Exception:
+                log.exception("chat %s: could not update the conversation summary", run.chat_key)
+            else:
+                if folded is not None:
+                    self.trace(
+                        "summary",
+                        run,
+                        messages=folded.messages,
+                        by=folded.by,
+                        summary_chars=folded.summary_chars,
+                        duration_ms=round(folded.duration_ms, 3),
+                    )
 
 
 @dataclass
@@ -412,32 +461,6 @@ class _Leg:
 
 def _notice(chat: ChatKey, text: str) -> OutboundMessage:
     return OutboundMessage(chat=chat, text=text, kind="notice")
-
-
-def _hint(kind: str, has_buttons: bool, *, locked: bool = False) -> str:
-    if kind == "ask_user":
-        return "\n(Reply with your answer.)" if not has_buttons else "\n(Pick one, or reply with your answer.)"
-    if locked:
-        return "\n(Press 📄 Show all to see everything first, or Deny.)"
-    return "\n(Press a button, or reply yes / no.)"
-
-
-def locked_prompt(
-    prompt: str, payload: dict[str, Any], choices: list[tuple[str, str]], limit: int
-) -> tuple[str, dict[str, Any], list[tuple[str, str]]]:
-    """A confirmation too long for one message: its start, clearly cut, with Show all and Deny only.
-
-    The whole text and the real choices stay in the payload; :meth:`InterruptService.show_all`
-    sends the whole text, then offers them.
-    """
-    note = f"\n\n📄 This is {len(prompt):,} characters long, more than one message holds, so it is cut here."
-    room = max(200, limit - len(note) - 120)
-    preview = prompt[:room]
-    cut = preview.rfind("\n")
-    if cut > room // 2:
-        preview = preview[:cut]
-    locked = [("📄 Show all", SHOW_ALL), *[(label, value) for label, value in choices if value == "d"]]
-    return preview + note, {**payload, "full_text": prompt, "full_choices": [list(c) for c in choices]}, locked
 
 
 def own_turns(messages: list[Message], agent: str) -> list[Message]:

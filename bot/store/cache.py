@@ -47,6 +47,10 @@ class ChatState:
     """``Message.size()`` of each message, computed once (the context window is cut by it)."""
     total: int = 0
     """The sum of ``sizes``: when everything fits, the window needs no walk over the messages."""
+    summary: str | None = None
+    """The chat's running summary (:mod:`bot.memory.summary`); None: not read yet."""
+    summary_upto: int = 0
+    """The newest history row the summary covers."""
 
     @classmethod
     def loaded(cls, rows: list[tuple[int, Message]], limit: int) -> ChatState:
@@ -59,8 +63,9 @@ class ChatState:
             total=sum(sizes),
         )
 
-    def window(self, before_id: int, max_chars: int) -> list[Message]:
-        """The newest messages with ids below ``before_id`` that fit in ``max_chars``, starting at a user turn.
+    def window(self, before_id: int, max_chars: int, after_id: int = 0) -> list[Message]:
+        """The newest messages with ids below ``before_id`` (and above ``after_id``: the chat's summary covers
+        those) that fit in ``max_chars``, starting at a user turn.
 
         The same cut as :func:`agents.messages.fit_context`, on the cached sizes.
         """
@@ -70,11 +75,16 @@ class ChatState:
         while end and ids[end - 1] >= before_id:
             end -= 1
             later += sizes[end]
+        first = 0
+        if after_id and ids and ids[0] <= after_id:
+            while first < end and ids[first] <= after_id:
+                later += sizes[first]
+                first += 1
         if self.total - later <= max_chars:
-            start = 0  # all of it fits: the common case, no walk
+            start = first  # all of it fits: the common case, no walk
         else:
             total, start = 0, end
-            for i, size in enumerate(reversed(list(itertools.islice(sizes, 0, end)))):
+            for i, size in enumerate(reversed(list(itertools.islice(sizes, first, end)))):
                 total += size
                 if total > max_chars and start < end:
                     break
@@ -103,6 +113,7 @@ class ChatState:
         self.ids.clear()
         self.sizes.clear()
         self.total = 0
+        self.summary = None
         # SQLite may reuse the ids of deleted rows, so the next id may be smaller.
         self.last_id = 0
 

@@ -10,7 +10,7 @@ from typing import Any
 from bot.events import ChatKey
 from bot.store.ops import utcnow
 
-RUN_COLUMNS = "id, chat_key, agent, status, correlation_id, user_id, reply_to, history_cutoff, checkpoint"
+RUN_COLUMNS = "id, chat_key, agent, status, correlation_id, user_id, reply_to, history_cutoff, checkpoint, direct"
 INTERRUPT_COLUMNS = (
     "id, chat_key, run_id, kind, prompt, payload, choices, nonce, requester, status, resolution, "
     "resolved_by, prompt_ref, reprompted, created_at, expires_at"
@@ -37,6 +37,8 @@ class RunRow(_InChat):
     reply_to: str | None = None
     history_cutoff: int = 0
     checkpoint: dict[str, Any] | None = None
+    direct: bool = False
+    """The run is in a direct (one-to-one) chat: personal memory applies there (in groups only when enabled)."""
 
 
 @dataclass
@@ -68,9 +70,18 @@ class OutboxRow:
 
 
 def run_from_row(row: tuple[Any, ...]) -> RunRow:
-    rid, chat, agent, status, corr, user, reply_to, cutoff, checkpoint = row
+    rid, chat, agent, status, corr, user, reply_to, cutoff, checkpoint, direct = row
     return RunRow(
-        rid, chat, agent, status, corr, user, reply_to, cutoff, json.loads(checkpoint) if checkpoint else None
+        rid,
+        chat,
+        agent,
+        status,
+        corr,
+        user,
+        reply_to,
+        cutoff,
+        json.loads(checkpoint) if checkpoint else None,
+        bool(direct),
     )
 
 

@@ -71,7 +71,7 @@ class RunStore:
         if after_message:
             return Step(
                 f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, "
-                "(SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE chat_key = ?), ?, ?, ?)",
+                "(SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE chat_key = ?), ?, ?, ?, ?)",
                 (
                     run.id,
                     run.chat_key,
@@ -82,12 +82,13 @@ class RunStore:
                     run.reply_to,
                     run.chat_key,
                     None,
+                    run.direct,
                     now,
                     now,
                 ),
             )
         return Step(
-            f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.id,
                 run.chat_key,
@@ -98,6 +99,7 @@ class RunStore:
                 run.reply_to,
                 run.history_cutoff,
                 None,
+                run.direct,
                 now,
                 now,
             ),
@@ -380,10 +382,10 @@ class RunStore:
 
     async def change_setting(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
         """Set (``new=None`` deletes) a chat or global setting and audit it, atomically."""
-        await self.store.set_chat_setting(scope, name, new, extra=[self._audit_step(actor, scope, name, old, new)])
+        await self.store.set_chat_setting(scope, name, new, extra=[self.audit_step(actor, scope, name, old, new)])
 
     @staticmethod
-    def _audit_step(actor: str, scope: str, name: str, old: Any, new: Any) -> Step:
+    def audit_step(actor: str, scope: str, name: str, old: Any, new: Any) -> Step:
         return Step(
             "INSERT INTO audit_log (at, actor, scope, name, old, new) VALUES (?, ?, ?, ?, ?, ?)",
             (

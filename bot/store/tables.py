@@ -87,6 +87,8 @@ class Run(SQLModel, table=True):
     reply_to: str | None = Field(default=None, max_length=255)
     history_cutoff: int = 0
     checkpoint: str | None = Field(default=None, sa_type=Text)
+    direct: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
+    """A direct (one-to-one) chat: personal memory applies."""
     created_at: datetime = Field(sa_type=DateTime)
     updated_at: datetime = Field(sa_type=DateTime)
 
@@ -183,3 +185,82 @@ class TraceEventRow(SQLModel, table=True):
     type: str = Field(max_length=32)
     data: str = Field(sa_type=Text)
     created_at: datetime = Field(sa_type=DateTime)
+
+
+class MemoryItem(SQLModel, table=True):
+    """One thing the bot remembers about a person (``remember``); searched by full text.
+
+    SQLite indexes it in the FTS5 table ``memory_index`` (kept equal by triggers, so a deleted memory leaves
+    the index with its row); PostgreSQL in a GIN index over ``to_tsvector`` (migration 0008).
+    """
+
+    __tablename__ = "memories"
+    __table_args__ = (Index("ix_memories_person_id", "person", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    person: str = Field(max_length=255)
+    """The person (an identity ``channel:user_id``, shared by the identities linked to it)."""
+    text: str = Field(sa_type=Text)
+    grams: str = Field(sa_type=Text)
+    """The text's CJK characters and character pairs, space-separated: what full-text search matches CJK by."""
+    source: str = Field(max_length=255)
+    """The chat it was learned in."""
+    created_at: datetime = Field(sa_type=DateTime)
+
+
+class MemoryVector(SQLModel, table=True):
+    """A memory's embedding (``memory.embeddings.model``), for semantic recall beside full-text search."""
+
+    __tablename__ = "memory_vectors"
+
+    memory_id: int = Field(primary_key=True)
+    person: str = Field(index=True, max_length=255)
+    model: str = Field(max_length=128)
+    vector: str = Field(sa_type=Text)
+    """Little-endian float32, base64."""
+
+
+class Identity(SQLModel, table=True):
+    """A platform account linked to a person (``/memory link``); unlinked accounts are their own person."""
+
+    __tablename__ = "identities"
+
+    identity: str = Field(primary_key=True, max_length=255)
+    person: str = Field(index=True, max_length=255)
+    linked_by: str = Field(max_length=255)
+    linked_at: datetime = Field(sa_type=DateTime)
+
+
+class LinkCode(SQLModel, table=True):
+    """A one-time code that links the account redeeming it to the person who asked for it."""
+
+    __tablename__ = "link_codes"
+
+    code: str = Field(primary_key=True, max_length=32)
+    identity: str = Field(max_length=255)
+    expires_at: datetime = Field(sa_type=DateTime)
+
+
+class ChatSummary(SQLModel, table=True):
+    """The running summary of a chat's turns that left the context window."""
+
+    __tablename__ = "chat_summaries"
+
+    chat_key: str = Field(primary_key=True, max_length=255)
+    summary: str = Field(sa_type=Text)
+    upto_id: int
+    """The newest history row the summary covers."""
+    updated_at: datetime = Field(sa_type=DateTime)
+
+
+class SessionValue(SQLModel, table=True):
+    """A session memory key of an agent in a chat (``memory.session`` in its file)."""
+
+    __tablename__ = "session_memory"
+
+    chat_key: str = Field(primary_key=True, max_length=255)
+    agent: str = Field(primary_key=True, max_length=64)
+    name: str = Field(primary_key=True, max_length=64)
+    value: str = Field(sa_type=Text)
+    run_id: str | None = Field(default=None, max_length=32)
+    updated_at: datetime = Field(sa_type=DateTime)

@@ -343,7 +343,31 @@ def describe(event: TraceEvent) -> str:
         return f"⚠️ {event.agent}: {d.get('message', '')}"
     if event.type == "run":
         return f"🏁 {event.agent}: {d.get('status')}"
+    if event.type == "memory":
+        return f"📝 {event.agent}: {_memory(d)}"
+    if event.type == "summary":
+        size = f"{d.get('summary_chars')} chars{took}"
+        return f"📝 {d.get('messages')} older messages summarised by {d.get('by')} ({size})"
     return f"{event.type} {event.agent}"
+
+
+def _memory(d: dict[str, Any]) -> str:
+    """What a run was told besides its history: memories (ids and tokens, never their text), the summary,
+    session keys."""
+    parts = []
+    if d.get("recalled"):
+        ids = ", ".join(f"#{i}" for i in d["recalled"][:10]) + (" …" if len(d["recalled"]) > 10 else "")
+        parts.append(f"recalled {ids} ({d.get('tokens', 0)}/{d.get('budget', 0)} tokens)")
+    if d.get("summary_chars"):
+        parts.append(f"summary {d['summary_chars']} chars")
+    if isinstance(d.get("session"), dict):
+        shown = "; ".join(f"{k}={_short(str(v)) if v else '(not set)'}" for k, v in d["session"].items())
+        parts.append(f"session: {shown}")
+    return ", ".join(parts) or "nothing recalled"
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def timeline(events: Sequence[TraceEvent]) -> str:

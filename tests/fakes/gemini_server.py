@@ -23,6 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.embeddings import embed
+
 
 @dataclass
 class Step:
@@ -122,6 +124,8 @@ class FakeGemini:
         self._steps: deque[Step] = deque()
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.embedded: list[list[str]] = []
+        """The texts of each ``batchEmbedContents`` request (answered by :func:`tests.fakes.embeddings.embed`)."""
         self.uploads: dict[str, dict[str, Any]] = {}
         """Files uploaded through the Files API, by name (``files/N``): their metadata and ``data``."""
 
@@ -220,6 +224,10 @@ class FakeGemini:
         self.requests.append(
             RecordedRequest(request.method, request.path, version, model, action, dict(request.headers), body)
         )
+        if request.method == "POST" and action == "batchEmbedContents":
+            texts = [" ".join(p.get("text", "") for p in r["content"]["parts"]) for r in body["requests"]]
+            self.embedded.append(texts)
+            return web.json_response({"embeddings": [{"values": embed(t)} for t in texts]})
         if request.method != "POST" or action not in ("generateContent", "streamGenerateContent"):
             self.errors.append(f"unexpected request {request.method} {request.path}")
             return web.json_response(error_body(404, "NOT_FOUND", "fake: unknown path"), status=404)

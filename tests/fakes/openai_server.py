@@ -15,6 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.embeddings import embed
+
 
 @dataclass
 class _Step:
@@ -42,6 +44,8 @@ def _usage(prompt: int = 12, completion: int = 5, cached: int = 0) -> dict[str, 
 class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        self.embedded: list[list[str]] = []
+        """The texts of each ``/v1/embeddings`` request (answered by :func:`tests.fakes.embeddings.embed`)."""
         self.errors: list[str] = []
         self._steps: deque[_Step] = deque()
         self._runner: web.AppRunner | None = None
@@ -54,6 +58,7 @@ class FakeOpenAI:
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -131,6 +136,15 @@ class FakeOpenAI:
             delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(message["tool_calls"])]
         usage = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "fake-model", "choices": []}
         return [self._chunk(delta), self._chunk({}, finish=choice["finish_reason"]), {**usage, "usage": _usage()}]
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        texts = [body["input"]] if isinstance(body["input"], str) else list(body["input"])
+        self.embedded.append(texts)
+        data = [{"object": "embedding", "index": i, "embedding": embed(t)} for i, t in enumerate(texts)]
+        return web.json_response(
+            {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        )
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -26,8 +26,18 @@ def _same_datetime(context: Any, inspected: Any, metadata: Any, inspected_type: 
     return None
 
 
+def _not_search_index(name: str | None, type_: str, parent_names: Any) -> bool:
+    """Memory search is made by raw DDL in migration 0008, not a model: SQLite's FTS5 table (and its shadow tables),
+    PostgreSQL's GIN index over an expression."""
+    if name is None:
+        return True
+    return not ((type_ == "table" and name.startswith("memory_index")) or name == "ix_memories_search")
+
+
 def _differences(connection: Connection) -> list[Any]:
-    context = MigrationContext.configure(connection, opts={"compare_type": _same_datetime})
+    context = MigrationContext.configure(
+        connection, opts={"compare_type": _same_datetime, "include_name": _not_search_index}
+    )
     return list(compare_metadata(context, SQLModel.metadata))
 
 

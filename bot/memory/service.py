@@ -1,0 +1,316 @@
+"""Memory for runs: what is recalled before a turn, the memory tools, session keys and summaries.
+
+- Long-term memory is per person (:mod:`bot.store.memory`): before each turn the memories that match the
+  message (full-text search, fused with embeddings when configured) and then the newest are given to the
+  model, as many as fit in ``memory.budget_tokens``; ``remember``, ``recall`` and ``forget`` are tools.
+  It is on in direct chats, in groups only when configured or turned on there by an admin.
+- Session keys (``memory.session`` in an agent file) are kept per chat and agent (``update_session``).
+- The chat's running summary (:mod:`bot.memory.summary`) stands in for the turns that left the window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from agents.models.base import Model, ModelError
+from agents.tools.base import Tool, ToolContext, ToolError, tool
+from bot.config.settings import Settings
+from bot.events import ChatKey
+from bot.memory.summary import Summariser, to_fold
+from bot.memory.text import estimate_tokens, query_terms, secret_in
+from bot.store.memory import MemoryFull, MemoryHit, MemoryStore
+from bot.store.sql import SqlStore
+
+log = logging.getLogger(__name__)
+
+TOOLSET = "memory"
+SESSION_TOOL = "update_session"
+SEARCHED = 20
+"""Candidates read per turn: full-text hits and the newest memories (the budget then picks)."""
+HEADER = (
+    "What you remember about the person you are talking to (#id, date); `recall` finds more, `remember` "
+    "keeps a new fact, `forget` removes one when asked:"
+)
+
+
+@dataclass
+class Briefing:
+    """What a run is told besides its history, and what the trace shows of it."""
+
+    memories: list[MemoryHit] = field(default_factory=list)
+    tokens: int = 0
+    summary: str = ""
+    upto_id: int = 0
+    """History rows up to this id are in the summary (the window starts after them)."""
+    session: dict[str, str] = field(default_factory=dict)
+    session_keys: tuple[str, ...] = ()
+    memory_on: bool = False
+
+    def text(self) -> str:
+        parts = []
+        if self.memories:
+            parts.append("\n".join([HEADER, *(_line(m) for m in self.memories)]))
+        if self.summary:
+            parts.append("Earlier in this conversation (a summary of turns no longer shown):\n" + self.summary)
+        if self.session_keys:
+            values = "\n".join(f"- {k}: {self.session.get(k) or '(not set)'}" for k in self.session_keys)
+            parts.append(f"Session memory of this chat (change it with `update_session`):\n{values}")
+        return "\n\n".join(parts)
+
+    def trace_fields(self, budget: int) -> dict[str, object]:
+        """For the run's ``memory`` trace event: memory ids and tokens (never their text), the summary's
+        length, the session keys' values."""
+        fields: dict[str, object] = {"memory": "on" if self.memory_on else "off"}
+        if self.memories:
+            fields.update(recalled=[m.id for m in self.memories], tokens=self.tokens, budget=budget)
+        if self.summary:
+            fields["summary_chars"] = len(self.summary)
+        if self.session_keys:
+            fields["session"] = {k: self.session.get(k, "") for k in self.session_keys}
+        return fields
+
+
+@dataclass(frozen=True)
+class Folded:
+    """Turns folded into a chat's summary after a run (for the run's trace)."""
+
+    messages: int
+    by: str
+    summary_chars: int
+    duration_ms: float
+
+
+def _line(hit: MemoryHit) -> str:
+    return f"- #{hit.id} {hit.text} ({hit.created_at:%Y-%m-%d})"
+
+
+def identity_of(chat_key: str, user_id: str) -> str:
+    """A person's account: ``channel:user_id``."""
+    return f"{chat_key.split(':', 1)[0]}:{user_id}"
+
+
+class MemoryService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: SqlStore,
+        *,
+        summary_model: Model | None = None,
+        embedder: Model | None = None,
+    ) -> None:
+        self.config = settings.memory
+        self.history_limit = settings.store.history_limit
+        self.context_chars = settings.store.context_chars
+        self.store = store
+        self.memories = MemoryStore(store)
+        self.summariser = Summariser(summary_model, self.config.summary.max_chars)
+        self.embedder = embedder
+        self._session_tools: dict[tuple[str, ...], Tool] = {}
+        self._tools = self._make_tools()
+
+    # -- where it applies ------------------------------------------------------------------
+
+    async def enabled(self, chat: ChatKey, direct: bool) -> bool:
+        """Long-term memory in this chat (see :meth:`applies`)."""
+        return self.applies((await self.store.settings_view(chat.settings_key)).get("memory"), direct)
+
+    def applies(self, override: bool | None, direct: bool) -> bool:
+        """Long-term memory: an admin's ``/memory on|off`` in the chat (``override``), else on in direct chats
+        (and in groups when ``memory.groups``)."""
+        if not self.config.enabled:
+            return False
+        if override is not None:
+            return bool(override)
+        return direct or self.config.groups
+
+    async def person(self, chat_key: str, user_id: str) -> str:
+        return await self.memories.person(identity_of(chat_key, user_id))
+
+    # -- before a turn -----------------------------------------------------------------------
+
+    async def brief(
+        self,
+        chat: ChatKey,
+        user_id: str,
+        agent: str,
+        text: str,
+        *,
+        memory_on: bool,
+        shared: bool,
+        session_keys: Sequence[str] = (),
+    ) -> Briefing:
+        """What to tell the agent before this turn (``shared``: it sees the chat's history, so its summary)."""
+        brief = Briefing(memory_on=memory_on, session_keys=tuple(session_keys))
+        if memory_on:
+            _, candidates = await self._recall(identity_of(str(chat), user_id), text)
+            brief.memories, brief.tokens = self._within_budget(candidates)
+        if shared and self.config.summary.enabled:
+            brief.summary, brief.upto_id = await self.memories.summary(str(chat))
+        if session_keys:
+            brief.session = await self.memories.session(str(chat), agent)
+        return brief
+
+    async def _recall(self, identity: str, text: str) -> tuple[str, list[MemoryHit]]:
+        """The person, and the memories matching ``text`` (full text, and embeddings when configured) followed
+        by the newest."""
+        person, hits = await self.memories.recall(identity, query_terms(text), SEARCHED)
+        if self.embedder is not None and hits:
+            found = await self._fused(person, text, [h for h in hits if h.score])
+            seen = {m.id for m in found}
+            hits = [*found, *(h for h in hits if h.id not in seen)]
+        return person, hits
+
+    def _within_budget(self, candidates: list[MemoryHit]) -> tuple[list[MemoryHit], int]:
+        budget = self.config.budget_tokens
+        used = estimate_tokens(HEADER) + 1
+        chosen: list[MemoryHit] = []
+        for hit in candidates:
+            cost = estimate_tokens(_line(hit)) + 1
+            if used + cost > budget:
+                continue  # a shorter one further down may still fit
+            chosen.append(hit)
+            used += cost
+        return chosen, used if chosen else 0
+
+    async def _fused(self, person: str, text: str, found: list[MemoryHit]) -> list[MemoryHit]:
+        """Full-text hits and embedding neighbours merged by reciprocal rank."""
+        embedder = self.embedder
+        assert embedder is not None
+        try:
+            async with asyncio.timeout(self.config.embeddings.timeout_s):
+                [query] = await embedder.embed([text])
+        except (ModelError, TimeoutError, ValueError) as exc:
+            log.warning("embedding the message failed (%s): full-text recall only", exc)
+            return found
+        scored = sorted(
+            ((_cosine(query, v), i) for i, v in await self.memories.vectors(person, embedder.name)), reverse=True
+        )
+        near = [i for score, i in scored[:SEARCHED] if score > 0]
+        ranks: dict[int, float] = {}
+        for ranking in ([m.id for m in found], near):
+            for rank, memory_id in enumerate(ranking):
+                ranks[memory_id] = ranks.get(memory_id, 0.0) + 1 / (60 + rank)
+        by_id = {m.id: m for m in found}
+        missing = [i for i in near if i not in by_id]
+        by_id.update({m.id: m for m in await self.memories.get(person, missing)})
+        order = sorted(ranks, key=lambda i: -ranks[i])
+        return [replace(by_id[i], score=ranks[i]) for i in order if i in by_id]
+
+    # -- after a turn ------------------------------------------------------------------------
+
+    async def after_run(self, chat_key: str) -> Folded | None:
+        """Fold the turns that left the window into the chat's summary (None when they still fit)."""
+        if not self.config.summary.enabled:
+            return None
+        state = await self.store.chat_state(chat_key)
+        room = max(self.context_chars - self.config.summary.max_chars, self.context_chars // 2)
+        most = self.history_limit * 3 // 4
+        if state.total <= room and len(state.ids) <= most:
+            return None  # all the chat's history fits (the common case: nothing is read or copied)
+        summary, upto = await self.memories.summary(chat_key)
+        fold = to_fold(list(state.ids), list(state.messages), list(state.sizes), upto, room, most)
+        if fold is None:
+            return None
+        began = time.monotonic()
+        folded = await self.summariser.fold(summary, fold.messages)
+        await self.memories.set_summary(chat_key, folded, fold.upto_id)
+        log.info("chat %s: %d messages summarised by %s", chat_key, len(fold.messages), self.summariser.name)
+        return Folded(len(fold.messages), self.summariser.name, len(folded), (time.monotonic() - began) * 1000)
+
+    async def forget_chat(self, chat_key: str) -> None:
+        """``/reset``: the chat's summary and session keys go with its history."""
+        await self.memories.forget_chat(chat_key)
+
+    # -- tools -----------------------------------------------------------------------------
+
+    async def remember_text(self, chat_key: str, user_id: str, fact: str) -> tuple[int, bool]:
+        fact = " ".join(fact.split())
+        if not fact:
+            raise ToolError("nothing to remember: the fact is empty")
+        if len(fact) > self.config.max_chars:
+            raise ToolError(f"too long to remember ({len(fact)} characters, at most {self.config.max_chars})")
+        if secret_in(fact):
+            raise ToolError("that looks like a password, key or card number: secrets are never stored in memory")
+        person = await self.person(chat_key, user_id)
+        try:
+            memory_id, new = await self.memories.add(person, fact, chat_key, self.config.max_items)
+        except MemoryFull:
+            raise ToolError(
+                f"memory is full ({self.config.max_items} facts): ask the user what to forget (/memory)"
+            ) from None
+        if new and self.embedder is not None:
+            await self._embed(memory_id, person, fact)
+        return memory_id, new
+
+    async def _embed(self, memory_id: int, person: str, fact: str) -> None:
+        embedder = self.embedder
+        assert embedder is not None
+        try:
+            async with asyncio.timeout(self.config.embeddings.timeout_s):
+                [vector] = await embedder.embed([fact])
+        except (ModelError, TimeoutError, ValueError) as exc:
+            log.warning("memory #%d kept without an embedding (%s): full-text search still finds it", memory_id, exc)
+            return
+        await self.memories.put_vector(memory_id, person, embedder.name, vector)
+
+    def tools(self) -> list[Tool]:
+        """``remember``, ``recall`` and ``forget`` (built once: a tool's schema costs milliseconds to make)."""
+        return list(self._tools)
+
+    def _make_tools(self) -> list[Tool]:
+        @tool(risk="low")
+        async def remember(ctx: ToolContext, fact: str) -> str:
+            """Remember a fact about the user for later conversations, in any chat: a name, preference, plan or
+            decision they told you. One short sentence per fact, in their words. Never passwords or keys."""
+            memory_id, new = await self.remember_text(ctx.chat_key, ctx.user_id, fact)
+            return f"remembered as #{memory_id}" if new else f"already remembered as #{memory_id}"
+
+        @tool(risk="safe")
+        async def recall(ctx: ToolContext, query: str, limit: int = 5) -> str:
+            """Search what you remember about the user (more than you were shown), by words of the query."""
+            _, hits = await self._recall(identity_of(ctx.chat_key, ctx.user_id), query)
+            hits = hits[: max(1, min(limit, 20))]
+            if not hits:
+                return "nothing remembered about the user yet"
+            return "\n".join(_line(h) for h in hits)
+
+        @tool(risk="low")
+        async def forget(ctx: ToolContext, id: int) -> str:
+            """Forget one memory by its number (#id), when the user asks you to."""
+            person = await self.person(ctx.chat_key, ctx.user_id)
+            if not await self.memories.delete(person, [id]):
+                raise ToolError(f"there is no memory #{id} of this user")
+            return f"forgot #{id}"
+
+        return [replace(t, toolset=TOOLSET) for t in (remember, recall, forget)]
+
+    def session_tool(self, keys: Sequence[str]) -> Tool:
+        """``update_session`` for an agent with these session keys (one tool per set of keys)."""
+        wanted = tuple(keys)
+        if wanted not in self._session_tools:
+
+            @tool(risk="safe")
+            async def update_session(ctx: ToolContext, key: str, value: str) -> str:
+                """Set a session memory key of this chat (kept across turns until changed; empty value clears it)."""
+                if key not in keys:
+                    raise ToolError(f"unknown session key {key!r}: one of {', '.join(keys)}")
+                await self.memories.set_session(ctx.chat_key, ctx.agent, key, value.strip()[:2000], ctx.run_id)
+                return f"{key} set" if value.strip() else f"{key} cleared"
+
+            schema = dict(update_session.parameters)
+            schema["properties"] = {**schema["properties"], "key": {"type": "string", "enum": list(keys)}}
+            self._session_tools[wanted] = replace(update_session, parameters=schema, toolset=TOOLSET + ".session")
+        return self._session_tools[wanted]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    if len(a) != len(b):
+        return 0.0
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return dot / norm if norm else 0.0
