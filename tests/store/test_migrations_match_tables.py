@@ -28,9 +28,11 @@ def _same_datetime(context: Any, inspected: Any, metadata: Any, inspected_type: 
 
 def _not_search_index(name: str | None, type_: str, parent_names: Any) -> bool:
     """Memory search is made by raw DDL in migration 0008, not a model: SQLite's FTS5 table (and its shadow tables),
-    PostgreSQL's GIN index over an expression."""
+    PostgreSQL's generated ``search`` column and its GIN index."""
     if name is None:
         return True
+    if type_ == "column" and name == "search" and parent_names.get("table_name") == "memories":
+        return False
     return not ((type_ == "table" and name.startswith("memory_index")) or name == "ix_memories_search")
 
 

