@@ -51,10 +51,12 @@ class Briefing:
     session_keys: tuple[str, ...] = ()
     memory_on: bool = False
 
-    def text(self) -> str:
+    def text(self, tools: bool = True) -> str:
+        """The system prompt's memory part (``tools``: the agent has the memory tools, so it is told of them)."""
         parts = []
         if self.memories:
-            parts.append("\n".join([HEADER, *(_line(m) for m in self.memories)]))
+            header = HEADER if tools else HEADER.split(";", 1)[0] + ":"
+            parts.append("\n".join([header, *(_line(m) for m in self.memories)]))
         if self.summary:
             parts.append("Earlier in this conversation (a summary of turns no longer shown):\n" + self.summary)
         if self.session_keys:
@@ -179,16 +181,12 @@ class MemoryService:
 
     async def _fused(self, person: str, text: str, found: list[MemoryHit]) -> list[MemoryHit]:
         """Full-text hits and embedding neighbours merged by reciprocal rank."""
-        embedder = self.embedder
-        assert embedder is not None
-        try:
-            async with asyncio.timeout(self.config.embeddings.timeout_s):
-                [query] = await embedder.embed([text])
-        except (ModelError, TimeoutError, ValueError) as exc:
-            log.warning("embedding the message failed (%s): full-text recall only", exc)
+        query = await self._vector(text, "the message: full-text recall only")
+        if query is None or self.embedder is None:
             return found
         scored = sorted(
-            ((_cosine(query, v), i) for i, v in await self.memories.vectors(person, embedder.name)), reverse=True
+            ((_cosine(query, v), i) for i, v in await self.memories.vectors(person, self.embedder.name)),
+            reverse=True,
         )
         near = [i for score, i in scored[:SEARCHED] if score > 0]
         ranks: dict[int, float] = {}
@@ -248,15 +246,21 @@ class MemoryService:
         return memory_id, new
 
     async def _embed(self, memory_id: int, person: str, fact: str) -> None:
-        embedder = self.embedder
-        assert embedder is not None
+        vector = await self._vector(fact, f"memory #{memory_id}: kept without one, full-text search finds it")
+        if vector is not None and self.embedder is not None:
+            await self.memories.put_vector(memory_id, person, self.embedder.name, vector)
+
+    async def _vector(self, text: str, failing: str) -> list[float] | None:
+        """The embedding of ``text`` (None, logged with ``failing``, when the embedder fails or is slow)."""
+        if self.embedder is None:
+            return None
         try:
             async with asyncio.timeout(self.config.embeddings.timeout_s):
-                [vector] = await embedder.embed([fact])
+                [vector] = await self.embedder.embed([text])
         except (ModelError, TimeoutError, ValueError) as exc:
-            log.warning("memory #%d kept without an embedding (%s): full-text search still finds it", memory_id, exc)
-            return
-        await self.memories.put_vector(memory_id, person, embedder.name, vector)
+            log.warning("could not embed %s (%s)", failing, exc)
+            return None
+        return vector
 
     def tools(self) -> list[Tool]:
         """``remember``, ``recall`` and ``forget`` (built once: a tool's schema costs milliseconds to make)."""

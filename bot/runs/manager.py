@@ -145,7 +145,9 @@ class RunManager:
                 pool += self.memory.tools()
             if agent.session_keys:
                 pool.append(self.memory.session_tool(agent.session_keys))
-        extra = [part for part in (brief.text(), handoff.render() if handoff is not None else "") if part]
+        tools = agent.tools(pool)
+        told = brief.text(tools=any(t.name == "recall" for t in tools))
+        extra = [part for part in (told, handoff.render() if handoff is not None else "") if part]
         repair = self.settings.model.repair
         ctx = RunContext(
             chat_key=run.chat_key,
@@ -157,7 +159,7 @@ class RunManager:
             user_id=run.user_id,
             run_id=run.id,
             # A chat agent gets only its memory tools: no MCP server is woken for it.
-            tools=agent.tools(pool),
+            tools=tools,
             ledger=RunLedger(self.runs, resumed),
             needs_confirmation=needs_confirmation,
             system_extra="\n\n".join(extra),

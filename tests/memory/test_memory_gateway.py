@@ -178,3 +178,20 @@ async def test_configured_secrets_are_redacted_from_memories(make_harness: Any, 
     rows = await h.gateway.store.read("SELECT text FROM memories")
     assert rows == [("The office door code note says *** twice",)]
     assert await h.gateway.store.read(f"SELECT rowid FROM memory_index WHERE memory_index MATCH '{secret}'") == []
+
+
+async def test_agent_files_choose_what_memory_they_get(make_harness: Any, scripted: Any, tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "clock.md").write_text(
+        "---\nname: clock\nrunner: react\ntools: {allow: [get_current_time]}\n---\nYou tell the time.\n"
+    )
+    (agents / "stranger.md").write_text("---\nname: stranger\nrunner: chat\nmemory: {long_term: false}\n---\nHi.\n")
+    model = scripted("It is noon.", "Hello.")
+    h = await make_harness(model, agents={"dirs": [str(agents)]})
+    await h.gateway.memory.remember_text("console:c1", "u1", "Lives in Oslo")
+    await h.say("@clock what time is it here?")
+    assert "#1 Lives in Oslo" in (model.requests[0].system or ""), "recalled for an agent without the tools"
+    assert "`recall`" not in (model.requests[0].system or "") and "recall" not in tool_names(model.requests[0])
+    await h.say("@stranger hi")
+    assert "Oslo" not in (model.requests[1].system or "") and not tool_names(model.requests[1])
