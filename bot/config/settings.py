@@ -226,6 +226,11 @@ class HandoffsSection(_Section):
     """How many recent messages a handoff with ``include_context`` passes on."""
 
 
+TraceEventType = Literal[
+    "route", "llm_call", "tool_call", "handoff", "guardrail", "interrupt", "error", "run", "memory", "summary"
+]
+
+
 class OtelSection(_Section):
     enabled: bool = False
     """Export trace events as OpenTelemetry spans (needs ``pip install opentelemetry-sdk``)."""
@@ -244,6 +249,11 @@ class TracingSection(_Section):
     max_buffer: int = Field(64, ge=1)
     """Write earlier when this many events are waiting (small writes keep each one from stalling the loop:
     500 events took 7-12 ms to encode and insert)."""
+    sample_rate: float = Field(1.0, ge=0, le=1)
+    """The share of requests traced (decided per request, so a request is traced whole or not at all);
+    errors are always kept."""
+    events: list[TraceEventType] = Field(default_factory=list)
+    """Only these kinds of event are kept (empty: all); errors are always kept."""
     otel: OtelSection = Field(default_factory=OtelSection)
 
 

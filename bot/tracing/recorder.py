@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -170,7 +171,7 @@ class Tracing:
     def record(
         self, type: str, chat_key: str, correlation_id: str, *, run_id: str = "", agent: str = "", **fields: Any
     ) -> None:
-        if not self.config.enabled:
+        if not self.config.enabled or (type != "error" and not self.keeps(type, correlation_id)):
             return
         redactor = self.redactor
         value = redactor.value
@@ -189,6 +190,15 @@ class Tracing:
         self._buffer.append(TraceEvent(type, chat_key, correlation_id, run_id, agent, data))
         if len(self._buffer) >= self.config.max_buffer:
             self._wake.set()
+
+    def keeps(self, type: str, correlation_id: str) -> bool:
+        """``tracing.events`` lets ``type`` through, and ``tracing.sample_rate`` takes this request (by a hash
+        of its correlation id: every event of a request, in every process, gets the same answer)."""
+        config = self.config
+        if config.events and type not in config.events:
+            return False
+        rate = config.sample_rate
+        return rate >= 1 or zlib.crc32(correlation_id.encode()) % 10_000 < rate * 10_000
 
     # -- writing ---------------------------------------------------------------------------------
 

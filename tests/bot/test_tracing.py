@@ -148,3 +148,24 @@ def test_timeline_of_nothing() -> None:
     assert "No trace" in timeline([])
     event = TraceEvent("error", "console:c", "console:m1", agent="react", data={"message": "model error: boom"})
     assert "⚠️ react: model error: boom" in timeline([event])
+
+
+async def test_sample_rate_and_event_kinds_choose_what_is_kept(make_harness: Any, scripted: Any) -> None:
+    h = await make_harness(scripted("one", "two"), tracing={"events": ["route", "run"]})
+    await h.say("hello")
+    await h.gateway.tracing.flush()
+    [events] = await h.gateway.tracing.runs(str(h.chat()))
+    assert [e.type for e in events] == ["route", "run"], "no llm_call: not in tracing.events"
+
+    h.gateway.settings.tracing.events = []
+    h.gateway.settings.tracing.sample_rate = 0.0
+    h.gateway.tracing.record("error", "console:c9", "corr-1", message="kept whatever the rate")
+    await h.say("hello again", chat=h.chat("c2"))
+    await h.gateway.tracing.flush()
+    assert await h.gateway.tracing.runs("console:c2") == []
+    assert [e.type for e in (await h.gateway.tracing.runs("console:c9"))[0]] == ["error"]
+
+    h.gateway.settings.tracing.sample_rate = 0.25
+    kept = [f"corr-{n}" for n in range(2000) if h.gateway.tracing.keeps("llm_call", f"corr-{n}")]
+    assert 400 < len(kept) < 600, "about a quarter of the requests"
+    assert all(h.gateway.tracing.keeps("run", c) for c in kept), "a request is traced whole or not at all"
