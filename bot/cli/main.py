@@ -21,6 +21,7 @@ import yaml
 from bot.cli.agents import agents_app
 from bot.cli.mcp import mcp_app
 from bot.cli.settings import ConfigOpt, cli_settings, pass_config_down
+from bot.cli.traces import print_trace
 from bot.config.secrets import scrub_environment
 from bot.config.settings import ConfigError, Settings
 
@@ -276,34 +277,7 @@ def trace(
 ) -> None:
     """Show how the chat's last requests were handled: route, model and tool calls, handoffs, interrupts."""
     settings = _settings(config)
-    raise typer.Exit(asyncio.run(_trace(settings, chat_key, last, as_json)))
-
-
-async def _trace(settings: Settings, chat_key: str, last: int, as_json: bool) -> int:
-    from bot.store import store_from_settings
-    from bot.store.base import StoreError
-    from bot.tracing.recorder import Tracing, timeline
-
-    store = store_from_settings(settings.store, read_only=True)
-    try:
-        await store.start()
-    except StoreError as exc:
-        typer.echo(f"cannot read the traces: {exc}", err=True)
-        return 1
-    try:
-        runs = await Tracing(store, settings.tracing).runs(chat_key, last)
-    finally:
-        await store.close()
-    if not runs:
-        typer.echo(f"no trace events for {chat_key}", err=True)
-        return 1
-    for events in runs:
-        if as_json:
-            for event in events:
-                typer.echo(json.dumps(event.as_dict(), ensure_ascii=False))
-        else:
-            typer.echo(timeline(events) + "\n")
-    return 0
+    raise typer.Exit(asyncio.run(print_trace(settings, chat_key, last, as_json)))
 
 
 @app.command()

@@ -320,7 +320,7 @@ PRUNE = (
 # -- presentation ------------------------------------------------------------------------------------
 
 
-def _duration(ms: float) -> str:
+def human_duration(ms: float) -> str:
     if ms < 1000:
         return f"{ms:.0f} ms"
     seconds = ms / 1000
@@ -332,7 +332,7 @@ def _duration(ms: float) -> str:
 
 def describe(event: TraceEvent) -> str:
     d = event.data
-    took = f", {_duration(float(d['duration_ms']))}" if "duration_ms" in d else ""
+    took = f", {human_duration(float(d['duration_ms']))}" if "duration_ms" in d else ""
     if event.type == "route":
         return f"🎯 route → {event.agent or 'nobody'} ({d.get('method')}, {d.get('confidence', 0):.0f} %)"
     if event.type == "llm_call":
@@ -390,11 +390,11 @@ def timeline(events: Sequence[TraceEvent]) -> str:
         if e.agent and e.type != "route" and (not chain or chain[-1] != e.agent):
             chain.append(e.agent)
     total = (events[-1].at - start).total_seconds() * 1000
-    head = f"🧭 Trace {events[0].correlation_id} — {len(events)} events, {_duration(total)}"
+    head = f"🧭 Trace {events[0].correlation_id} — {len(events)} events, {human_duration(total)}"
     lines = [head]
     for e in events:
         offset = (e.at - start).total_seconds() * 1000
-        lines.append(f"+{_duration(offset)}  {describe(e)}")
+        lines.append(f"+{human_duration(offset)}  {describe(e)}")
     if chain:
         lines.append("Chain: " + " → ".join(chain))
     return "\n".join(lines)

@@ -14,8 +14,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from agents.models.gemini import GeminiModel
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
-from bot.cli.main import _trace
+from bot.cli.traces import _session, print_trace, with_traces
 from bot.tracing.recorder import OtelSink, Redactor, TraceEvent, timeline
+from bot.tracing.replay import replay, replay_json
 from tests.bot.test_handoffs import AGENTS, toolbox, transfer, write_agents
 from tests.fakes.gemini_server import FakeGemini, call_body, function_call_part, text_body
 
@@ -83,10 +84,22 @@ async def test_one_correlation_id_across_handoff_interrupt_and_restart(
 
     # bot trace CHAT_KEY --json, against the same database.
     await h.gateway.tracing.flush()
-    assert await _trace(h.gateway.settings, str(h.chat()), 2, as_json=True) == 0
+    assert await print_trace(h.gateway.settings, str(h.chat()), 2, as_json=True) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 9  # commands such as /trace are not traced
-    assert await _trace(h.gateway.settings, "console:nobody", 1, as_json=False) == 1
+    assert await print_trace(h.gateway.settings, "console:nobody", 1, as_json=False) == 1
+
+    # bot agents replay: the last request of the chat, step by step, with totals.
+    events = await with_traces(h.gateway.settings, lambda tracing: _session(tracing, str(h.chat())))
+    assert events is not None and events[0].correlation_id == events[-1].correlation_id
+    same = await with_traces(h.gateway.settings, lambda tracing: _session(tracing, events[0].correlation_id))
+    assert same == events, "by correlation id too"
+    shown = replay(events)
+    assert "🔀 debugger → fixer: null check missing" in shown
+    assert '{"path": "app.py", "change": "guard"}' in shown, "a tool call with its arguments"
+    assert "Agents: debugger → fixer" in shown and "Status: done after" in shown
+    assert "Model: 3 calls" in shown and "Tools: 1 tool calls (0 failed" in shown and "1 handoffs" in shown
+    assert replay_json(events)["totals"]["model_calls"] == 3
 
 
 async def test_secrets_never_stored_or_logged(

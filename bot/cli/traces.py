@@ -1,0 +1,83 @@
+"""Reading traces from a shell: ``bot trace CHAT_KEY`` (the timeline of a chat's last requests) and
+``bot agents replay SESSION`` (one finished request step by step, with totals). Both open the store read-only:
+they work beside a running bot and never create or migrate a database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+import typer
+
+from bot.cli.agents import agents_app
+from bot.cli.settings import ConfigOpt, cli_settings
+from bot.config.settings import Settings
+from bot.tracing.recorder import TraceEvent, Tracing, timeline
+
+T = TypeVar("T")
+
+
+async def with_traces(settings: Settings, read: Callable[[Tracing], Awaitable[T]]) -> T | None:
+    """``read`` on the configured store's traces (None, with the reason printed, when it cannot be opened)."""
+    from bot.store import store_from_settings
+    from bot.store.base import StoreError
+
+    store = store_from_settings(settings.store, read_only=True)
+    try:
+        await store.start()
+    except StoreError as exc:
+        typer.echo(f"cannot read the traces: {exc}", err=True)
+        return None
+    try:
+        return await read(Tracing(store, settings.tracing))
+    finally:
+        await store.close()
+
+
+async def print_trace(settings: Settings, chat_key: str, last: int, as_json: bool) -> int:
+    runs = await with_traces(settings, lambda tracing: tracing.runs(chat_key, last))
+    if runs is None:
+        return 1
+    if not runs:
+        typer.echo(f"no trace events for {chat_key}", err=True)
+        return 1
+    for events in runs:
+        if as_json:
+            for event in events:
+                typer.echo(json.dumps(event.as_dict(), ensure_ascii=False))
+        else:
+            typer.echo(timeline(events) + "\n")
+    return 0
+
+
+async def _session(tracing: Tracing, session: str) -> list[TraceEvent]:
+    """A request's events by its correlation id, or a chat's last request when ``session`` is a chat key."""
+    events = await tracing.events(session)
+    if not events and ":" in session:
+        runs = await tracing.runs(session, 1)
+        events = runs[0] if runs else []
+    return events
+
+
+@agents_app.command("replay")
+def replay_command(
+    session: Annotated[
+        str, typer.Argument(help="A request's correlation id (see /trace), or a chat key for its last request.")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="The events and the totals as one JSON object.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Replay a finished request from its trace: each agent, model and tool call, handoff, guardrail and pause,
+    with durations and totals. Nothing runs again."""
+    from bot.tracing.replay import replay, replay_json
+
+    settings = cli_settings(config)
+    events = asyncio.run(with_traces(settings, lambda tracing: _session(tracing, session)))
+    if events is None:
+        raise typer.Exit(1)
+    if not events:
+        typer.echo(f"no trace events for {session} (tracing.enabled, retention_days, sample_rate)", err=True)
+        raise typer.Exit(1)
+    typer.echo(json.dumps(replay_json(events), ensure_ascii=False, default=str) if as_json else replay(events))

@@ -1,0 +1,122 @@
+"""Replaying a finished request from its trace: every agent, model call, tool call, handoff, guardrail and pause
+in order, with what each took, then the totals (``bot agents replay``).
+
+It reads only trace events (what ``tracing.events`` and ``tracing.sample_rate`` kept), so it shows what
+happened without running anything again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.tracing.recorder import TraceEvent, describe, human_duration
+
+ARGS_CHARS = 120
+
+
+@dataclass
+class Totals:
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    model_ms: float = 0.0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    tool_ms: float = 0.0
+    handoffs: int = 0
+    refused_handoffs: int = 0
+    guardrails: int = 0
+    interrupts: int = 0
+    errors: int = 0
+    status: str = ""
+    agents: list[str] = field(default_factory=list)
+
+    def add(self, event: TraceEvent) -> None:
+        d = event.data
+        if event.agent and event.type != "route" and (not self.agents or self.agents[-1] != event.agent):
+            self.agents.append(event.agent)
+        if event.type == "llm_call":
+            self.model_calls += 1
+            self.input_tokens += int(d.get("input_tokens") or 0)
+            self.output_tokens += int(d.get("output_tokens") or 0)
+            self.thinking_tokens += int(d.get("thinking_tokens") or 0)
+            self.model_ms += float(d.get("duration_ms") or 0)
+        elif event.type == "tool_call":
+            self.tool_calls += 1
+            self.tool_errors += 1 if d.get("error") else 0
+            self.tool_ms += float(d.get("duration_ms") or 0)
+        elif event.type == "handoff":
+            accepted = d.get("status") == "accepted"
+            self.handoffs += accepted
+            self.refused_handoffs += not accepted
+        elif event.type == "guardrail":
+            self.guardrails += 1
+        elif event.type == "interrupt" and d.get("status") == "raised":
+            self.interrupts += 1
+        elif event.type == "error":
+            self.errors += 1
+        elif event.type == "run":
+            self.status = str(d.get("status") or "")
+
+    def lines(self, wall_ms: float) -> list[str]:
+        thinking = f", {self.thinking_tokens:,} thinking" if self.thinking_tokens else ""
+        tools = f"{self.tool_calls} tool calls ({self.tool_errors} failed, {human_duration(self.tool_ms)})"
+        handoffs = f"{self.handoffs} handoffs" + (
+            f" ({self.refused_handoffs} refused)" if self.refused_handoffs else ""
+        )
+        return [
+            "Agents: " + (" → ".join(self.agents) or "none"),
+            f"Model: {self.model_calls} calls, {self.input_tokens:,} tokens in, {self.output_tokens:,} out{thinking}, "
+            f"{human_duration(self.model_ms)}",
+            f"Tools: {tools}; {handoffs}; {self.guardrails} guardrail checks; {self.interrupts} pauses; "
+            f"{self.errors} errors",
+            f"Status: {self.status or 'unfinished'} after {human_duration(wall_ms)}",
+        ]
+
+
+def _detail(event: TraceEvent) -> str:
+    """What :func:`describe` leaves out and a replay shows: arguments, matched words, reasons."""
+    d = event.data
+    if event.type == "tool_call" and d.get("arguments") is not None:
+        args = json.dumps(d["arguments"], ensure_ascii=False, default=str)
+        return args if len(args) <= ARGS_CHARS else args[: ARGS_CHARS - 1] + "…"
+    if event.type == "route":
+        matched = [*(d.get("keywords") or []), *(d.get("patterns") or [])]
+        parts = [f"strategy {d.get('strategy')}"] if d.get("strategy") else []
+        parts += [f"matched {', '.join(map(str, matched))}"] if matched else []
+        parts += [str(d["note"])] if d.get("note") else []
+        return "; ".join(parts)
+    if event.type == "guardrail" and d.get("errors"):
+        return str(d["errors"])[:ARGS_CHARS]
+    if event.type == "llm_call" and d.get("purpose"):
+        return f"for {d['purpose']}"
+    return ""
+
+
+def replay(events: Sequence[TraceEvent]) -> str:
+    """The request of ``events`` (one correlation id), step by step, with totals."""
+    if not events:
+        return "Nothing to replay: no trace events."
+    start, end = events[0].at, events[-1].at
+    totals = Totals()
+    head = f"▶ {events[0].correlation_id} in {events[0].chat_key}, {start:%Y-%m-%d %H:%M:%S} UTC"
+    lines = [head]
+    for event in events:
+        totals.add(event)
+        offset = (event.at - start).total_seconds() * 1000
+        detail = _detail(event)
+        lines.append(f"+{human_duration(offset):>8}  {describe(event)}" + (f"\n{'':>11}{detail}" if detail else ""))
+    return "\n".join([*lines, *totals.lines((end - start).total_seconds() * 1000)])
+
+
+def replay_json(events: Sequence[TraceEvent]) -> dict[str, Any]:
+    """The same as data: the events and the totals."""
+    totals = Totals()
+    for event in events:
+        totals.add(event)
+    wall = (events[-1].at - events[0].at).total_seconds() * 1000 if events else 0.0
+    return {"events": [e.as_dict() for e in events], "totals": {**totals.__dict__, "duration_ms": round(wall, 3)}}
