@@ -235,6 +235,30 @@ class Condition:
     def holds(self, state: Mapping[str, Any]) -> bool:
         return _truth(self.tree, state)
 
+    def paths(self) -> list[str]:
+        """Every dotted path it reads, in order (to say what they were when it did not hold)."""
+        found: list[str] = []
+
+        def walk(node: Node) -> None:
+            kind = node[0]
+            if kind == "path" and ".".join(node[1]) not in found:
+                found.append(".".join(node[1]))
+            elif kind in ("and", "or", "list"):
+                for part in node[1]:
+                    walk(part)
+            elif kind == "not":
+                walk(node[1])
+            elif kind == "cmp":
+                walk(node[2])
+                walk(node[3])
+
+        walk(self.tree)
+        return found
+
+    def explain(self, state: Mapping[str, Any]) -> str:
+        """What the paths it reads are in ``state``: ``task.status is 'draft'``."""
+        return ", ".join(f"{path} is {_shown(_lookup(state, tuple(path.split('.'))))}" for path in self.paths())
+
     def names(self) -> set[str]:
         """The first part of every path it reads (``analysis`` of ``analysis.can_auto_fix``): what a loader
         checks against the names the state can have."""
@@ -258,6 +282,26 @@ class Condition:
 
     def __str__(self) -> str:
         return self.text
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "not set"
+    text = repr(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def as_condition(text: str) -> Condition | None:
+    """``text`` as a condition when it is one: it parses, and it is more than one bare word (``done`` or
+    "the cause is found" are prose for the model, ``fix.applied`` or ``status == 'done'`` conditions)."""
+    try:
+        condition = parse_condition(text)
+    except ConditionError:
+        return None
+    tree = condition.tree
+    if tree[0] == "path" and len(tree[1]) == 1:
+        return None
+    return condition
 
 
 def parse_condition(text: str) -> Condition:

@@ -64,6 +64,8 @@ class RunContext:
     """The agents of this run so far, this one last (cycles and depth are checked against it)."""
     max_handoff_depth: int = DEFAULT_MAX_DEPTH
     extra: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    """The run's state (a graph's node outputs by node name): what handoff conditions are checked against."""
     stream: AnswerStream | None = None
     """Where the answer goes as the model writes it (None: only the final answer is sent)."""
     repair_model: Model | None = None

@@ -11,10 +11,12 @@ and continues the same run with the target.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.conditions import Condition
 from agents.messages import Message, ToolCall
 from agents.tools.base import Tool
 
@@ -30,6 +32,10 @@ class HandoffTarget:
     when: str = ""
     description: str = ""
     include_context: bool = False
+    condition: Condition | None = None
+    """``when`` as a condition over the state and the payload: checked before the handoff runs."""
+    payload_schema: dict[str, Any] | None = None
+    """The JSON schema the call's ``payload`` must fit (the call is refused with the errors otherwise)."""
 
 
 def tool_name(target: str) -> str:
@@ -58,20 +64,24 @@ def handoff_tools(targets: Sequence[HandoffTarget]) -> list[Tool]:
     tools = []
     for target in targets:
         what = target.description or f"Hand the conversation to the {target.to} agent."
-        when = f" Use it when {target.when.rstrip('.')}." if target.when else ""
+        if target.condition is not None:
+            when = f" Only when {target.condition} (it is checked; the payload counts)."
+        else:
+            when = f" Use it when {target.when.rstrip('.')}." if target.when else ""
+        properties: dict[str, Any] = {
+            "reason": {"type": "string", "description": "Why you hand off (shown to the user)."},
+            "summary": {"type": "string", "description": "What is known so far, for the next agent."},
+            "context": {"type": "string", "description": "Details the next agent needs (files, errors)."},
+        }
+        required = ["reason"]
+        if target.payload_schema is not None:
+            properties["payload"] = {**target.payload_schema, "description": f"What {target.to} needs, as data."}
+            required.append("payload")
         tools.append(
             Tool(
                 name=tool_name(target.to),
                 description=f"{what}{when} The {target.to} agent continues and answers the user.",
-                parameters={
-                    "type": "object",
-                    "properties": {
-                        "reason": {"type": "string", "description": "Why you hand off (shown to the user)."},
-                        "summary": {"type": "string", "description": "What is known so far, for the next agent."},
-                        "context": {"type": "string", "description": "Details the next agent needs (files, errors)."},
-                    },
-                    "required": ["reason"],
-                },
+                parameters={"type": "object", "properties": properties, "required": required},
                 func=_control,
                 risk="safe",
                 toolset="control",
@@ -81,16 +91,33 @@ def handoff_tools(targets: Sequence[HandoffTarget]) -> list[Tool]:
 
 
 def check_handoff(
-    target: str, targets: Sequence[HandoffTarget], chain: Sequence[str], max_depth: int = DEFAULT_MAX_DEPTH
+    target: str,
+    targets: Sequence[HandoffTarget],
+    chain: Sequence[str],
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    *,
+    state: Mapping[str, Any] | None = None,
+    payload: Any = None,
 ) -> str | None:
-    """Why a handoff to ``target`` is refused, or None when it may go ahead."""
-    if target not in {t.to for t in targets}:
+    """Why a handoff to ``target`` is refused, or None when it may go ahead.
+
+    A ``when`` condition is checked against the run's ``state`` with the call's ``payload`` fields over it.
+    """
+    entry = next((t for t in targets if t.to == target), None)
+    if entry is None:
         allowed = ", ".join(t.to for t in targets) or "none"
         return f"handoff to {target!r} is not allowed for this agent (allowed: {allowed})"
     if target in chain:
         return f"handoff to {target!r} refused: it would form a cycle ({' → '.join([*chain, target])})"
     if len(chain) > max_depth:
         return f"handoff to {target!r} refused: the chain already has {len(chain) - 1} handoffs (limit {max_depth})"
+    if entry.condition is not None:
+        seen = {**(state or {}), **(payload if isinstance(payload, Mapping) else {})}
+        if not entry.condition.holds(seen):
+            return (
+                f"handoff to {target!r} refused: its condition `{entry.condition}` does not hold "
+                f"({entry.condition.explain(seen)})"
+            )
     return None
 
 
@@ -107,6 +134,8 @@ class HandoffContext:
     correlation_id: str = ""
     recent: list[str] = field(default_factory=list)
     """The last messages of the conversation (``role: text``) when the handoff includes context."""
+    payload: Any = None
+    """The data the handing-off agent passed (validated against the handoff's payload schema)."""
 
     def render(self) -> str:
         lines = [
@@ -118,6 +147,8 @@ class HandoffContext:
             lines.append(f"Summary so far: {self.summary}")
         if self.context:
             lines.append(f"Context: {self.context}")
+        if self.payload is not None:
+            lines.append(f"Payload: {json.dumps(self.payload, ensure_ascii=False, default=str)}")
         lines.append(f"Chain: {' → '.join(self.chain)}")
         if self.recent:
             lines.append("Recent conversation:")
@@ -135,6 +166,7 @@ class HandoffContext:
             "chain": list(self.chain),
             "correlation_id": self.correlation_id,
             "recent": list(self.recent),
+            "payload": self.payload,
         }
 
     @classmethod
@@ -148,6 +180,7 @@ class HandoffContext:
             chain=[str(c) for c in data.get("chain", [])],
             correlation_id=str(data.get("correlation_id", "")),
             recent=[str(r) for r in data.get("recent", [])],
+            payload=data.get("payload"),
         )
 
 

@@ -156,11 +156,16 @@ class ReactRunner:
         chain = list(ctx.handoff_chain) or [self.name]
         for call in (c for c in turn.tool_calls if is_handoff_call(c)):
             target = target_of(call, ctx.handoffs)
-            refusal = (
-                check_handoff(target, ctx.handoffs, chain, ctx.max_handoff_depth)
-                if chosen is None
-                else "refused: only one handoff per turn"
-            )
+            refusal: str | None
+            if call.id in results:  # its arguments do not fit the tool (a payload against its schema)
+                refusal = results[call.id].content
+            elif chosen is not None:
+                refusal = "refused: only one handoff per turn"
+            else:
+                payload = call.args.get("payload")
+                refusal = check_handoff(
+                    target, ctx.handoffs, chain, ctx.max_handoff_depth, state=ctx.state, payload=payload
+                )
             if refusal is not None:
                 results[call.id] = ToolResult(call_id=call.id, name=call.name, content=refusal, is_error=True)
                 ctx.tracer.event("handoff", agent=self.name, target=target, status="refused", reason=refusal)
@@ -181,6 +186,7 @@ class ReactRunner:
             reason=str(call.args.get("reason") or "").strip() or "no reason given",
             summary=str(call.args.get("summary") or ""),
             context=str(call.args.get("context") or ""),
+            payload=call.args.get("payload"),
             message=new[0],
             messages=tuple(new[1:]),
             agent=self.name,

@@ -57,6 +57,7 @@ class HandoffRequest(BaseModel):
     reason: str
     summary: str = ""
     context: str = ""
+    payload: Any = None
     message: Message
     messages: tuple[Message, ...] = ()
     usage: Usage = Field(default_factory=Usage)

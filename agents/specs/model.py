@@ -7,6 +7,7 @@ descriptions, which editors show next to the fields.
 
 from __future__ import annotations
 
+import difflib
 import re
 from functools import cached_property
 from typing import Annotated, Any, Literal
@@ -26,6 +27,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from agents.conditions import ConditionError, as_condition, parse_condition
 from agents.models.base import Generation
 from agents.specs.patterns import pattern_problem
 
@@ -121,17 +123,66 @@ class Triggers(_Strict):
         return tuple(re.compile(p, re.IGNORECASE) for p in self.patterns)
 
 
+def _json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        raise ValueError(f"not a valid JSON schema{f' at {where}' if where else ''}: {exc.message}") from None
+    return schema
+
+
+JsonSchema = Annotated[dict[str, Any], AfterValidator(_json_schema)]
+
+
+class HandoffPayload(_Strict):
+    """The data a handoff carries: the model fills it in, it is validated before the handoff runs."""
+
+    schema_: JsonSchema = Field(alias="schema")
+    """A JSON schema (draft 2020-12) of an object; its properties are names ``when`` may test."""
+
+    @field_validator("schema_")
+    @classmethod
+    def _an_object(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        if schema.get("type") != "object":
+            raise ValueError("the payload schema must describe an object (type: object)")
+        return schema
+
+
 class Handoff(_Strict):
     """A ``transfer_to_<to>`` tool the agent may call to pass the conversation on."""
 
     to: AgentName
     """The agent that takes over."""
     when: str = ""
-    """When to hand off; goes into the tool's description for the model."""
+    """When to hand off. A condition (``task.status == 'need-review'``, ``fix.applied and not review.done``) is
+    checked against the payload before the handoff runs, and a call it refuses gets an error naming it; other
+    text is advice in the tool's description."""
     description: str = ""
     """What the target does, for the model; the target's own description when empty."""
     include_context: bool = False
     """Give the target this agent's conversation, not only the handoff summary."""
+    payload: HandoffPayload | None = None
+    """``{schema: …}``: the data the handoff must carry (the call is refused with the errors when it does not
+    fit; the target is shown it)."""
+
+    @model_validator(mode="after")
+    def _condition_names(self) -> Handoff:
+        condition = as_condition(self.when)
+        if condition is None:
+            if re.search(r"[=<>]", self.when):  # meant as a condition: say why it is not one
+                try:
+                    parse_condition(self.when)
+                except ConditionError as exc:
+                    raise ValueError(f"when: {exc}") from None
+            return self
+        known = set((self.payload.schema_.get("properties") or {}) if self.payload else ())
+        for name in sorted(condition.names() - known):
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            where = f"the payload's properties ({', '.join(sorted(known))})" if known else "no payload schema"
+            raise ValueError(f"when: `{condition}` reads {name!r}, which is not among {where}{hint}")
+        return self
 
 
 class Guardrail(_Strict):
@@ -148,12 +199,7 @@ class Guardrail(_Strict):
     @field_validator("output_schema")
     @classmethod
     def _schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path)
-            raise ValueError(f"not a valid JSON schema{f' at {where}' if where else ''}: {exc.message}") from None
-        return schema
+        return _json_schema(schema)
 
 
 class Confirmation(_Strict):
@@ -298,6 +344,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "mcp": McpPolicy,
     "triggers": Triggers,
     "handoffs": Handoff,
+    "payload": HandoffPayload,
     "guardrails": Guardrail,
     "confirmation": Confirmation,
     "memory": MemoryPolicy,

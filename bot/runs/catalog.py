@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agents.conditions import as_condition
 from agents.guardrails import GuardrailRule
 from agents.handoffs import HandoffTarget
 from agents.models.base import Generation
@@ -117,7 +118,14 @@ def agent_from_spec(spec: AgentSpec, settings: Settings) -> AgentDef:
         spec=spec,
         source=str(getattr(spec, "source", "") or "builtin"),
         handoffs=[
-            HandoffTarget(to=h.to, when=h.when, description=h.description, include_context=h.include_context)
+            HandoffTarget(
+                to=h.to,
+                when=h.when,
+                description=h.description,
+                include_context=h.include_context,
+                condition=as_condition(h.when),
+                payload_schema=h.payload.schema_ if h.payload is not None else None,
+            )
             for h in spec.handoffs
         ],
         guardrails=[

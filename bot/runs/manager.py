@@ -327,9 +327,15 @@ class RunManager:
             chain=chain,
             correlation_id=run.correlation_id,
             recent=recent,
+            payload=request.payload,
         )
         leg.ctx.tracer.event(
-            "handoff", agent=leg.agent.name, target=target.name, status="accepted", reason=request.reason
+            "handoff",
+            agent=leg.agent.name,
+            target=target.name,
+            status="accepted",
+            reason=request.reason,
+            payload=request.payload,
         )
         template = self.settings.handoffs.notify
         if template:

@@ -263,3 +263,86 @@ def test_handoff_context_round_trips() -> None:
 
     ctx = HandoffContext("a", "b", "why", "sum", "ctx", ["a", "b"], "corr", ["user: hi"])
     assert HandoffContext.from_json(json.loads(json.dumps(ctx.to_json()))) == ctx
+
+
+CONDITIONAL = {
+    "fixer": """---
+name: fixer
+description: Writes the fix.
+runner: react
+handoffs:
+  - to: reviewer
+    when: task.status == 'need-review' and task.files
+    payload:
+      schema:
+        type: object
+        required: [task]
+        properties:
+          task:
+            type: object
+            required: [status, files]
+            properties: {status: {enum: [draft, need-review]}, files: {type: array, items: {type: string}}}
+---
+You fix code.
+""",
+    "reviewer": """---
+name: reviewer
+description: Reviews a change.
+runner: react
+---
+You review code.
+""",
+}
+
+
+async def test_a_handoff_is_refused_by_its_condition_and_accepted_with_a_payload(
+    make_harness: Any, tmp_path: Path
+) -> None:
+    draft = {"task": {"status": "draft", "files": ["app.py"]}}
+    ready = {"task": {"status": "need-review", "files": ["app.py"]}}
+    model = ScriptedModel(
+        [
+            call("transfer_to_reviewer", {"reason": "done?", "payload": {"task": {"status": "done"}}}, id="h1"),
+            call("transfer_to_reviewer", {"reason": "please look", "payload": draft}, id="h2"),
+            call("transfer_to_reviewer", {"reason": "ready for review", "payload": ready}, id="h3"),
+            "Looks good.",
+        ]
+    )
+    h = await make_harness(model, agents={"dirs": [str(write_agents(tmp_path / "agents", CONDITIONAL))]})
+    assert (await h.say("@fixer fix the crash in app.py"))[-1] == "Looks good."
+    declared = next(t for t in model.requests[0].tools if t.name == "transfer_to_reviewer")
+    assert declared.parameters["required"] == ["reason", "payload"], "the payload schema is the tool's"
+    assert "Only when task.status == 'need-review' and task.files" in declared.description
+
+    invalid = model.requests[1].messages[-1].tool_results[0]
+    assert invalid.is_error and "payload/task" in (invalid.content or ""), "the schema refuses it first"
+    refused = model.requests[2].messages[-1].tool_results[0]
+    assert refused.is_error and (refused.content or "").startswith(
+        "handoff to 'reviewer' refused: its condition `task.status == 'need-review' and task.files` does not hold"
+    )
+    assert "task.status is 'draft'" in (refused.content or "")
+    target = model.requests[3]
+    assert 'Payload: {"task": {"status": "need-review", "files": ["app.py"]}}' in (target.system or "")
+    await h.gateway.tracing.flush()
+    [events] = await h.gateway.tracing.runs(str(h.chat()))
+    handoffs = [(e.data["status"], e.data.get("payload")) for e in events if e.type == "handoff"]
+    assert handoffs == [("refused", None), ("refused", None), ("accepted", ready)]
+
+
+@pytest.mark.parametrize(
+    ("when", "problem"),
+    [
+        (
+            "tsk.status == 'need-review'",
+            "reads 'tsk', which is not among the payload's properties (task); did you mean 'task'?",
+        ),
+        ("task.status = 'need-review'", "when: unexpected '='"),
+    ],
+)
+def test_a_condition_that_cannot_work_is_refused_at_load(when: str, problem: str) -> None:
+    from agents.spec import SpecFileError, parse_agent_text
+
+    text = CONDITIONAL["fixer"].replace("task.status == 'need-review' and task.files", when)
+    with pytest.raises(SpecFileError) as caught:
+        parse_agent_text(text, source="fixer.md")
+    assert problem in str(caught.value) and "handoffs" in str(caught.value)
