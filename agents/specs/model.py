@@ -29,6 +29,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agents.conditions import ConditionError, as_condition, parse_condition
 from agents.models.base import Generation
+from agents.specs.graph import GraphEdge, GraphSpec
 from agents.specs.patterns import pattern_problem
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -279,6 +280,8 @@ class AgentSpec(_Strict):
     generation: Generation | None = None
     """temperature, max_output_tokens, thinking_budget (Gemini 2.5), thinking_level (Gemini 3) for this agent."""
     memory: MemoryPolicy = MemoryPolicy()
+    graph: GraphSpec | None = None
+    """``runner: graph``: the nodes (agents) it runs one after another, its edges and their conditions."""
     media: tuple[Literal["image", "audio", "document"], ...] = ("image", "audio", "document")
     """The files this agent takes with a message (photos and images, voice notes and audio, PDFs and text
     files); a message carrying another kind is routed to an agent that takes it. ``[]``: text only."""
@@ -295,6 +298,16 @@ class AgentSpec(_Strict):
                 raise ValueError("give contextMode or context_mode, not both")
             data = {("contextMode" if k == "context_mode" else k): v for k, v in data.items()}
         return data
+
+    @model_validator(mode="after")
+    def _graph_runner(self) -> AgentSpec:
+        if self.runner == "graph" and self.graph is None:
+            raise ValueError("runner: graph needs a graph: block (entry, nodes, edges)")
+        if self.graph is not None and self.runner != "graph":
+            raise ValueError(f"graph: is run by runner: graph, not {self.runner}")
+        if self.graph is not None and self.name in self.graph.nodes.values():
+            raise ValueError("graph.nodes: a graph cannot run itself as a node")
+        return self
 
     @field_validator("handoffs")
     @classmethod
@@ -345,6 +358,8 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "triggers": Triggers,
     "handoffs": Handoff,
     "payload": HandoffPayload,
+    "graph": GraphSpec,
+    "edges": GraphEdge,
     "guardrails": Guardrail,
     "confirmation": Confirmation,
     "memory": MemoryPolicy,

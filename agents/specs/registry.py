@@ -157,6 +157,14 @@ def check_references(
         else:
             reason = f"unknown agent {handoff.to!r}{_suggest(handoff.to, agents)}"
         errors.append(SpecError(spec.source, f"handoffs[{i}].to", reason))
+    for node, agent in spec.graph.nodes.items() if spec.graph is not None else ():
+        if agent in agents:
+            continue
+        if agent in unloaded:
+            reason = f"agent {agent!r} did not load (see the errors for its file)"
+        else:
+            reason = f"unknown agent {agent!r}{_suggest(agent, agents)}"
+        errors.append(SpecError(spec.source, f"graph.nodes.{node}", reason))
     tool_lists = (
         ("tools.allow", spec.tools.allow),
         ("tools.deny", spec.tools.deny),

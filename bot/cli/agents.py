@@ -16,7 +16,15 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from agents.spec import AgentRegistry, SpecError, agent_json_schema, load_agents, name_problem, parse_agent_text
+from agents.spec import (
+    AgentRegistry,
+    SpecError,
+    agent_json_schema,
+    check_references,
+    load_agents,
+    name_problem,
+    parse_agent_text,
+)
 from bot.cli.settings import ConfigOpt, cli_settings
 from bot.config.settings import Settings
 from bot.runs.catalog import builtin_agents_dir
@@ -319,3 +327,41 @@ def create(
 def schema() -> None:
     """The JSON schema of an agent file's front matter, for editors."""
     typer.echo(json.dumps(agent_json_schema(), indent=2, ensure_ascii=False))
+
+
+graph_app = typer.Typer(help="Agent graphs (runner: graph): show one.", add_completion=False, no_args_is_help=True)
+agents_app.add_typer(graph_app, name="graph")
+
+
+@graph_app.command("show")
+def graph_show(
+    name: Annotated[str, typer.Argument(help="The graph agent's name.")],
+    mermaid: Annotated[bool, typer.Option("--mermaid", help="A Mermaid flowchart instead of text.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """A graph's nodes (and the agent each runs), its edges in the order they are tried, with their conditions."""
+    registry = _load(_settings(config))
+    spec = registry.get(name)
+    if spec is None:
+        graphs = [s.name for s in registry if s.graph is not None]
+        typer.echo(f"no agent named {name!r}; graphs: {', '.join(graphs) or 'none'}", err=True)
+        for error in registry.errors:
+            if Path(error.file).stem == name:
+                typer.echo(f"  {_problem(error)}", err=True)
+        raise typer.Exit(1)
+    graph = spec.graph
+    if graph is None:
+        typer.echo(f"{name} is not a graph (runner: {spec.runner})", err=True)
+        raise typer.Exit(1)
+    if mermaid:
+        typer.echo(graph.mermaid())
+        return
+    lines = [f"{name}: starts at {graph.entry}, at most {graph.max_steps} steps ({_display(spec.source)})", "Nodes:"]
+    lines += [f"  {node} → agent {agent}" for node, agent in graph.nodes.items()]
+    lines.append("Edges (tried in order; none that holds, or END, ends the graph):")
+    lines += [f"  {e.source} → {e.to}" + (f"  when {e.when}" if e.when else "  always") for e in graph.edges]
+    problems = [e for e in check_references(spec, registry.names()) if e.field.startswith("graph.")]
+    lines += [f"✗ {_problem(p)}" for p in problems]
+    typer.echo("\n".join(lines))
+    if problems:
+        raise typer.Exit(1)

@@ -20,7 +20,7 @@ from agents.guardrails import GuardrailRule
 from agents.handoffs import HandoffTarget
 from agents.models.base import Generation
 from agents.results import Runner
-from agents.spec import AgentSpec, load_agents
+from agents.spec import AgentSpec, check_references, load_agents
 from agents.tools.base import Tool, matches, select_tools
 from bot.config.settings import Settings
 from bot.routing.rule import RouteTarget
@@ -168,6 +168,13 @@ class AgentCatalog:
                 log.warning("agent file skipped: %s", errors[-1])
                 continue
             agents[spec.name] = agent_from_spec(spec, settings)
+        for spec in registry.specs.values():
+            # A graph whose node runs an agent that is not here cannot run: refused, with the reason.
+            missing = [e for e in check_references(spec, agents) if e.field.startswith("graph.")]
+            if missing and spec.name in agents:
+                del agents[spec.name]
+                errors.extend(str(e) for e in missing)
+                log.warning("agent file skipped: %s", "; ".join(str(e) for e in missing))
         for agent in agents.values():
             # A handoff tool without its own description borrows the target's.
             agent.handoffs = [

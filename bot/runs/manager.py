@@ -21,13 +21,13 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from agents.context import NullTracer, RunContext
+from agents.graph import END, GraphPosition, GraphRunner
 from agents.guardrails import enforce
 from agents.handoffs import HandoffContext, recent_lines
 from agents.messages import Message, ToolCall, fit_context, recent_media
 from agents.models.base import Generation, Model, ModelError
 from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
 from agents.tools.base import RISK_ORDER, Tool
-from agents.tools.ledger import LedgerEntry
 from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
@@ -37,6 +37,8 @@ from bot.interrupts.text import SHOW_ALL, buttons_for, hint, locked_prompt, tool
 from bot.memory.service import Briefing, MemoryService
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
+from bot.runs.ledger import RunLedger
+from bot.runs.legs import Leg, own_turns
 from bot.runs.streaming import ReplyStream
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunRow, RunStore
@@ -47,32 +49,6 @@ log = logging.getLogger(__name__)
 
 NEVER_GRANTED = frozenset({"run_command"})
 """Tools that are confirmed every time, whatever the chat's grants say."""
-
-
-class RunLedger:
-    """The tool ledger of one run, in the store; fresh runs skip the database read."""
-
-    def __init__(self, runs: RunStore, resumed: bool) -> None:
-        self.runs = runs
-        self.resumed = resumed
-        self._local: dict[tuple[str, str], LedgerEntry] = {}
-
-    async def get(self, run_id: str, call_id: str) -> LedgerEntry | None:
-        entry = self._local.get((run_id, call_id))
-        if entry is None and self.resumed:
-            entry = await self.runs.ledger_get(run_id, call_id)
-        return entry
-
-    async def started(self, run_id: str, call: ToolCall) -> None:
-        await self.runs.ledger_started(run_id, call)
-        self._local[(run_id, call.id)] = LedgerEntry(run_id=run_id, call_id=call.id, name=call.name, status="started")
-
-    async def finished(self, run_id: str, result: Any) -> None:
-        await self.runs.ledger_finished(run_id, result)
-        status = "failed" if result.is_error else "succeeded"
-        self._local[(run_id, result.call_id)] = LedgerEntry(
-            run_id=run_id, call_id=result.call_id, name=result.name, status=status, result=result
-        )
 
 
 class ModelSource(Protocol):
@@ -114,8 +90,10 @@ class RunManager:
         chain: list[str] | None = None,
         handoff: HandoffContext | None = None,
         query: str = "",
+        graph: GraphPosition | None = None,
     ) -> RunContext:
-        """``query``: the text the run answers (memories matching it are recalled)."""
+        """``query``: the text the run answers (memories matching it are recalled); ``graph``: the position of
+        the graph whose node this agent runs (its state goes to the handoff checks and the system prompt)."""
         chat = run.chat
         state = await self.store.chat_state(run.chat_key)
         chat_settings = await self.store.chat_settings(chat.settings_key)
@@ -147,7 +125,8 @@ class RunManager:
                 pool.append(self.memory.session_tool(agent.session_keys))
         tools = agent.tools(pool)
         told = brief.text(tools=any(t.name == "recall" for t in tools))
-        extra = [part for part in (told, handoff.render() if handoff is not None else "") if part]
+        parts = (told, handoff.render() if handoff is not None else "", graph.brief() if graph is not None else "")
+        extra = [part for part in parts if part]
         repair = self.settings.model.repair
         ctx = RunContext(
             chat_key=run.chat_key,
@@ -172,6 +151,7 @@ class RunManager:
                 if self.tracing is not None
                 else NullTracer()
             ),
+            state=graph.state if graph is not None else {},
         )
         if brief.memories or brief.summary or brief.session_keys:
             ctx.tracer.event("memory", agent=agent.name, **brief.trace_fields(self.settings.memory.budget_tokens))
@@ -210,8 +190,46 @@ class RunManager:
         if not recorded:
             # Not awaited: the run's later writes commit after this one, in order.
             self.store.write_later([self.runs.start_run_step(run)], what=f"starting run {run.id}")
+        if isinstance(agent.runner, GraphRunner):
+            leg = await self._graph_leg(run, agent.runner, agent.runner.start(), message, [])
+            if leg is not None:
+                await self._drive(run, leg, lambda: leg.agent.runner.run(leg.ctx, message))
+            return
         ctx = await self.context(run, agent, resumed=False, query=message.text or "")
-        await self._drive(run, _Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
+        await self._drive(run, Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
+
+    async def _graph_leg(
+        self, run: RunRow, graph: GraphRunner, position: GraphPosition, message: Message, prefix: list[Message]
+    ) -> Leg | None:
+        """The leg that runs ``position``'s node (None, with the run failed and said so, when its agent is gone)."""
+        agent = self.catalog.get(graph.agent_of(position.node))
+        if agent is None:
+            reason = f"the graph {graph.name}'s node {position.node!r} runs {graph.agent_of(position.node)!r}"
+            await self.finish(run, "failed", prefix, _notice(run.chat, f"⚠️ {reason}, which is not available."))
+            return None
+        ctx = await self.context(run, agent, resumed=False, query=message.text or "", graph=position)
+        return Leg(agent, ctx, [agent.name], message, prefix, graph=position)
+
+    async def _graph_next(self, run: RunRow, leg: Leg, answer: FinalAnswer) -> Leg | None:
+        """After a node answered: the leg of the next node, or None when the graph ends with this answer."""
+        position = leg.graph
+        assert position is not None and leg.message is not None
+        graph = self.catalog.get(position.graph)
+        if graph is None or not isinstance(graph.runner, GraphRunner):
+            return None
+        following, when = graph.runner.after(position, answer.text)
+        self.trace("graph", run, leg.agent.name, graph=position.graph, node=position.node, to=following, when=when)
+        if following == END:
+            return None
+        if graph.runner.capped(position):
+            text = f"⚠️ {position.graph} stopped after {position.steps} steps (its max_steps); this is the last answer."
+            await self.delivery.send(_notice(run.chat, text))
+            return None
+        if self.settings.handoffs.notify:
+            await self.delivery.send(_notice(run.chat, f"🧭 {position.graph}: {position.node} → {following}"))
+        # The run's row keeps the graph's name: a crash inside a node is reported, not re-run (nodes may have acted).
+        step = GraphPosition(position.graph, following, position.state, position.steps + 1)
+        return await self._graph_leg(run, graph.runner, step, leg.message, [*leg.prefix, *answer.messages])
 
     async def resume(self, run: RunRow, resolution: Resolution, *, running: bool = False) -> None:
         """Continue a paused run from its checkpoint with the human's ``resolution``.
@@ -239,14 +257,16 @@ class RunManager:
         state = checkpoint["state"]
         first = (state.get("messages") or [None])[0]
         query = str(first.get("text") or "") if isinstance(first, dict) else ""
-        ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff, query=query)
-        leg = _Leg(
+        position = GraphPosition.from_json(checkpoint["graph"]) if checkpoint.get("graph") else None
+        ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff, query=query, graph=position)
+        leg = Leg(
             agent,
             ctx,
             chain,
             Message.model_validate(first) if first else None,
             [Message.model_validate(m) for m in handed.get("messages", [])],
             handoff,
+            position,
         )
         await self._drive(run, leg, lambda: resume(ctx, state, resolution))
 
@@ -262,23 +282,31 @@ class RunManager:
             )
         return ReplyStream(self.delivery, run.chat, reply_to=run.reply_to, limit=limit)
 
-    async def _drive(self, run: RunRow, leg: _Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
+    async def _drive(self, run: RunRow, leg: Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""
         chat = run.chat
         await self.delivery.send(OutboundMessage(chat=chat, kind="typing"))
-        stream = leg.ctx.stream = self._stream(run)
+        # A graph's nodes answer one after another: only the last answer is the reply, so none is shown growing.
+        stream = leg.ctx.stream = self._stream(run) if leg.graph is None else None
         try:
             try:
                 result = await step()
-                while isinstance(result, HandoffRequest):
-                    handed = await self._hand_off(run, leg, result)
-                    if handed is None:
-                        return
-                    leg = handed
-                    leg.ctx.stream = stream
-                    result = await leg.agent.runner.run(leg.ctx, result.message)
-                if isinstance(result, FinalAnswer):
-                    result = await self._guard(leg, result)
+                while True:
+                    while isinstance(result, HandoffRequest):
+                        handed = await self._hand_off(run, leg, result)
+                        if handed is None:
+                            return
+                        leg = handed
+                        leg.ctx.stream = stream
+                        result = await leg.agent.runner.run(leg.ctx, result.message)
+                    if isinstance(result, FinalAnswer):
+                        result = await self._guard(leg, result)
+                        following = await self._graph_next(run, leg, result) if leg.graph is not None else None
+                        if following is not None and following.message is not None:
+                            leg = following
+                            result = await leg.agent.runner.run(leg.ctx, following.message)
+                            continue
+                    break
             except BaseException:
                 if stream is not None:
                     await stream.close()
@@ -303,7 +331,7 @@ class RunManager:
                 await stream.interrupt()
             await self.pause(run, leg, result)
 
-    async def _hand_off(self, run: RunRow, leg: _Leg, request: HandoffRequest) -> _Leg | None:
+    async def _hand_off(self, run: RunRow, leg: Leg, request: HandoffRequest) -> Leg | None:
         """Continue the run with the handoff's target (the runner already checked whitelist, cycle, depth)."""
         chat = run.chat
         target = self.catalog.get(request.target)
@@ -342,12 +370,12 @@ class RunManager:
             line = template.replace("{from}", leg.agent.name).replace("{to}", target.name)
             await self.delivery.send(_notice(chat, line.replace("{reason}", request.reason)))
         ctx = await self.context(
-            run, target, resumed=False, chain=chain, handoff=handoff, query=request.message.text or ""
+            run, target, resumed=False, chain=chain, handoff=handoff, query=request.message.text or "", graph=leg.graph
         )
         self.runs.set_run_later(run.id, agent=target.name)
-        return _Leg(target, ctx, chain, request.message, prefix, handoff)
+        return Leg(target, ctx, chain, request.message, prefix, handoff, leg.graph)
 
-    async def _guard(self, leg: _Leg, answer: FinalAnswer) -> FinalAnswer:
+    async def _guard(self, leg: Leg, answer: FinalAnswer) -> FinalAnswer:
         """Apply the agent's guardrails to its final answer."""
         if not leg.agent.guardrails:
             return answer
@@ -370,7 +398,7 @@ class RunManager:
 
     # -- pause / finish --------------------------------------------------------------------
 
-    async def pause(self, run: RunRow, leg: _Leg, request: InterruptRequest) -> None:
+    async def pause(self, run: RunRow, leg: Leg, request: InterruptRequest) -> None:
         agent = leg.agent
         chat = run.chat
         interrupt_id, nonce = new_id(), new_nonce()
@@ -400,6 +428,8 @@ class RunManager:
         )
         phase = str(request.state.get("phase", request.kind))
         checkpoint = make_checkpoint(agent.name, agent.kind, phase, request.state, leg.chain)
+        if leg.graph is not None:
+            checkpoint["graph"] = leg.graph.to_json()
         if leg.handoff is not None or leg.prefix:
             checkpoint["handoff"] = {
                 "context": leg.handoff.to_json() if leg.handoff is not None else None,
@@ -453,32 +483,5 @@ class RunManager:
                     )
 
 
-@dataclass
-class _Leg:
-    """The agent a run is in now: after handoffs, the last one of ``chain``."""
-
-    agent: AgentDef
-    ctx: RunContext
-    chain: list[str]
-    message: Message | None = None
-    """The user message the run started from."""
-    prefix: list[Message] = field(default_factory=list)
-    """Turns of the agents that handed off, stored before this agent's own."""
-    handoff: HandoffContext | None = None
-
-
 def _notice(chat: ChatKey, text: str) -> OutboundMessage:
     return OutboundMessage(chat=chat, text=text, kind="notice")
-
-
-def own_turns(messages: list[Message], agent: str) -> list[Message]:
-    """The turns of ``messages`` an agent answered: each user message with the replies that followed it."""
-    out: list[Message] = []
-    turn: list[Message] = []
-    for message in [*messages, Message.user("")]:
-        if message.role == "user" and turn and turn[-1].role != "user":
-            if any(m.agent == agent for m in turn if m.role != "user"):
-                out.extend(turn)
-            turn = []
-        turn.append(message)
-    return out

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.chat import ChatRunner
+from agents.graph import GraphRunner
 from agents.plan_execute import PlanExecuteRunner
 from agents.react import CONFIRM_QUESTION, ReactRunner
 from agents.results import Runner
@@ -57,6 +58,12 @@ def _chat(spec: AgentSpec, settings: Settings) -> ChatRunner:
     return ChatRunner(spec.name, spec.prompt)
 
 
+def _graph(spec: AgentSpec, settings: Settings) -> GraphRunner:
+    assert spec.graph is not None  # the spec checks runner: graph has one
+    return GraphRunner(spec.name, spec.graph)
+
+
 register(RunnerKind("chat", _chat, uses_tools=False, replays_on_recovery=True))
 register(RunnerKind("react", _react, hands_off=True))
 register(RunnerKind("plan", _plan))
+register(RunnerKind("graph", _graph, uses_tools=False))

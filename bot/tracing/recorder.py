@@ -22,17 +22,19 @@ import logging
 import re
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any, Protocol
 
 from bot.config.settings import Settings, TracingSection
-from bot.ids import fast_id
 from bot.store.ops import Step, utcnow
 from bot.store.sql import SqlStore
+from bot.tracing.event import TraceEvent
+from bot.tracing.timeline import describe, human_duration, timeline
 
 log = logging.getLogger(__name__)
+
+__all__ = ["Redactor", "RunTracer", "Sink", "TraceEvent", "Tracing", "describe", "human_duration", "timeline"]
 
 REDACTED = "***"
 SECRET_KEY = re.compile(
@@ -44,30 +46,6 @@ PLAIN = frozenset({int, float, bool})
 """Values that cannot hold a secret (a bare ``type()`` check: cheap on the per-message path)."""
 type_of = type
 _data_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
-
-
-@dataclass
-class TraceEvent:
-    type: str
-    chat_key: str
-    correlation_id: str
-    run_id: str = ""
-    agent: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
-    at: datetime = field(default_factory=utcnow)
-    id: str = field(default_factory=fast_id)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.type,
-            "at": self.at.isoformat(timespec="milliseconds"),
-            "chat_key": self.chat_key,
-            "correlation_id": self.correlation_id,
-            "run_id": self.run_id,
-            "agent": self.agent,
-            **self.data,
-        }
 
 
 class Redactor:
@@ -315,89 +293,6 @@ PRUNE = (
     "(SELECT seq FROM trace_events WHERE created_at >= ? ORDER BY seq LIMIT 1), "
     "(SELECT COALESCE(MAX(seq), 0) + 1 FROM trace_events))"
 )
-
-
-# -- presentation ------------------------------------------------------------------------------------
-
-
-def human_duration(ms: float) -> str:
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    seconds = ms / 1000
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    minutes = seconds / 60
-    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
-
-
-def describe(event: TraceEvent) -> str:
-    d = event.data
-    took = f", {human_duration(float(d['duration_ms']))}" if "duration_ms" in d else ""
-    if event.type == "route":
-        return f"🎯 route → {event.agent or 'nobody'} ({d.get('method')}, {d.get('confidence', 0):.0f} %)"
-    if event.type == "llm_call":
-        tokens = f"{d.get('input_tokens', 0)}→{d.get('output_tokens', 0)} tokens"
-        return f"🧠 {event.agent}: {d.get('model', 'model')} {tokens}{took}"
-    if event.type == "tool_call":
-        error = " ⚠️ error" if d.get("error") else ""
-        return f"🔧 {event.agent}: {d.get('tool')} ({d.get('result_size', 0)} chars{took}){error}"
-    if event.type == "handoff":
-        verb = "→" if d.get("status") == "accepted" else "⛔ refused →"
-        return f"🔀 {event.agent} {verb} {d.get('target')}: {d.get('reason', '')}"
-    if event.type == "guardrail":
-        return f"🛡 {event.agent}: {d.get('guardrail')} {d.get('status')}"
-    if event.type == "interrupt":
-        who = f" by {d['by']}" if d.get("by") else ""
-        return f"⏸ {d.get('kind')} {d.get('status')}{who}"
-    if event.type == "error":
-        return f"⚠️ {event.agent}: {d.get('message', '')}"
-    if event.type == "run":
-        return f"🏁 {event.agent}: {d.get('status')}"
-    if event.type == "memory":
-        return f"📝 {event.agent}: {_memory(d)}"
-    if event.type == "summary":
-        size = f"{d.get('summary_chars')} chars{took}"
-        return f"📝 {d.get('messages')} older messages summarised by {d.get('by')} ({size})"
-    return f"{event.type} {event.agent}"
-
-
-def _memory(d: dict[str, Any]) -> str:
-    """What a run was told besides its history: memories (ids and tokens, never their text), the summary,
-    session keys."""
-    parts = []
-    if d.get("recalled"):
-        ids = ", ".join(f"#{i}" for i in d["recalled"][:10]) + (" …" if len(d["recalled"]) > 10 else "")
-        parts.append(f"recalled {ids} ({d.get('tokens', 0)}/{d.get('budget', 0)} tokens)")
-    if d.get("summary_chars"):
-        parts.append(f"summary {d['summary_chars']} chars")
-    if isinstance(d.get("session"), dict):
-        shown = "; ".join(f"{k}={_short(str(v)) if v else '(not set)'}" for k, v in d["session"].items())
-        parts.append(f"session: {shown}")
-    return ", ".join(parts) or "nothing recalled"
-
-
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def timeline(events: Sequence[TraceEvent]) -> str:
-    """A short, human-readable timeline of one request."""
-    if not events:
-        return "No trace yet: send a request first."
-    start = events[0].at
-    chain: list[str] = []
-    for e in events:
-        if e.agent and e.type != "route" and (not chain or chain[-1] != e.agent):
-            chain.append(e.agent)
-    total = (events[-1].at - start).total_seconds() * 1000
-    head = f"🧭 Trace {events[0].correlation_id} — {len(events)} events, {human_duration(total)}"
-    lines = [head]
-    for e in events:
-        offset = (e.at - start).total_seconds() * 1000
-        lines.append(f"+{human_duration(offset)}  {describe(e)}")
-    if chain:
-        lines.append("Chain: " + " → ".join(chain))
-    return "\n".join(lines)
 
 
 # -- OpenTelemetry -----------------------------------------------------------------------------------

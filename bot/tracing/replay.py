@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.tracing.recorder import TraceEvent, describe, human_duration
+from bot.tracing.recorder import TraceEvent
+from bot.tracing.timeline import describe, human_duration
 
 ARGS_CHARS = 120
 

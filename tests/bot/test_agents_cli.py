@@ -183,3 +183,25 @@ def test_schema_validates_a_created_file(project: Path) -> None:
     runner.invoke(agents_app, ["create", "doc", "--template", "documentation"])
     text = (project / "config" / "agents" / "doc.md").read_text(encoding="utf-8")
     jsonschema.validate(yaml.safe_load(text.split("---\n")[1]), schema)
+
+
+def test_graph_show_lists_nodes_and_edges_and_draws_mermaid(project: Path) -> None:
+    from tests.bot.test_graphs import ANALYZER, FIXER, FLOW, REVIEWER
+
+    for name, text in {"analyzer": ANALYZER, "fixer": FIXER, "reviewer": REVIEWER}.items():
+        agent_file(project, f"{name}.md", text)
+    agent_file(project, "debug-flow.md", FLOW.format(steps=6))
+    shown = runner.invoke(agents_app, ["graph", "show", "debug-flow"])
+    assert shown.exit_code == 0, shown.output
+    assert "debug-flow: starts at analyze, at most 6 steps" in shown.output
+    assert "  fix → agent fixer" in shown.output
+    assert "  analyze → END  when analyze.needs_human" in shown.output
+    drawn = runner.invoke(agents_app, ["graph", "show", "debug-flow", "--mermaid"])
+    assert drawn.output.startswith("flowchart TD\n    START((start)) --> analyze")
+    assert "    fix -->|fix.applied| review" in drawn.output and "analyze -->|analyze.needs_human| END((end))" in (
+        drawn.output
+    )
+    assert runner.invoke(agents_app, ["graph", "show", "chat"]).exit_code == 1
+    (project / "config" / "agents" / "reviewer.md").unlink()
+    missing = runner.invoke(agents_app, ["graph", "show", "debug-flow"])
+    assert missing.exit_code == 1 and "graph.nodes.review: unknown agent 'reviewer'" in missing.output

@@ -1,0 +1,40 @@
+"""What a run is in: the agent now answering (after handoffs, or a graph's node), and the turns it may see."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agents.context import RunContext
+from agents.graph import GraphPosition
+from agents.handoffs import HandoffContext
+from agents.messages import Message
+from bot.runs.catalog import AgentDef
+
+
+@dataclass
+class Leg:
+    """The agent a run is in now: after handoffs, the last one of ``chain``."""
+
+    agent: AgentDef
+    ctx: RunContext
+    chain: list[str]
+    message: Message | None = None
+    """The user message the run started from."""
+    prefix: list[Message] = field(default_factory=list)
+    """Turns of the agents that handed off (or of a graph's earlier nodes), stored before this agent's own."""
+    handoff: HandoffContext | None = None
+    graph: GraphPosition | None = None
+    """Inside a graph: the node this agent runs and the state so far."""
+
+
+def own_turns(messages: list[Message], agent: str) -> list[Message]:
+    """The turns of ``messages`` an agent answered: each user message with the replies that followed it."""
+    out: list[Message] = []
+    turn: list[Message] = []
+    for message in [*messages, Message.user("")]:
+        if message.role == "user" and turn and turn[-1].role != "user":
+            if any(m.agent == agent for m in turn if m.role != "user"):
+                out.extend(turn)
+            turn = []
+        turn.append(message)
+    return out
