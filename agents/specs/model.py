@@ -177,11 +177,16 @@ class Handoff(_Strict):
                 except ConditionError as exc:
                     raise ValueError(f"when: {exc}") from None
             return self
-        known = set((self.payload.schema_.get("properties") or {}) if self.payload else ())
+        if self.payload is None:
+            raise ValueError(
+                f"when: `{condition}` is a condition, and it reads the payload: give the handoff a "
+                "payload: {schema: …} (or write the when as advice, without operators)"
+            )
+        known = set(self.payload.schema_.get("properties") or {})
         for name in sorted(condition.names() - known):
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            where = f"the payload's properties ({', '.join(sorted(known))})" if known else "no payload schema"
+            where = f"the payload's properties ({', '.join(sorted(known))})" if known else "the payload's properties"
             raise ValueError(f"when: `{condition}` reads {name!r}, which is not among {where}{hint}")
         return self
 

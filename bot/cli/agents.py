@@ -19,6 +19,7 @@ import yaml
 from agents.spec import (
     AgentRegistry,
     SpecError,
+    SpecFileError,
     agent_json_schema,
     check_references,
     load_agents,
@@ -26,6 +27,7 @@ from agents.spec import (
     parse_agent_text,
 )
 from bot.cli.settings import ConfigOpt, cli_settings
+from bot.cli.wizard import Answers
 from bot.config.settings import Settings
 from bot.runs.catalog import builtin_agents_dir
 
@@ -288,9 +290,28 @@ def create(
         Path | None, typer.Option("--dir", help="Where to write (default: the first of agents.dirs).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    extended: Annotated[
+        bool, typer.Option("--extended", help="Ask for triggers, handoffs, a guardrail, memory and a graph.")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="With --extended: ask nothing, take the flags as they are.")
+    ] = False,
+    description: Annotated[str, typer.Option(help="--extended: what the agent is for.")] = "",
+    runner_name: Annotated[str, typer.Option("--runner", help="--extended: chat, react, plan or graph.")] = "react",
+    keyword: Annotated[list[str] | None, typer.Option(help="--extended: a trigger keyword (repeat).")] = None,
+    pattern: Annotated[list[str] | None, typer.Option(help="--extended: a trigger regex (repeat).")] = None,
+    handoff: Annotated[list[str] | None, typer.Option(help="--extended: agent or agent:condition (repeat).")] = None,
+    guardrail_field: Annotated[
+        list[str] | None, typer.Option(help="--extended: a field the JSON answer must have (repeat).")
+    ] = None,
+    session_key: Annotated[list[str] | None, typer.Option(help="--extended: a session memory key (repeat).")] = None,
+    no_long_term: Annotated[bool, typer.Option("--no-long-term", help="--extended: no personal memory.")] = False,
+    node: Annotated[list[str] | None, typer.Option(help="--extended, graph: node=agent (repeat).")] = None,
+    edge: Annotated[list[str] | None, typer.Option(help="--extended, graph: from>to[:condition] (repeat).")] = None,
+    entry: Annotated[str, typer.Option(help="--extended, graph: the first node.")] = "",
     config: ConfigOpt = None,
 ) -> None:
-    """Write a new agent file from a template."""
+    """Write a new agent file from a template, or (--extended) from questions or flags."""
     problem = name_problem(name)
     if problem is not None:
         typer.echo(f"bad agent name {name!r}: {problem}", err=True)
@@ -309,8 +330,31 @@ def create(
     if elsewhere is not None and Path(elsewhere.source) != path:
         typer.echo(f"{name!r} is already defined in {elsewhere.source}; edit that file instead", err=True)
         raise typer.Exit(1)
-    text = render_template(template.value, name)
-    parse_agent_text(text, source=str(path))  # a template that does not load is a bug here, not the user's
+    if extended:
+        answers = Answers(
+            description=description,
+            runner=runner_name,
+            keywords=list(keyword or []),
+            patterns=list(pattern or []),
+            handoffs=list(handoff or []),
+            guardrail_fields=list(guardrail_field or []),
+            session_keys=list(session_key or []),
+            long_term=not no_long_term,
+            nodes=list(node or []),
+            edges=list(edge or []),
+            entry=entry,
+        )
+        if not yes:
+            answers.ask()
+        text = answers.text(name)
+        try:
+            parse_agent_text(text, source=str(path))
+        except SpecFileError as exc:
+            typer.echo(f"the agent would not load, nothing written:\n{exc}", err=True)
+            raise typer.Exit(2) from None
+    else:
+        text = render_template(template.value, name)
+        parse_agent_text(text, source=str(path))  # a template that does not load is a bug here, not the user's
     other_layer = _load(settings).get(name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

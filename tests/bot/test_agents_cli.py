@@ -205,3 +205,37 @@ def test_graph_show_lists_nodes_and_edges_and_draws_mermaid(project: Path) -> No
     (project / "config" / "agents" / "reviewer.md").unlink()
     missing = runner.invoke(agents_app, ["graph", "show", "debug-flow"])
     assert missing.exit_code == 1 and "graph.nodes.review: unknown agent 'reviewer'" in missing.output
+
+
+def test_create_extended_from_flags_writes_an_agent_that_loads(project: Path) -> None:
+    from tests.bot.test_graphs import ANALYZER, FIXER
+
+    agent_file(project, "analyzer.md", ANALYZER)
+    agent_file(project, "fixer.md", FIXER)
+    args = ["create", "triage", "--extended", "--yes", "--description", "Triage incoming bugs"]
+    args += ["--keyword", "bug", "--keyword", "crash", "--pattern", r"\bfails?\b"]
+    args += ["--handoff", "fixer:the cause is found", "--guardrail-field", "severity", "--session-key", "ticket"]
+    created = runner.invoke(agents_app, args)
+    assert created.exit_code == 0, created.output
+    text = (project / "config" / "agents" / "triage.md").read_text()
+    spec = parse_agent_text(text)
+    assert spec.triggers.keywords == ("bug", "crash") and spec.memory.session == ("ticket",)
+    assert spec.handoffs[0].to == "fixer" and spec.handoffs[0].when == "the cause is found"
+    assert spec.guardrails[0].output_schema == {"type": "object", "required": ["severity"]}
+
+    graph = ["create", "flow", "--extended", "--yes", "--runner", "graph", "--node", "a=analyzer", "--node", "f=fixer"]
+    graph += ["--edge", "a>f:a.can_auto_fix", "--edge", "f>END", "--no-long-term"]
+    assert runner.invoke(agents_app, graph).exit_code == 0
+    assert runner.invoke(agents_app, ["graph", "show", "flow"]).exit_code == 0
+
+    broken = runner.invoke(agents_app, [*graph, "--force", "--edge", "a>nowhere"])
+    assert broken.exit_code == 2 and "'nowhere' is not a node or END" in broken.output
+
+
+def test_create_extended_asks_at_a_terminal(project: Path) -> None:
+    answers = "\n".join(["Summarises releases", "react", "release, changelog", "", "", "", "current_release", "n"])
+    created = runner.invoke(agents_app, ["create", "notes", "--extended"], input=answers + "\n")
+    assert created.exit_code == 0, created.output
+    spec = parse_agent_text((project / "config" / "agents" / "notes.md").read_text())
+    assert spec.description == "Summarises releases" and spec.triggers.keywords == ("release", "changelog")
+    assert spec.memory.session == ("current_release",) and spec.memory.long_term is False
