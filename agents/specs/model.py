@@ -40,7 +40,7 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 Scope = Literal["builtin", "user", "project"]
 ContextMode = Literal["isolated", "shared"]
 
-RUNNER_NAMES: dict[str, None] = dict.fromkeys(["chat", "react", "plan"])
+RUNNER_NAMES: dict[str, None] = dict.fromkeys(["chat", "react", "plan", "graph"])
 """The runners an agent file may name; the gateway's runner registry adds each runner it registers."""
 GuardrailPolicy = Literal["reject", "repair", "warn"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.tracing.recorder import TraceEvent
-from bot.tracing.timeline import describe, human_duration
+from bot.tracing.timeline import agents_of, describe, human_duration
 
 ARGS_CHARS = 120
 
@@ -38,8 +38,6 @@ class Totals:
 
     def add(self, event: TraceEvent) -> None:
         d = event.data
-        if event.agent and event.type != "route" and (not self.agents or self.agents[-1] != event.agent):
-            self.agents.append(event.agent)
         if event.type == "llm_call":
             self.model_calls += 1
             self.input_tokens += int(d.get("input_tokens") or 0)
@@ -106,6 +104,7 @@ def replay(events: Sequence[TraceEvent]) -> str:
     totals = Totals()
     head = f"▶ {events[0].correlation_id} in {events[0].chat_key}, {start:%Y-%m-%d %H:%M:%S} UTC"
     lines = [head]
+    totals.agents = agents_of(events)
     for event in events:
         totals.add(event)
         offset = (event.at - start).total_seconds() * 1000
@@ -116,7 +115,7 @@ def replay(events: Sequence[TraceEvent]) -> str:
 
 def replay_json(events: Sequence[TraceEvent]) -> dict[str, Any]:
     """The same as data: the events and the totals."""
-    totals = Totals()
+    totals = Totals(agents=agents_of(events))
     for event in events:
         totals.add(event)
     wall = (events[-1].at - events[0].at).total_seconds() * 1000 if events else 0.0

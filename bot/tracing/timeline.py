@@ -72,15 +72,23 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def agents_of(events: Sequence[TraceEvent]) -> list[str]:
+    """The agents that worked on a request, in order: not the route, not the run's own bookkeeping (its end and
+    the resolution of a pause name the run's agent: a graph's, while its nodes did the work)."""
+    chain: list[str] = []
+    for e in events:
+        bookkeeping = e.type in ("route", "run") or (e.type == "interrupt" and e.data.get("status") != "raised")
+        if e.agent and not bookkeeping and (not chain or chain[-1] != e.agent):
+            chain.append(e.agent)
+    return chain
+
+
 def timeline(events: Sequence[TraceEvent]) -> str:
     """A short, human-readable timeline of one request."""
     if not events:
         return "No trace yet: send a request first."
     start = events[0].at
-    chain: list[str] = []
-    for e in events:
-        if e.agent and e.type != "route" and (not chain or chain[-1] != e.agent):
-            chain.append(e.agent)
+    chain = agents_of(events)
     total = (events[-1].at - start).total_seconds() * 1000
     head = f"🧭 Trace {events[0].correlation_id} — {len(events)} events, {human_duration(total)}"
     lines = [head]

@@ -135,7 +135,7 @@ BROKEN = {
         "quotes",
     ),
     "range.md": ("---\nname: out-of-range\ntriggers: {priority: 101}\n---\nbody\n", "triggers.priority", "100"),
-    "runner.md": ("---\nname: bad-runner\nrunner: magic\n---\nbody\n", "runner", "'chat', 'react' or 'plan'"),
+    "runner.md": ("---\nname: bad-runner\nrunner: magic\n---\nbody\n", "runner", "'chat', 'react', 'plan' or 'graph'"),
     "context.md": ("---\nname: bad-context\ncontextMode: global\n---\nbody\n", "contextMode", "isolated"),
     "regex.md": (
         "---\nname: bad-regex\ntriggers: {patterns: [ok, '(unclosed']}\n---\nbody\n",

@@ -49,6 +49,12 @@ class FunctionModel(Model):
         response_schema: dict[str, Any] | None = None,
     ) -> ModelResponse:
         last = messages[-1]
+        if system and "You are its node 'analyze'" in system:  # a graph (AGENTS_DIR): analyse, fix, review
+            return ModelResponse(text='{"can_auto_fix": true, "needs_human": false}')
+        if system and "You are its node 'review'" in system:
+            return ModelResponse(text="reviewed: " + system.split("State so far (earlier nodes' results): ")[1][:200])
+        if system and "You are its node 'fix'" in system and last.role == "tool":
+            return ModelResponse(text='{"applied": true}')
         if last.role == "tool":
             return ModelResponse(text="done: " + "; ".join(str(r.content) for r in last.tool_results))
         return ModelResponse(tool_calls=(ToolCall(id="call-delete", name="delete_cache", args={"path": "/cache"}),))
@@ -126,7 +132,12 @@ async def main() -> None:
         None,
         env={},
         user_config=Path(data_dir) / "none.yaml",
-        overrides={"store": {"data_dir": data_dir}, "agents": {"dirs": []}, "log": {"level": "WARNING"}},
+        overrides={
+            "store": {"data_dir": data_dir},
+            "agents": {"dirs": [os.environ["AGENTS_DIR"]] if os.environ.get("AGENTS_DIR") else []},
+            "log": {"level": "WARNING"},
+            "routing": {"rule": {"learned": False}},
+        },
     )
     gateway = Gateway(settings, model=FunctionModel(), channels=[JsonChannel()], tools=[delete_cache])
     await gateway.start()

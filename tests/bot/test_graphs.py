@@ -191,3 +191,41 @@ def test_a_graph_whose_node_agent_is_missing_is_skipped_with_the_reason(make_set
     catalog = AgentCatalog.load(make_settings(agents={"dirs": [str(folder)]}))
     assert "debug-flow" not in catalog.agents and "analyzer" in catalog.agents
     assert any("graph.nodes.fix: unknown agent 'fixer'" in e for e in catalog.errors), catalog.errors
+
+
+def test_a_confirmation_inside_a_node_survives_a_sigkill(tmp_path: Path) -> None:
+    """The gateway in a subprocess SIGKILLs itself as it sends the fixer's confirmation (checkpoint committed);
+    the next one sends it, resumes inside the fixer on Approve, runs the tool once and finishes the graph."""
+    from tests.bot.test_crash_recovery import Gateway, approve_payload, count_lines
+
+    flow = """---
+name: flow
+description: analyse, fix, review
+runner: graph
+graph:
+  entry: analyze
+  nodes: {analyze: analyzer, fix: fixer, review: reviewer}
+  edges:
+    - {from: analyze, to: fix, when: analyze.can_auto_fix}
+    - {from: fix, to: review, when: fix.applied}
+---
+Analyse, fix, review.
+"""
+    fixer = "---\nname: fixer\nrunner: react\ntools: {allow: [delete_cache]}\n---\nYou fix.\n"
+    analyzer = "---\nname: analyzer\nrunner: react\ntools: {allow: []}\n---\nYou analyse.\n"
+    folder = write_agents(
+        tmp_path / "agents", {"flow": flow, "fixer": fixer, "analyzer": analyzer, "reviewer": REVIEWER}
+    )
+    first = Gateway(tmp_path, CRASH_ON="prompt", AGENTS_DIR=str(folder))
+    first.send(text="@flow the build cache is corrupt")
+    assert first.killed() == -9
+    second = Gateway(tmp_path, AGENTS_DIR=str(folder))
+    try:
+        prompt = second.expect(lambda m: bool(m.get("buttons")))
+        assert "delete_cache" in prompt["text"]
+        second.send(press=approve_payload(prompt))
+        done = second.expect(lambda m: str(m.get("text", "")).startswith("reviewed: "))
+        assert '"fix": {"applied": true}' in done["text"] and '"analyze": {"can_auto_fix": true' in done["text"]
+        assert count_lines(tmp_path) == ["deleted /cache"], "run once, after the restart"
+    finally:
+        second.stop()
