@@ -79,6 +79,9 @@ async def main() -> None:
         "log": {"level": os.environ.get("LOG_LEVEL", "WARNING")},
         "routing": {"strategy": "rule", "rule": {"learned": False}},  # arbitrary text: keywords, then chat
         "tracing": {"enabled": False},
+        # What these processes show is delivery (once, in order, across a SIGKILL); memory has its own tests on
+        # PostgreSQL (tests/store/test_memory_store.py) and through the gateway (tests/memory).
+        "memory": {"enabled": False, "summary": {"enabled": False}},
         "channels": {
             "console": {"enabled": False},
             "telegram": {
