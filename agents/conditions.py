@@ -13,7 +13,7 @@ never an error: a condition answers yes or no about whatever state it meets.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -236,24 +236,8 @@ class Condition:
         return _truth(self.tree, state)
 
     def paths(self) -> list[str]:
-        """Every dotted path it reads, in order (to say what they were when it did not hold)."""
-        found: list[str] = []
-
-        def walk(node: Node) -> None:
-            kind = node[0]
-            if kind == "path" and ".".join(node[1]) not in found:
-                found.append(".".join(node[1]))
-            elif kind in ("and", "or", "list"):
-                for part in node[1]:
-                    walk(part)
-            elif kind == "not":
-                walk(node[1])
-            elif kind == "cmp":
-                walk(node[2])
-                walk(node[3])
-
-        walk(self.tree)
-        return found
+        """Every dotted path it reads, in order, once (to say what they were when it did not hold)."""
+        return list(dict.fromkeys(".".join(parts) for parts in _paths(self.tree)))
 
     def explain(self, state: Mapping[str, Any]) -> str:
         """What the paths it reads are in ``state``: ``task.status is 'draft'``."""
@@ -262,26 +246,25 @@ class Condition:
     def names(self) -> set[str]:
         """The first part of every path it reads (``analysis`` of ``analysis.can_auto_fix``): what a loader
         checks against the names the state can have."""
-        found: set[str] = set()
-
-        def walk(node: Node) -> None:
-            kind = node[0]
-            if kind == "path":
-                found.add(node[1][0])
-            elif kind in ("and", "or", "list"):
-                for part in node[1]:
-                    walk(part)
-            elif kind == "not":
-                walk(node[1])
-            elif kind == "cmp":
-                walk(node[2])
-                walk(node[3])
-
-        walk(self.tree)
-        return found
+        return {parts[0] for parts in _paths(self.tree)}
 
     def __str__(self) -> str:
         return self.text
+
+
+def _paths(node: Node) -> Iterator[tuple[str, ...]]:
+    """The paths a condition's tree reads, in order."""
+    kind = node[0]
+    if kind == "path":
+        yield node[1]
+    elif kind in ("and", "or", "list"):
+        for part in node[1]:
+            yield from _paths(part)
+    elif kind == "not":
+        yield from _paths(node[1])
+    elif kind == "cmp":
+        yield from _paths(node[2])
+        yield from _paths(node[3])
 
 
 def _shown(value: Any) -> str:
