@@ -239,6 +239,19 @@ class MemoryPolicy(_Strict):
         return keys
 
 
+class TracingPolicy(_Strict):
+    """What of this agent's work is traced, within the gateway's ``tracing`` (which decides first)."""
+
+    enabled: bool = True
+    """false: none of its events are kept (errors still are)."""
+    sample_rate: float = Field(1.0, ge=0, le=1)
+    """The share of requests whose events of this agent are kept (each request whole or not at all)."""
+    events: tuple[
+        Literal["llm_call", "tool_call", "handoff", "guardrail", "interrupt", "memory", "summary", "graph"], ...
+    ] = ()
+    """Only these kinds of its events are kept (empty: all)."""
+
+
 class AgentSpec(_Strict):
     """An agent defined in a Markdown file: the front matter's fields, the body as :attr:`prompt`.
 
@@ -285,6 +298,7 @@ class AgentSpec(_Strict):
     generation: Generation | None = None
     """temperature, max_output_tokens, thinking_budget (Gemini 2.5), thinking_level (Gemini 3) for this agent."""
     memory: MemoryPolicy = MemoryPolicy()
+    tracing: TracingPolicy = TracingPolicy()
     graph: GraphSpec | None = None
     """``runner: graph``: the nodes (agents) it runs one after another, its edges and their conditions."""
     media: tuple[Literal["image", "audio", "document"], ...] = ("image", "audio", "document")
@@ -364,6 +378,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "handoffs": Handoff,
     "payload": HandoffPayload,
     "graph": GraphSpec,
+    "tracing": TracingPolicy,
     "edges": GraphEdge,
     "guardrails": Guardrail,
     "confirmation": Confirmation,

@@ -309,6 +309,9 @@ def create(
     node: Annotated[list[str] | None, typer.Option(help="--extended, graph: node=agent (repeat).")] = None,
     edge: Annotated[list[str] | None, typer.Option(help="--extended, graph: from>to[:condition] (repeat).")] = None,
     entry: Annotated[str, typer.Option(help="--extended, graph: the first node.")] = "",
+    trace_rate: Annotated[
+        float, typer.Option(min=0, max=1, help="--extended: the share of requests traced for this agent.")
+    ] = 1.0,
     config: ConfigOpt = None,
 ) -> None:
     """Write a new agent file from a template, or (--extended) from questions or flags."""
@@ -343,6 +346,7 @@ def create(
             nodes=list(node or []),
             edges=list(edge or []),
             entry=entry,
+            trace_rate=trace_rate,
         )
         if not yes:
             answers.ask()

@@ -11,7 +11,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from bot.cli.agents import agents_app
+from bot.cli.agents import agents_app, graph_app
 from bot.cli.settings import ConfigOpt, cli_settings
 from bot.config.settings import Settings
 from bot.tracing.recorder import TraceEvent, Tracing, timeline
@@ -62,6 +62,7 @@ async def _session(tracing: Tracing, session: str) -> list[TraceEvent]:
 
 
 @agents_app.command("replay")
+@graph_app.command("replay")
 def replay_command(
     session: Annotated[
         str, typer.Argument(help="A request's correlation id (see /trace), or a chat key for its last request.")

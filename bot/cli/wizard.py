@@ -34,6 +34,8 @@ class Answers:
     edges: list[str] = field(default_factory=list)
     """``from>to`` or ``from>to:when``."""
     entry: str = ""
+    trace_rate: float = 1.0
+    """The share of requests whose work of this agent is traced (its file's ``tracing.sample_rate``)."""
     prompt: str = ""
 
     def ask(self) -> None:
@@ -59,6 +61,7 @@ class Answers:
         if not self.session_keys:
             self.session_keys = _split(typer.prompt("Session memory keys (comma-separated)", default=""))
         self.long_term = typer.confirm("Remember facts about people (long-term memory)?", default=self.long_term)
+        self.trace_rate = typer.prompt("Share of requests traced (0 to 1)", default=self.trace_rate, type=float)
 
     def front(self, name: str) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -84,6 +87,8 @@ class Answers:
             ]
         if self.session_keys or not self.long_term:
             data["memory"] = {"session": self.session_keys, "long_term": self.long_term}
+        if self.trace_rate < 1:
+            data["tracing"] = {"sample_rate": self.trace_rate}
         if self.runner == "graph":
             nodes = dict(part.split("=", 1) for part in self.nodes if "=" in part)
             data["graph"] = {

@@ -147,7 +147,9 @@ class RunManager:
             handoff_chain=tuple(chain or [agent.name]),
             max_handoff_depth=self.settings.handoffs.max_depth,
             tracer=(
-                self.tracing.tracer(run.chat_key, run.correlation_id, run.id, agent.name)
+                self.tracing.tracer(
+                    run.chat_key, run.correlation_id, run.id, agent.name, agent.spec.tracing if agent.spec else None
+                )
                 if self.tracing is not None
                 else NullTracer()
             ),

@@ -110,14 +110,30 @@ class Sink(Protocol):
     def shutdown(self) -> None: ...
 
 
+def _kept(policy: Any, type: str, correlation_id: str) -> bool:
+    """``policy`` (``tracing`` of the configuration or of an agent file) keeps an event of ``type`` in this
+    request: on, of a kind it lists (or it lists none), and the request in its sample (a hash of the
+    correlation id, so every event of a request, in every process, gets the same answer)."""
+    if not getattr(policy, "enabled", True) or (policy.events and type not in policy.events):
+        return False
+    rate = policy.sample_rate
+    return bool(rate >= 1 or zlib.crc32(correlation_id.encode()) % 10_000 < rate * 10_000)
+
+
 class RunTracer:
     """The :class:`agents.context.Tracer` of one run: events carry the run's keys."""
 
-    def __init__(self, tracing: Tracing, chat_key: str, correlation_id: str, run_id: str, agent: str) -> None:
+    def __init__(
+        self, tracing: Tracing, chat_key: str, correlation_id: str, run_id: str, agent: str, policy: Any = None
+    ) -> None:
         self.tracing = tracing
         self.chat_key, self.correlation_id, self.run_id, self.agent = chat_key, correlation_id, run_id, agent
+        self.policy = policy
+        """The agent file's ``tracing`` block (``enabled``, ``sample_rate``, ``events``); None: no narrowing."""
 
     def event(self, type: str, **fields: Any) -> None:
+        if type != "error" and self.policy is not None and not _kept(self.policy, type, self.correlation_id):
+            return
         agent = str(fields.pop("agent", None) or self.agent)
         self.tracing.record(type, self.chat_key, self.correlation_id, run_id=self.run_id, agent=agent, **fields)
 
@@ -143,8 +159,9 @@ class Tracing:
 
     # -- recording -------------------------------------------------------------------------------
 
-    def tracer(self, chat_key: str, correlation_id: str, run_id: str, agent: str) -> RunTracer:
-        return RunTracer(self, chat_key, correlation_id, run_id, agent)
+    def tracer(self, chat_key: str, correlation_id: str, run_id: str, agent: str, policy: Any = None) -> RunTracer:
+        """The tracer of one agent's part of a run (``policy``: its agent file's ``tracing`` block)."""
+        return RunTracer(self, chat_key, correlation_id, run_id, agent, policy)
 
     def record(
         self, type: str, chat_key: str, correlation_id: str, *, run_id: str = "", agent: str = "", **fields: Any
@@ -172,11 +189,7 @@ class Tracing:
     def keeps(self, type: str, correlation_id: str) -> bool:
         """``tracing.events`` lets ``type`` through, and ``tracing.sample_rate`` takes this request (by a hash
         of its correlation id: every event of a request, in every process, gets the same answer)."""
-        config = self.config
-        if config.events and type not in config.events:
-            return False
-        rate = config.sample_rate
-        return rate >= 1 or zlib.crc32(correlation_id.encode()) % 10_000 < rate * 10_000
+        return _kept(self.config, type, correlation_id)
 
     # -- writing ---------------------------------------------------------------------------------
 

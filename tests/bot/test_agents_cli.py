@@ -226,6 +226,7 @@ def test_create_extended_from_flags_writes_an_agent_that_loads(project: Path) ->
     graph = ["create", "flow", "--extended", "--yes", "--runner", "graph", "--node", "a=analyzer", "--node", "f=fixer"]
     graph += ["--edge", "a>f:a.can_auto_fix", "--edge", "f>END", "--no-long-term"]
     assert runner.invoke(agents_app, graph).exit_code == 0
+    assert runner.invoke(agents_app, ["graph", "replay", "--help"]).exit_code == 0, "the seed's name for replay"
     assert runner.invoke(agents_app, ["graph", "show", "flow"]).exit_code == 0
 
     broken = runner.invoke(agents_app, [*graph, "--force", "--edge", "a>nowhere"])
@@ -233,9 +234,12 @@ def test_create_extended_from_flags_writes_an_agent_that_loads(project: Path) ->
 
 
 def test_create_extended_asks_at_a_terminal(project: Path) -> None:
-    answers = "\n".join(["Summarises releases", "react", "release, changelog", "", "", "", "current_release", "n"])
+    answers = "\n".join(
+        ["Summarises releases", "react", "release, changelog", "", "", "", "current_release", "n", "0.5"]
+    )
     created = runner.invoke(agents_app, ["create", "notes", "--extended"], input=answers + "\n")
     assert created.exit_code == 0, created.output
     spec = parse_agent_text((project / "config" / "agents" / "notes.md").read_text())
     assert spec.description == "Summarises releases" and spec.triggers.keywords == ("release", "changelog")
     assert spec.memory.session == ("current_release",) and spec.memory.long_term is False
+    assert spec.tracing.sample_rate == 0.5

@@ -182,3 +182,20 @@ async def test_sample_rate_and_event_kinds_choose_what_is_kept(make_harness: Any
     kept = [f"corr-{n}" for n in range(2000) if h.gateway.tracing.keeps("llm_call", f"corr-{n}")]
     assert 400 < len(kept) < 600, "about a quarter of the requests"
     assert all(h.gateway.tracing.keeps("run", c) for c in kept), "a request is traced whole or not at all"
+
+
+async def test_an_agent_file_narrows_what_of_its_work_is_traced(
+    make_harness: Any, scripted: Any, tmp_path: Path
+) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "quiet.md").write_text("---\nname: quiet\nrunner: chat\ntracing: {events: [memory]}\n---\nShh.\n")
+    (agents / "silent.md").write_text("---\nname: silent\nrunner: chat\ntracing: {enabled: false}\n---\nShh.\n")
+    h = await make_harness(scripted("one", "two"), agents={"dirs": [str(agents)]})
+    await h.say("@quiet hello")
+    await h.say("@silent hello", chat=h.chat("c2"))
+    await h.gateway.tracing.flush()
+    [quiet] = await h.gateway.tracing.runs(str(h.chat()))
+    assert "llm_call" not in [e.type for e in quiet] and {"route", "run"} <= {e.type for e in quiet}
+    [silent] = await h.gateway.tracing.runs("console:c2")
+    assert [e.type for e in silent] == ["route", "run"], "the run's own events stay; the agent's work is not kept"
