@@ -7,6 +7,7 @@ code, never a traceback: 0 all good, 1 problems found, 2 wrong usage or config.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from enum import StrEnum
@@ -413,3 +414,27 @@ def graph_show(
     typer.echo("\n".join(lines))
     if problems:
         raise typer.Exit(1)
+
+
+@agents_app.command("replay")
+@graph_app.command("replay")
+def replay_command(
+    session: Annotated[
+        str, typer.Argument(help="A request's correlation id (see /trace), or a chat key for its last request.")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="The events and the totals as one JSON object.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Replay a finished request from its trace: each agent, model and tool call, handoff, guardrail and pause,
+    with durations and totals. Nothing runs again."""
+    from bot.cli.traces import session_events, with_traces
+    from bot.tracing.replay import replay, replay_json
+
+    settings = cli_settings(config)
+    events = asyncio.run(with_traces(settings, lambda tracing: session_events(tracing, session)))
+    if events is None:
+        raise typer.Exit(1)
+    if not events:
+        typer.echo(f"no trace events for {session} (tracing.enabled, retention_days, sample_rate)", err=True)
+        raise typer.Exit(1)
+    typer.echo(json.dumps(replay_json(events), ensure_ascii=False, default=str) if as_json else replay(events))

@@ -4,15 +4,12 @@ they work beside a running bot and never create or migrate a database."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from typing import TypeVar
 
 import typer
 
-from bot.cli.agents import agents_app, graph_app
-from bot.cli.settings import ConfigOpt, cli_settings
 from bot.config.settings import Settings
 from bot.tracing.recorder import TraceEvent, Tracing, timeline
 
@@ -52,33 +49,10 @@ async def print_trace(settings: Settings, chat_key: str, last: int, as_json: boo
     return 0
 
 
-async def _session(tracing: Tracing, session: str) -> list[TraceEvent]:
+async def session_events(tracing: Tracing, session: str) -> list[TraceEvent]:
     """A request's events by its correlation id, or a chat's last request when ``session`` is a chat key."""
     events = await tracing.events(session)
     if not events and ":" in session:
         runs = await tracing.runs(session, 1)
         events = runs[0] if runs else []
     return events
-
-
-@agents_app.command("replay")
-@graph_app.command("replay")
-def replay_command(
-    session: Annotated[
-        str, typer.Argument(help="A request's correlation id (see /trace), or a chat key for its last request.")
-    ],
-    as_json: Annotated[bool, typer.Option("--json", help="The events and the totals as one JSON object.")] = False,
-    config: ConfigOpt = None,
-) -> None:
-    """Replay a finished request from its trace: each agent, model and tool call, handoff, guardrail and pause,
-    with durations and totals. Nothing runs again."""
-    from bot.tracing.replay import replay, replay_json
-
-    settings = cli_settings(config)
-    events = asyncio.run(with_traces(settings, lambda tracing: _session(tracing, session)))
-    if events is None:
-        raise typer.Exit(1)
-    if not events:
-        typer.echo(f"no trace events for {session} (tracing.enabled, retention_days, sample_rate)", err=True)
-        raise typer.Exit(1)
-    typer.echo(json.dumps(replay_json(events), ensure_ascii=False, default=str) if as_json else replay(events))

@@ -3,7 +3,6 @@ questions (at a terminal) or flags (in scripts); what is asked and what a flag g
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,8 +112,3 @@ def _edge(text: str) -> dict[str, Any]:
     route, _, when = text.partition(":")
     source, _, target = route.partition(">")
     return {"from": source.strip(), "to": target.strip(), **({"when": when.strip()} if when.strip() else {})}
-
-
-def summary(answers: Answers) -> str:
-    """One line of what was chosen, for the operator."""
-    return json.dumps({k: v for k, v in answers.__dict__.items() if v not in ("", [], True)}, ensure_ascii=False)

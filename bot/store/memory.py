@@ -26,7 +26,6 @@ from bot.store.sql import SqlStore
 
 SEARCH = "search"
 """PostgreSQL's searched text: the stored ``tsvector`` column of migration 0008 (GIN-indexed)."""
-SEARCH_M = "m.search"
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
@@ -192,9 +191,10 @@ class MemoryStore:
             "SELECT * FROM (SELECT 1 AS part, m.id, m.text, m.created_at, m.source, 0.0 AS score, me.person "
             "FROM memories m, me WHERE m.person = me.person ORDER BY m.id DESC LIMIT ?) AS newest"
         )
+        person_row = " UNION ALL SELECT 2, 0, '', NULL, '', 0.0, me.person FROM me"  # the person, found or not
         params: tuple[object, ...]
         if not terms:
-            sql = me + newest + " UNION ALL SELECT 2, 0, '', NULL, '', 0.0, me.person FROM me"
+            sql = me + newest + person_row
             params = (identity, identity, limit)
         elif self.store.dialect == "sqlite":
             found = (
@@ -204,17 +204,17 @@ class MemoryStore:
                 "WHERE memory_index MATCH ('owner:p' || lower(hex(me.person)) || ' AND (' || ? || ')') "
                 "ORDER BY score DESC LIMIT ?) AS found"
             )
-            sql = me + found + " UNION ALL " + newest + " UNION ALL SELECT 2, 0, '', NULL, '', 0.0, me.person FROM me"
+            sql = me + found + " UNION ALL " + newest + person_row
             params = (identity, identity, fts5_alternatives(terms), limit, limit)
         else:
             found = (
                 "SELECT * FROM (SELECT 0 AS part, m.id, m.text, m.created_at, m.source, "
-                f"ts_rank({SEARCH_M}, q)::float AS score, "
+                f"ts_rank(m.{SEARCH}, q)::float AS score, "
                 "me.person FROM memories m, me, to_tsquery('english', ?) q "
-                f"WHERE m.person = me.person AND {SEARCH_M} @@ q "
+                f"WHERE m.person = me.person AND m.{SEARCH} @@ q "
                 "ORDER BY score DESC, m.id DESC LIMIT ?) AS found"
             )
-            sql = me + found + " UNION ALL " + newest + " UNION ALL SELECT 2, 0, '', NULL, '', 0.0, me.person FROM me"
+            sql = me + found + " UNION ALL " + newest + person_row
             params = (identity, identity, tsquery(terms), limit, limit)
         known = self._empty.get(identity)
         if known is not None and (not self.store.shared or time.monotonic() - known[1] < SHARED_EMPTY_S):

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from agents.models.gemini import GeminiModel
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
-from bot.cli.traces import _session, print_trace, with_traces
+from bot.cli.traces import print_trace, session_events, with_traces
 from bot.tracing.recorder import OtelSink, Redactor, TraceEvent, timeline
 from bot.tracing.replay import replay, replay_json
 from tests.bot.test_handoffs import AGENTS, toolbox, transfer, write_agents
@@ -90,9 +90,9 @@ async def test_one_correlation_id_across_handoff_interrupt_and_restart(
     assert await print_trace(h.gateway.settings, "console:nobody", 1, as_json=False) == 1
 
     # bot agents replay: the last request of the chat, step by step, with totals.
-    events = await with_traces(h.gateway.settings, lambda tracing: _session(tracing, str(h.chat())))
+    events = await with_traces(h.gateway.settings, lambda tracing: session_events(tracing, str(h.chat())))
     assert events is not None and events[0].correlation_id == events[-1].correlation_id
-    same = await with_traces(h.gateway.settings, lambda tracing: _session(tracing, events[0].correlation_id))
+    same = await with_traces(h.gateway.settings, lambda tracing: session_events(tracing, events[0].correlation_id))
     assert same == events, "by correlation id too"
     shown = replay(events)
     assert "🔀 debugger → fixer: null check missing" in shown
