@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Generic, Protocol, TypeVar
@@ -47,6 +48,9 @@ class Bus(Protocol):
     @property
     def active_chats(self) -> int:
         """Chats with work on the bus (for health and metrics)."""
+
+    async def depths(self) -> dict[int, tuple[int, float]]:
+        """Per partition: events waiting or being handled, and the age in seconds of the oldest (metrics)."""
 
     async def close(self, timeout: float | None = None) -> None: ...
 
@@ -94,6 +98,10 @@ class Lanes(Generic[T]):
     def __len__(self) -> int:
         """Keys with queued or running work."""
         return len(self._queues)
+
+    def items(self) -> tuple[int, list[T]]:
+        """How many items are queued or running, and each key's first (the oldest of each key)."""
+        return sum(len(q) for q in self._queues.values()), [q[0] for q in self._queues.values() if q]
 
     async def _drain(self, key: str, queue: deque[T]) -> None:
         try:
@@ -166,6 +174,13 @@ class InMemoryBus:
             return
         await self._room.acquire()
         self._lanes.push(str(event.chat), event)
+
+    async def depths(self) -> dict[int, tuple[int, float]]:
+        """One partition (this process): the events queued or being handled and the oldest one's age."""
+        count, heads = self._lanes.items()
+        now = time.time()
+        oldest = min((e.received_at.timestamp() for e in heads), default=now)
+        return {0: (count, max(0.0, now - oldest))}
 
     async def _run(self, _key: str, event: InboundEvent) -> None:
         assert self._handler is not None

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bot.events import OutboundMessage
+from bot.ops.metrics import Metrics
 
 if TYPE_CHECKING:
     from bot.store.runs import InterruptRow
@@ -47,8 +48,11 @@ class SentMarks(Protocol):
 class Delivery:
     """Routes each :class:`OutboundMessage` to the adapter named by its chat key."""
 
-    def __init__(self, secrets: Iterable[str] = (), marks: SentMarks | None = None) -> None:
+    def __init__(
+        self, secrets: Iterable[str] = (), marks: SentMarks | None = None, metrics: Metrics | None = None
+    ) -> None:
         self._channels: dict[str, ChannelOut] = {}
+        self._metrics = metrics
         self._secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
         self._marks = marks
 
@@ -67,10 +71,22 @@ class Delivery:
             )
             return None
         try:
-            return await channel.send(self._scrubbed(message))
+            ref = await channel.send(self._scrubbed(message))
         except Exception:
             log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
+            self._count(message, failed=True)
             return None
+        self._count(message)
+        return ref
+
+    def _count(self, message: OutboundMessage, *, failed: bool = False) -> None:
+        metrics = self._metrics
+        if metrics is None or message.kind == "typing":
+            return
+        if failed:
+            metrics.send_failures.labels(message.chat.channel).inc()
+        else:
+            metrics.sent.labels(message.chat.channel, message.kind).inc()
 
     def _scrubbed(self, message: OutboundMessage) -> OutboundMessage:
         text = message.text
@@ -91,7 +107,9 @@ class Delivery:
                 ref = await channel.deliver(outbox_id, self._scrubbed(message), interrupt_id)
             except Exception:
                 log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
+                self._count(message, failed=True)
                 return None
+            self._count(message)
             if interrupt is not None and not isinstance(interrupt, str):
                 interrupt.prompt_ref = ref  # the cached row learns what the database has now
             return ref

@@ -123,6 +123,13 @@ class BuildContext:
 
     settled: Callable[[], Awaitable[None]] | None = None
     """Waits until everything received so far was handled (a console uses it to pace its prompt)."""
+    rate_limited: Callable[[str], None] | None = None
+    """Told the channel's name each time its platform answers 429 (a metric)."""
+
+    def limiter(self, channel: str) -> Callable[[], None] | None:
+        """``rate_limited`` for ``channel``: what its adapter calls on a 429."""
+        told = self.rate_limited
+        return None if told is None else lambda: told(channel)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from bot.config.checks import bus_url_problem, interpolate, literal_secrets, sto
 from bot.config.media import MediaSection
 from bot.config.memory import MemorySection
 from bot.config.model import ModelSection
+from bot.config.ops import BudgetsSection, HttpSection, MetricsSection
 from bot.config.secrets import SECRET_KEYS, redact, walk
 from bot.errors import ConfigError
 from channels.base import ChannelSection
@@ -61,6 +62,7 @@ class BotSection(_Section):
 
 class LogSection(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["text", "json"] = "text"  # json: one object per line, with the request's correlation id
 
 
 class StoreSection(_Section):
@@ -143,12 +145,6 @@ class RuntimeSection(_Section):
     hundreds of times per second and its full passes paused the loop for 60-130 ms."""
     gc_freeze: bool = True
     """After start-up, move what is loaded (modules, schemas, agents, tools) out of the collector's scans."""
-
-
-class HttpSection(_Section):
-    enabled: bool = False
-    host: str = "127.0.0.1"
-    port: int = Field(8080, ge=0, le=65535)
 
 
 class AgentsSection(_Section):
@@ -315,6 +311,8 @@ class Settings(_Section):
     channels: ChannelsSection = Field(default_factory=ChannelsSection)
     media: MediaSection = Field(default_factory=MediaSection)
     memory: MemorySection = Field(default_factory=MemorySection)
+    metrics: MetricsSection = Field(default_factory=MetricsSection)
+    budgets: BudgetsSection = Field(default_factory=BudgetsSection)
 
     _origins: dict[str, str] = {}
     _warnings: list[str] = []

@@ -17,6 +17,7 @@ from bot.commands.builtin import register_builtin_commands
 from bot.commands.context import CommandContext
 from bot.commands.memory import register_memory_commands
 from bot.commands.registry import CommandRegistry
+from bot.commands.usage import register_usage_commands
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey
@@ -24,6 +25,7 @@ from bot.gateway.http import HttpServer
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
 from bot.gateway.models import ModelCatalog
+from bot.gateway.ops import OpsEndpoints
 from bot.gateway.scaled import ROLES, Role, ScaleOut, connect_redis, make_bus
 from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
@@ -31,6 +33,8 @@ from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.service import InterruptService
 from bot.media.service import MediaService
 from bot.memory.service import SESSION_TOOL, MemoryService
+from bot.ops.budgets import Budgets
+from bot.ops.metrics import Metrics
 from bot.routing import Router
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
@@ -92,9 +96,13 @@ def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers:
             log.warning("agent %s: %s", agent.name, problem)
 
 
-def build_channels(settings: Settings, join: Callable[[], Awaitable[None]] | None = None) -> list[Channel]:
+def build_channels(
+    settings: Settings,
+    join: Callable[[], Awaitable[None]] | None = None,
+    rate_limited: Callable[[str], None] | None = None,
+) -> list[Channel]:
     """An adapter for every enabled channel section, from its plugin (platform libraries load only then)."""
-    context = BuildContext(settled=join)
+    context = BuildContext(settled=join, rate_limited=rate_limited)
     return [PLUGINS[name].build(settings.channels.section(name), context) for name in settings.channels.enabled()]
 
 
@@ -126,10 +134,15 @@ class Gateway:
             )
         self.role = role
         self.scale = ScaleOut(self, role, redis or connect_redis(settings.bus.url)) if settings.bus.url else None
-        self.models = ModelCatalog(settings, model)
+        self.metrics = Metrics()
+        self.models = ModelCatalog(settings, model, self.metrics)
         self.model = self.models.main
         self.store = store or store_from_settings(
-            settings.store, exclusive=self.scale is None, shared=self.scale is not None, secrets=settings.secrets()
+            settings.store,
+            exclusive=self.scale is None,
+            shared=self.scale is not None,
+            secrets=settings.secrets(),
+            commit_timer=self._commit_timed,
         )
         self.runs = RunStore(
             self.store, runs_days=settings.store.runs_retention_days, audit_days=settings.store.audit_retention_days
@@ -137,17 +150,23 @@ class Gateway:
         if trace_sinks is None:
             otel = OtelSink.from_config(settings.tracing)
             trace_sinks = [otel] if otel is not None else []
-        self.tracing = Tracing(self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks)
+        self.tracing = Tracing(
+            self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks, self.metrics.observe
+        )
         self.bus: Bus = (
             make_bus(settings, self.scale.redis)
             if self.scale is not None
             else InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
         )
-        self.delivery = Delivery(settings.secrets(), marks=self.runs)
+        self.delivery = Delivery(settings.secrets(), marks=self.runs, metrics=self.metrics)
         if role == "worker":
             self.channels: list[Channel] = []
         else:
-            self.channels = list(channels) if channels is not None else build_channels(settings, self.settled)
+            self.channels = (
+                list(channels)
+                if channels is not None
+                else build_channels(settings, self.settled, self.metrics.platform_rate_limited)
+            )
         self.scheduled = ScheduledMessages(self.runs, self.delivery)
         self.media = MediaService(settings, self.model, self.delivery)
         self.tools: list[Tool] = [
@@ -171,6 +190,11 @@ class Gateway:
         self.router = Router(self.catalog.targets(), self.models.get(settings.routing.llm.model or None))
         self.routes = RoutePolicy(settings, self.store, self.catalog, self.router)
         self.mcp = McpPool(settings, self.delivery.send)
+        self.budgets = (
+            Budgets(settings.budgets, self.store, refused=self.metrics.budget_refused)
+            if settings.budgets.enabled
+            else None
+        )
         self.timers = ExpiryTimers()
         self.manager = RunManager(
             settings=settings,
@@ -184,6 +208,8 @@ class Gateway:
             tools=self.tool_pool,
             tracing=self.tracing,
             memory=self.memory,
+            budgets=self.budgets,
+            metrics=self.metrics,
             text_limits={
                 **{name: PLUGINS[name].text_limit for name in settings.channels.enabled()},
                 **{c.name: c.text_limit if isinstance(c, LimitsText) else None for c in self.channels},
@@ -208,6 +234,7 @@ class Gateway:
         )
         register_builtin_commands(context)
         register_memory_commands(context)
+        register_usage_commands(context, self.budgets)
         register_admin_commands(context)
         self.supervisor = Supervisor(
             settings=settings,
@@ -230,9 +257,18 @@ class Gateway:
             notify=self.delivery.send,
             press_check=self.supervisor.check_press if role == "all" else None,
             handled_here=self.scale is None,
+            metrics=self.metrics,
         )
         self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.http: HttpServer | None = None
+        self.ops = OpsEndpoints(
+            settings.metrics,
+            self.metrics,
+            self.store,
+            self.bus,
+            started=self.is_started,
+            redis=self.scale.redis if self.scale is not None else None,
+        )
         self.recovery: RecoveryReport | None = None
         self._started = False
 
@@ -242,6 +278,13 @@ class Gateway:
         if self.scale is not None and self.scale.consumer is not None:
             await self.scale.consumer.join()
         await self.inbox.settled()
+
+    def is_started(self) -> bool:
+        """Serving: the store migrated and opened, recovery done, channels started."""
+        return self._started
+
+    def _commit_timed(self, seconds: float) -> None:
+        self.metrics.commit_seconds.labels(self.store.dialect).observe(seconds)
 
     async def tool_pool(self, agent: AgentDef, chat: ChatKey | None = None) -> list[Tool]:
         """Every tool ``agent`` could be offered: built-in, gateway and its MCP servers' tools (connected lazily).
@@ -290,6 +333,8 @@ class Gateway:
         self.mcp.start()
         self.media.start()
         await self.tracing.start()
+        if self.budgets is not None:
+            self.budgets.start()
         if self.scale is None:
             self.bus.subscribe(
                 self.inbox.tracked(self.supervisor.handle),
@@ -311,6 +356,7 @@ class Gateway:
         webhooks = [c for c in self.channels if isinstance(c, ServesHttp) and c.needs_http]
         if self.settings.http.enabled or webhooks:
             self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
+            self.ops.mount(self.http)
             for channel in webhooks:
                 channel.mount(self.http)
             await self.http.start()

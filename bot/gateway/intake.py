@@ -40,6 +40,7 @@ from bot.bus import Bus, BusClosed, BusUnavailable
 from bot.config.settings import ChannelSection, ChannelsSection, LimitsSection
 from bot.events import Action, InboundEvent, InboundMessage, OutboundMessage, event_key
 from bot.inbox import InboxClosed, NotStored, Receipt
+from bot.ops.metrics import Metrics
 from bot.store.base import EventLog, StoreError
 
 log = logging.getLogger(__name__)
@@ -114,8 +115,10 @@ class DurableInbox:
         press_check: Callable[[Action], Awaitable[str | None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         handled_here: bool = True,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        self.metrics = metrics
         self.handled_here = handled_here
         """The bus hands events to this process's supervisor (wrapped by :meth:`tracked`); False for a gateway
         whose workers handle them elsewhere (nothing here learns when they are done)."""
@@ -157,6 +160,8 @@ class DurableInbox:
             receipts.append(receipt)
             if receipt is Receipt.ACCEPTED:
                 admitted.append((len(receipts) - 1, event))
+            elif receipt is Receipt.REFUSED and self.metrics is not None:
+                self.metrics.refused.labels(event.chat.channel).inc()
         if not admitted:
             return receipts
         steps = [
@@ -183,6 +188,8 @@ class DurableInbox:
             for (index, event), new in zip(admitted, stored, strict=True):
                 if new:
                     self.stats.accepted += 1
+                    if self.metrics is not None:
+                        self._count(self.metrics, event)
                     await self._publish(event)
                 else:
                     self.stats.duplicates += 1
@@ -194,6 +201,13 @@ class DurableInbox:
             for _, event in admitted[released:]:
                 self._release(str(event.chat))
         return receipts
+
+    @staticmethod
+    def _count(metrics: Metrics, event: InboundEvent) -> None:
+        """An event is durable: count it, and the time from its receipt to now (when it may be acknowledged)."""
+        channel = event.chat.channel
+        metrics.received.labels(channel, "action" if isinstance(event, Action) else "message").inc()
+        metrics.ack.labels(channel).observe(max(0.0, time.time() - event.received_at.timestamp()))
 
     async def _publish(self, event: InboundEvent) -> None:
         key = event_key(event)

@@ -16,6 +16,8 @@ from agents.models.fallback import FallbackModel
 from agents.models.offline import OfflineModel
 from bot.config.settings import Settings
 from bot.errors import ConfigError
+from bot.ops.metered import ObservedModel
+from bot.ops.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +33,21 @@ def parse_spec(spec: str, default_provider: str) -> tuple[str, str]:
 
 
 class ModelCatalog:
-    def __init__(self, settings: Settings, main: Model | None = None) -> None:
+    def __init__(self, settings: Settings, main: Model | None = None, metrics: Metrics | None = None) -> None:
+        """``metrics``: every model built here (and ``main``) is measured there."""
         self.settings = settings
+        self.metrics = metrics
         cfg = settings.model
         self.provider = cfg.main_provider()
         self._built: dict[tuple[str, str, Generation], Model] = {}
         self._chains: dict[tuple[str, str, Generation], Model] = {}
         self._warned: set[str] = set()
         self.injected = main is not None
-        base = main if main is not None else self._single(self.provider, cfg.name, cfg.generation)
+        base = (
+            self._observed(main, "injected")
+            if main is not None
+            else self._single(self.provider, cfg.name, cfg.generation)
+        )
         self.main = self._chained(base, (self.provider, cfg.name), cfg.generation)
 
     def get(self, spec: str | None, generation: Generation | None = None) -> Model:
@@ -105,8 +113,11 @@ class ModelCatalog:
     def _single(self, provider: str, name: str, generation: Generation) -> Model:
         key = (provider, name, generation)
         if key not in self._built:
-            self._built[key] = self._build(provider, name, generation)
+            self._built[key] = self._observed(self._build(provider, name, generation), provider)
         return self._built[key]
+
+    def _observed(self, model: Model, provider: str) -> Model:
+        return ObservedModel(model, self.metrics, provider) if self.metrics is not None else model
 
     def _build(self, provider: str, name: str, generation: Generation) -> Model:
         cfg = self.settings.model

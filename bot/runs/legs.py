@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from agents.context import RunContext
 from agents.graph import GraphPosition
+from agents.guardrails import enforce
 from agents.handoffs import HandoffContext
 from agents.messages import Message
+from agents.results import FinalAnswer
 from bot.runs.catalog import AgentDef
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -38,3 +43,25 @@ def own_turns(messages: list[Message], agent: str) -> list[Message]:
             turn = []
         turn.append(message)
     return out
+
+
+async def guard(leg: Leg, answer: FinalAnswer) -> FinalAnswer:
+    """Apply the agent's guardrails to its final answer."""
+    if not leg.agent.guardrails:
+        return answer
+    earlier = list(answer.messages[:-1])
+    conversation = [*leg.ctx.history, *([leg.message] if leg.message else []), *earlier]
+    outcome = await enforce(
+        leg.ctx,
+        leg.agent.guardrails,
+        agent=leg.agent.name,
+        system=leg.ctx.system(leg.agent.system_prompt),
+        conversation=conversation,
+        answer=answer.text,
+    )
+    if outcome.status == "warned":
+        log.warning("agent %s: answer failed guardrail %s: %s", leg.agent.name, outcome.guardrail, outcome.errors)
+    if outcome.text == answer.text:
+        return answer
+    final = Message.assistant(outcome.text, agent=leg.agent.name)
+    return answer.model_copy(update={"text": outcome.text, "messages": (*earlier, final)})

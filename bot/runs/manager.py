@@ -15,6 +15,7 @@ its checkpoint (the ledger keeps tools from running twice) or reported.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -22,7 +23,6 @@ from typing import Any, Protocol
 
 from agents.context import NullTracer, RunContext
 from agents.graph import END, GraphPosition, GraphRunner
-from agents.guardrails import enforce
 from agents.handoffs import HandoffContext, recent_lines
 from agents.messages import Message, ToolCall, fit_context, recent_media
 from agents.models.base import Generation, Model, ModelError
@@ -35,10 +35,13 @@ from bot.ids import new_id, new_nonce
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, hint, locked_prompt, tool_confirm_choices
 from bot.memory.service import Briefing, MemoryService
+from bot.ops.budgets import BudgetExceeded, Budgets, Payer
+from bot.ops.metered import BudgetedModel
+from bot.ops.metrics import Metrics
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
 from bot.runs.ledger import RunLedger
-from bot.runs.legs import Leg, own_turns
+from bot.runs.legs import Leg, guard, own_turns
 from bot.runs.streaming import ReplyStream
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunRow, RunStore
@@ -71,6 +74,9 @@ class RunManager:
     """Agents' own models (``model:`` in their files) and the repairer's; None: ``model`` for everything."""
     memory: MemoryService | None = None
     """Recall before a turn, memory tools, session keys and summaries (None: none of it)."""
+    budgets: Budgets | None = None
+    """Token and cost budgets: every model call of a run is checked and counted (None: unlimited, uncounted)."""
+    metrics: Metrics | None = None
     text_limits: dict[str, int | None] = field(default_factory=dict)
     prints_as_written: frozenset[str] = frozenset()
     """Channels that show an answer's text as it comes (a terminal)."""
@@ -130,8 +136,8 @@ class RunManager:
         repair = self.settings.model.repair
         ctx = RunContext(
             chat_key=run.chat_key,
-            model=self.model_for(agent),
-            repair_model=self.models.get(repair) if repair and self.models is not None else None,
+            model=self._budgeted(run, self.model_for(agent)),
+            repair_model=self._budgeted(run, self.models.get(repair)) if repair and self.models is not None else None,
             history=history,
             emit=emit,
             correlation_id=run.correlation_id,
@@ -179,6 +185,15 @@ class RunManager:
             self.tracing.record(
                 type, run.chat_key, run.correlation_id, run_id=run.id, agent=agent or run.agent, **fields
             )
+
+    def _budgeted(self, run: RunRow, model: Model) -> Model:
+        """``model`` spending the budgets of the run's requester and chat."""
+        if self.budgets is None:
+            return model
+        chat = run.chat
+        section = getattr(self.settings.channels, chat.channel, None)
+        exempt = self.settings.budgets.admins_exempt and section is not None and section.is_admin(run.user_id)
+        return BudgetedModel(model, self.budgets, Payer(f"{chat.channel}:{run.user_id}", chat.settings_key, exempt))
 
     def model_for(self, agent: AgentDef) -> Model:
         if self.models is None:
@@ -288,6 +303,7 @@ class RunManager:
         """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""
         chat = run.chat
         await self.delivery.send(OutboundMessage(chat=chat, kind="typing"))
+        started, outcome = time.perf_counter(), "failed"
         # A graph's nodes answer one after another: only the last answer is the reply, so none is shown growing.
         stream = leg.ctx.stream = self._stream(run) if leg.graph is None else None
         try:
@@ -302,17 +318,22 @@ class RunManager:
                         leg.ctx.stream = stream
                         result = await leg.agent.runner.run(leg.ctx, result.message)
                     if isinstance(result, FinalAnswer):
-                        result = await self._guard(leg, result)
+                        result = await guard(leg, result)
                         following = await self._graph_next(run, leg, result) if leg.graph is not None else None
                         if following is not None and following.message is not None:
                             leg = following
                             result = await leg.agent.runner.run(leg.ctx, following.message)
                             continue
                     break
+                outcome = "answered" if isinstance(result, FinalAnswer) else "paused"
             except BaseException:
                 if stream is not None:
                     await stream.close()
                 raise
+        except BudgetExceeded as exc:
+            self.trace("error", run, leg.agent.name, message=f"budget: {exc.scope}")
+            await self.finish(run, "stopped", leg.prefix, _notice(chat, str(exc)))
+            return
         except ModelError as exc:
             log.warning("chat %s: model error in %s: %s", chat, leg.agent.name, exc)
             self.trace("error", run, leg.agent.name, message=f"model error: {exc}")
@@ -323,6 +344,9 @@ class RunManager:
             self.trace("error", run, leg.agent.name, message=f"checkpoint: {exc}")
             await self.finish(run, "failed", [], _notice(chat, f"⚠️ I cannot continue this request: {exc}."))
             return
+        finally:
+            if self.metrics is not None:
+                self.metrics.run_worked(leg.agent.name, outcome, time.perf_counter() - started)
         if isinstance(result, FinalAnswer):
             reply = OutboundMessage(chat=chat, text=result.text or "(no answer)", reply_to=run.reply_to)
             if stream is not None:
@@ -376,27 +400,6 @@ class RunManager:
         )
         self.runs.set_run_later(run.id, agent=target.name)
         return Leg(target, ctx, chain, request.message, prefix, handoff, leg.graph)
-
-    async def _guard(self, leg: Leg, answer: FinalAnswer) -> FinalAnswer:
-        """Apply the agent's guardrails to its final answer."""
-        if not leg.agent.guardrails:
-            return answer
-        earlier = list(answer.messages[:-1])
-        conversation = [*leg.ctx.history, *([leg.message] if leg.message else []), *earlier]
-        outcome = await enforce(
-            leg.ctx,
-            leg.agent.guardrails,
-            agent=leg.agent.name,
-            system=leg.ctx.system(leg.agent.system_prompt),
-            conversation=conversation,
-            answer=answer.text,
-        )
-        if outcome.status == "warned":
-            log.warning("agent %s: answer failed guardrail %s: %s", leg.agent.name, outcome.guardrail, outcome.errors)
-        if outcome.text == answer.text:
-            return answer
-        final = Message.assistant(outcome.text, agent=leg.agent.name)
-        return answer.model_copy(update={"text": outcome.text, "messages": (*earlier, final)})
 
     # -- pause / finish --------------------------------------------------------------------
 

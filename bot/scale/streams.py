@@ -10,6 +10,7 @@ bound a flooding chat as the in-process bus does.
 from __future__ import annotations
 
 import logging
+import time
 import zlib
 from typing import Any
 
@@ -142,6 +143,34 @@ class RedisBus:
     @property
     def active_chats(self) -> int:
         return len(self._known)
+
+    async def depths(self) -> dict[int, tuple[int, float]]:
+        """Per partition stream: entries not yet acknowledged by the workers (delivered or not), and the age of
+        the oldest of them (from its entry id's milliseconds)."""
+        streams = [inbound_stream(p) for p in range(self.partitions)]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for stream in streams:
+                pipe.xinfo_groups(stream)
+                pipe.xpending(stream, GROUP)
+            replies = await pipe.execute(raise_on_error=False)
+        now_ms = time.time() * 1000
+        out: dict[int, tuple[int, float]] = {}
+        for p, stream in enumerate(streams):
+            groups, pending = replies[2 * p], replies[2 * p + 1]
+            if isinstance(groups, Exception) or isinstance(pending, Exception):
+                continue
+            group = next((g for g in groups if text_of(g.get("name", b"")) == GROUP), None)
+            if group is None:
+                continue
+            lag, held = int(group.get("lag") or 0), int(pending.get("pending") or 0)
+            firsts = [text_of(pending["min"])] if held and pending.get("min") else []
+            if lag:
+                after = "(" + text_of(group.get("last-delivered-id") or b"0-0")
+                entries = await self.redis.xrange(stream, min=after, count=1)
+                firsts += [text_of(entries[0][0])] if entries else []
+            oldest = min((int(i.split("-", 1)[0]) for i in firsts), default=now_ms)
+            out[p] = (lag + held, max(0.0, (now_ms - oldest) / 1000))
+        return out
 
     async def join(self) -> None:
         """Nothing to wait for here: handling happens in the workers."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from bot.store.base import Store, StoreError
@@ -26,6 +26,7 @@ def store_from_settings(
     secrets: Iterable[str] = (),
     read_only: bool = False,
     shared: bool = False,
+    commit_timer: Callable[[float], None] | None = None,
 ) -> SqlStore:
     """The store configured by the ``store:`` section (every key, retention and caches included).
 
@@ -44,4 +45,5 @@ def store_from_settings(
         secrets=secrets,
         read_only=read_only,
         shared=shared,
+        commit_timer=commit_timer,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -109,13 +110,14 @@ class PgWriter(GroupCommit):
     async def _cycle(self, batch: list[Write]) -> None:
         writes, prunes = self._split(batch)
         if writes:
+            started = time.perf_counter()
             try:
                 results: list[WriteResult] | None = await self._transaction([w.steps for w in writes])
                 error: BaseException | None = None
             except Exception as exc:
                 results, error = None, exc
                 log.error("store: batch of %d writes failed: %s", len(writes), exc)
-            self._booked(writes, results)
+            self._booked(writes, results, started)
             self._resolve(writes, results, error)
         if prunes or self.retention.due():
             steps, done = self.retention.plan()

@@ -93,8 +93,11 @@ class SqlStore:
         secrets: Iterable[str] = (),
         read_only: bool = False,
         shared: bool = False,
+        commit_timer: Callable[[float], None] | None = None,
     ) -> None:
+        """``commit_timer``: told each group commit's duration in seconds (a metric)."""
         self.url = url
+        self.commit_timer = commit_timer
         self.shared = shared
         """Other processes write this database too (workers of a scaled-out bot): chat and global settings,
         which any of them may change, are read each time instead of cached; a chat's history stays cached
@@ -169,6 +172,7 @@ class SqlStore:
                 max_batch=self.max_batch,
             )
             reader = SqliteReader(path, busy_timeout_ms=self.busy_timeout_ms)
+        writer.timer = self.commit_timer
         if self.read_only:
             writer = None  # a tool that only reads: no migration, no writer, nothing created
         try:

@@ -25,6 +25,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -321,6 +322,7 @@ class SqliteWriter(GroupCommit):
             return self._cycle(job.writes)
         results: list[WriteResult] | None = job.results
         error: BaseException | None = None
+        started = time.perf_counter()
         try:
             self._require_conn().execute("COMMIT")
             self.stats.commits += 1
@@ -329,7 +331,7 @@ class SqliteWriter(GroupCommit):
                 self._require_conn().rollback()
             results, error = None, exc
             log.error("store: batch of %d writes failed: %s", len(job.writes), exc)
-        self._booked(job.writes, results)
+        self._booked(job.writes, results, started)
         if self.retention.due():
             self._prune([])
         if self._reset_due:
@@ -358,13 +360,14 @@ class SqliteWriter(GroupCommit):
         writes, prunes = self._split(batch)
         outcomes: list[_Outcome] = []
         if writes:
+            started = time.perf_counter()
             try:
                 results: list[WriteResult] | None = self._transaction([w.steps for w in writes])
                 error: BaseException | None = None
             except Exception as exc:
                 results, error = None, exc
                 log.error("store: batch of %d writes failed: %s", len(writes), exc)
-            self._booked(writes, results)
+            self._booked(writes, results, started)
             outcomes.append((writes, results, error))
         if prunes or self.retention.due():
             outcomes.append(self._prune(prunes))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, Index, Text, text
+from sqlalchemy import BigInteger, DateTime, Index, Text, text
 from sqlmodel import Field, SQLModel
 
 
@@ -263,4 +263,21 @@ class SessionValue(SQLModel, table=True):
     name: str = Field(primary_key=True, max_length=64)
     value: str = Field(sa_type=Text)
     run_id: str | None = Field(default=None, max_length=32)
+    updated_at: datetime = Field(sa_type=DateTime)
+
+
+class UsageRow(SQLModel, table=True):
+    """Model tokens and estimated cost of one scope (``user:<account>``, ``chat:<channel:chat>``) in one period
+    (``d2026-11-26``, ``m2026-11``, in ``budgets.timezone``)."""
+
+    __tablename__ = "usage"
+
+    scope: str = Field(primary_key=True, max_length=255)
+    period: str = Field(primary_key=True, max_length=16, index=True)
+    calls: int
+    input_tokens: int = Field(sa_type=BigInteger)
+    output_tokens: int = Field(sa_type=BigInteger)
+    thinking_tokens: int = Field(sa_type=BigInteger)
+    cached_tokens: int = Field(sa_type=BigInteger)
+    cost: float
     updated_at: datetime = Field(sa_type=DateTime)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from bot.store.base import StoreError
@@ -52,6 +53,8 @@ class GroupCommit(abc.ABC):
         self.retention = retention
         self.max_batch = max(1, max_batch)
         self.stats = WriterStats()
+        self.timer: Callable[[float], None] | None = None
+        """Told how long each batch took to commit, in seconds (a metric; called on the writer's thread)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = True
 
@@ -96,8 +99,11 @@ class GroupCommit(abc.ABC):
         writes = [w for w in batch if not w.prune]
         return writes, [w for w in batch if w.prune]
 
-    def _booked(self, writes: list[Write], results: list[WriteResult] | None) -> None:
-        """Book a batch's outcome on the writer side (before the loop hears of it)."""
+    def _booked(self, writes: list[Write], results: list[WriteResult] | None, started: float | None = None) -> None:
+        """Book a batch's outcome on the writer side (before the loop hears of it); ``started``: its
+        ``perf_counter`` when the batch's transaction began."""
+        if started is not None and self.timer is not None and results is not None:
+            self.timer(time.perf_counter() - started)
         self.stats.writes += len(writes)
         self.stats.largest_batch = max(self.stats.largest_batch, len(writes))
         if results is None:

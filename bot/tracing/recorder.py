@@ -21,7 +21,7 @@ import json
 import logging
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any, Protocol
@@ -102,6 +102,10 @@ class Redactor:
         return self.text(str(value))
 
 
+Observer = Callable[[str, str, Mapping[str, Any]], None]
+"""Told every event: its type, agent and fields."""
+
+
 class Sink(Protocol):
     """Receives flushed events (OpenTelemetry)."""
 
@@ -132,10 +136,13 @@ class RunTracer:
         """The agent file's ``tracing`` block (``enabled``, ``sample_rate``, ``events``); None: no narrowing."""
 
     def event(self, type: str, **fields: Any) -> None:
+        agent = str(fields.pop("agent", None) or self.agent)
+        tracing = self.tracing
+        if tracing.observer is not None:
+            tracing.observer(type, agent, fields)
         if type != "error" and self.policy is not None and not _kept(self.policy, type, self.correlation_id):
             return
-        agent = str(fields.pop("agent", None) or self.agent)
-        self.tracing.record(type, self.chat_key, self.correlation_id, run_id=self.run_id, agent=agent, **fields)
+        tracing.keep(type, self.chat_key, self.correlation_id, self.run_id, agent, fields)
 
 
 class Tracing:
@@ -147,8 +154,11 @@ class Tracing:
         config: TracingSection,
         redactor: Redactor | None = None,
         sinks: Sequence[Sink] = (),
+        observer: Observer | None = None,
     ) -> None:
+        """``observer``: sees every event, before ``tracing.enabled`` and sampling decide what is kept (metrics)."""
         self.store = store
+        self.observer = observer
         self.config = config
         self.redactor = redactor or Redactor()
         self.sinks = list(sinks)
@@ -166,6 +176,14 @@ class Tracing:
     def record(
         self, type: str, chat_key: str, correlation_id: str, *, run_id: str = "", agent: str = "", **fields: Any
     ) -> None:
+        if self.observer is not None:
+            self.observer(type, agent, fields)
+        self.keep(type, chat_key, correlation_id, run_id, agent, fields)
+
+    def keep(
+        self, type: str, chat_key: str, correlation_id: str, run_id: str, agent: str, fields: dict[str, Any]
+    ) -> None:
+        """Buffer the event, if tracing is on and keeps it."""
         if not self.config.enabled or (type != "error" and not self.keeps(type, correlation_id)):
             return
         redactor = self.redactor

@@ -9,7 +9,7 @@ import re
 import secrets
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -89,11 +89,13 @@ class DiscordChannel:
         retry_attempts: int = 8,
         retry_budget_s: float = 300.0,
         connect_timeout_s: float = 30.0,
+        on_rate_limit: Callable[[], None] | None = None,
     ) -> None:
+        """``on_rate_limit``: called for each 429 this adapter sees (discord.py waits out most by itself)."""
         self.cfg = cfg
         self.typing_interval_s = typing_interval_s
         self.typing_max_s = typing_max_s
-        self.retry = Retrying(retry_attempts, retry_budget_s)
+        self.retry = Retrying(retry_attempts, retry_budget_s, on_rate_limit)
         self.connect_timeout_s = connect_timeout_s
         self.interaction_ttl_s = INTERACTION_TTL_S
         self._allowed = {str(c) for c in cfg.allowed_channels}
@@ -466,4 +468,4 @@ def _report_gateway_end(task: asyncio.Task[None]) -> None:
 
 def build(settings: DiscordSettings, context: BuildContext) -> DiscordChannel:
     """The channel plugin's factory (:mod:`channels.registry`)."""
-    return DiscordChannel(settings)
+    return DiscordChannel(settings, on_rate_limit=context.limiter("discord"))

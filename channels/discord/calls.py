@@ -51,9 +51,12 @@ class Retrying:
     error (403, 404, a bad request, a rejected token) raises :class:`DiscordError` at once.
     """
 
-    def __init__(self, attempts: int = 8, budget_s: float = 300.0) -> None:
+    def __init__(
+        self, attempts: int = 8, budget_s: float = 300.0, on_rate_limit: Callable[[], None] | None = None
+    ) -> None:
         self.attempts = attempts
         self.budget_s = budget_s
+        self._on_rate_limit = on_rate_limit
 
     async def __call__(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         deadline = time.monotonic() + self.budget_s
@@ -61,10 +64,12 @@ class Retrying:
             try:
                 return await call()
             except discord.RateLimited as exc:
+                self._limited()
                 delay, reason = exc.retry_after, f"rate limited for {exc.retry_after:.1f} s"
             except discord.HTTPException as exc:
                 reason = f"HTTP {exc.status}: {exc.text or exc.__class__.__name__}"
                 if exc.status == 429:
+                    self._limited()
                     delay = retry_after(exc.response) or 1.0
                 elif exc.status >= 500:
                     delay = min(2.0**attempt, 30.0)
@@ -79,6 +84,10 @@ class Retrying:
             log.warning("discord: %s failed (%s); retrying in %.2f s", what, reason, delay)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _limited(self) -> None:
+        if self._on_rate_limit is not None:
+            self._on_rate_limit()
 
 
 def retry_after(response: Any) -> float | None:

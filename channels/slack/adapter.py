@@ -89,14 +89,15 @@ class SlackChannel:
     text_limit = SECTION_LIMIT
     """The longest text one message holds (a longer confirmation is shown in full on request)."""
 
-    def __init__(self, cfg: SlackSettings) -> None:
+    def __init__(self, cfg: SlackSettings, *, on_rate_limit: Callable[[], None] | None = None) -> None:
+        """``on_rate_limit``: called for each 429 the Web API answers."""
         _check(cfg)
         self.cfg = cfg
         self.me: BotIdentity | None = None
         base_url = api_url(cfg.api_base)
         # Retries are WebApi's (bounded, Retry-After aware), not the SDK's on top of them.
         self.web = AsyncWebClient(token=cfg.bot_token, base_url=base_url, retry_handlers=[])
-        self.api = WebApi(self.web)
+        self.api = WebApi(self.web, on_rate_limit=on_rate_limit)
         self.app = AsyncApp(
             name="slack",
             logger=_bolt_logger(),
@@ -475,4 +476,4 @@ __all__ = ["SlackChannel", "SlackDeliveryError"]
 
 def build(settings: SlackSettings, context: BuildContext) -> SlackChannel:
     """The channel plugin's factory (:mod:`channels.registry`)."""
-    return SlackChannel(settings)
+    return SlackChannel(settings, on_rate_limit=context.limiter("slack"))

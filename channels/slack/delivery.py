@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -92,9 +92,12 @@ class Pacer:
 class WebApi:
     """Web API calls by method name (``chat.postMessage``) through one :class:`AsyncWebClient`."""
 
-    def __init__(self, client: AsyncWebClient, pacer: Pacer | None = None) -> None:
+    def __init__(
+        self, client: AsyncWebClient, pacer: Pacer | None = None, on_rate_limit: Callable[[], None] | None = None
+    ) -> None:
         self.client = client
         self.pacer = pacer or Pacer()
+        self._on_rate_limit = on_rate_limit
 
     async def post(self, **kwargs: Any) -> AsyncSlackResponse:
         """``chat.postMessage``, paced per channel."""
@@ -110,6 +113,8 @@ class WebApi:
             except SlackApiError as exc:
                 status, error = _status_and_error(exc)
                 if status == 429 or error == "ratelimited":
+                    if self._on_rate_limit is not None:
+                        self._on_rate_limit()
                     delay = retry_after(exc.response.headers)
                     if limited >= MAX_RATE_LIMIT_RETRIES or waited + delay > MAX_RATE_LIMIT_WAIT_S:
                         raise SlackDeliveryError(method, f"still rate limited after {waited:.0f}s", error) from None

@@ -8,7 +8,7 @@ import hmac
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from aiogram import Bot
@@ -94,14 +94,15 @@ class TelegramChannel:
     text_limit = TEXT_LIMIT
     """The longest text one message holds (a longer confirmation is shown in full on request)."""
 
-    def __init__(self, cfg: TelegramSettings) -> None:
+    def __init__(self, cfg: TelegramSettings, *, on_rate_limit: Callable[[], None] | None = None) -> None:
+        """``on_rate_limit``: called for each 429 (flood control) Telegram answers."""
         self.cfg = cfg
         server = TelegramAPIServer.from_base(cfg.api_base) if cfg.api_base else PRODUCTION
         try:
             self.bot = Bot(cfg.token, session=AiohttpSession(api=server))
         except TokenValidationError:
             raise ConfigError("channels.telegram.token is not a bot token (expected 123456:ABC…)") from None
-        self.api = Api(self.bot)
+        self.api = Api(self.bot, on_rate_limit)
         self.me: BotIdentity | None = None
         self._inbox: Inbox | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -189,6 +190,7 @@ class TelegramChannel:
             try:
                 updates = await self.bot(method, request_timeout=timeout + 15)
             except TelegramRetryAfter as exc:
+                self.api.limited()
                 await asyncio.sleep(exc.retry_after)
                 continue
             except (TelegramConflictError, TelegramUnauthorizedError) as exc:
@@ -477,4 +479,4 @@ class TelegramChannel:
 
 def build(settings: TelegramSettings, context: BuildContext) -> TelegramChannel:
     """The channel plugin's factory (:mod:`channels.registry`)."""
-    return TelegramChannel(settings)
+    return TelegramChannel(settings, on_rate_limit=context.limiter("telegram"))

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -103,9 +104,15 @@ class Pacer:
 class Api:
     """One place that calls the Bot API: pacing, 429 waits and network retries, errors without the token."""
 
-    def __init__(self, bot: Bot) -> None:
+    def __init__(self, bot: Bot, on_rate_limit: Callable[[], None] | None = None) -> None:
         self.bot = bot
         self.pacer = Pacer()
+        self._on_rate_limit = on_rate_limit
+
+    def limited(self) -> None:
+        """Telegram answered 429."""
+        if self._on_rate_limit is not None:
+            self._on_rate_limit()
 
     def redact(self, text: str) -> str:
         return text.replace(self.bot.token, "***")
@@ -124,6 +131,7 @@ class Api:
             try:
                 return await self.bot(method)
             except TelegramRetryAfter as exc:
+                self.limited()
                 wait = float(exc.retry_after)
                 floods += 1
                 if floods > MAX_FLOOD_RETRIES or flood_waited + wait > MAX_FLOOD_WAIT_S:

@@ -1,0 +1,1 @@
+"""Operations: metrics, budgets, health of the setup."""

@@ -1,0 +1,209 @@
+"""Budgets: tokens and estimated cost per person and per chat, per day and per month.
+
+Every model call of a run is counted (:class:`bot.ops.metered.BudgetedModel` wraps the run's models) against
+the account that asked (``user:<channel:user_id>``) and the chat (``chat:<channel:chat_id>``), for the day and
+the month in ``budgets.timezone``. With a limit set, the call is checked first: a scope over any of its limits
+raises :class:`BudgetExceeded`, the run ends with that one message, and nothing is sent to the model. The
+periods are part of the row's key, so a new day (or month) starts from nothing: limits reset on schedule
+with no job to run. Cost is estimated from ``budgets.prices`` (per million tokens).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from agents.models.base import ModelError, ModelResponse, Usage
+from bot.config.ops import BudgetsSection, Limits
+from bot.store.sql import SqlStore
+from bot.store.usage import Spent, UsageStore
+
+
+class BudgetExceeded(ModelError):
+    """A budget is used up: the message says which, and when it resets."""
+
+    def __init__(self, text: str, scope: str) -> None:
+        super().__init__(text)
+        self.scope = scope
+
+
+@dataclass(frozen=True, slots=True)
+class Payer:
+    """Whose budgets a run's model calls use."""
+
+    account: str
+    """``channel:user_id``."""
+    chat: str
+    """``channel:chat_id`` (the chat's settings key: a Slack thread counts towards its channel)."""
+    exempt: bool = False
+
+    @property
+    def scopes(self) -> tuple[str, str]:
+        return f"user:{self.account}", f"chat:{self.chat}"
+
+
+class Budgets:
+    def __init__(
+        self,
+        config: BudgetsSection,
+        store: SqlStore,
+        *,
+        clock: Callable[[], float] = time.time,
+        refused: Callable[[str], None] | None = None,
+    ) -> None:
+        """``refused``: told the scope kind (``user``, ``chat``) of every refusal (a metric)."""
+        self.config = config
+        self.store = store
+        self.usage = UsageStore(store)
+        self.zone = ZoneInfo(config.timezone)
+        self.clock = clock
+        self._refused = refused
+
+    def start(self) -> None:
+        days = self.config.retention_days
+        self.store.add_retention(lambda: self.usage.retention(days))
+
+    # -- periods ---------------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), self.zone)
+
+    def periods(self, now: datetime | None = None) -> tuple[str, str]:
+        """Today's and this month's period keys."""
+        now = now or self.now()
+        return f"d{now:%Y-%m-%d}", f"m{now:%Y-%m}"
+
+    def resets(self, monthly: bool, now: datetime | None = None) -> tuple[datetime, timedelta]:
+        """When the day (or month) ends here, and how long that is from now."""
+        now = now or self.now()
+        if monthly:
+            first = (now.replace(day=28) + timedelta(days=4)).replace(day=1)
+            end = datetime(first.year, first.month, 1, tzinfo=self.zone)
+        else:
+            tomorrow = now.date() + timedelta(days=1)
+            end = datetime(tomorrow.year, tomorrow.month, tomorrow.day, tzinfo=self.zone)
+        return end, end - now
+
+    # -- checking and counting ---------------------------------------------------------------------
+
+    async def check(self, payer: Payer) -> None:
+        """Raise :class:`BudgetExceeded` when a scope of ``payer`` is over one of its limits."""
+        if not self.config.limited() or payer.exempt:
+            return
+        now = self.now()
+        day, month = self.periods(now)
+        user, chat = payer.scopes
+        spent = await self.usage.spent((user, chat), (day, month))
+        for scope, limits, kind in ((user, self.config.user, "user"), (chat, self.config.chat, "chat")):
+            for period, monthly in ((day, False), (month, True)):
+                over = _over(spent.get((scope, period)) or Spent(scope, period), limits, monthly, self.config.currency)
+                if over is not None:
+                    if self._refused is not None:
+                        self._refused(kind)
+                    raise BudgetExceeded(self._refusal(kind, monthly, over, now), kind)
+
+    def _refusal(self, kind: str, monthly: bool, over: str, now: datetime) -> str:
+        span = "monthly" if monthly else "daily"
+        whose = "You have used your" if kind == "user" else "This chat has used its"
+        end, left = self.resets(monthly, now)
+        when = f"{end:%Y-%m-%d} 00:00" if monthly else "midnight"
+        return (
+            f"⛔ {whose} {span} model budget ({over}), so I stopped before asking the model. "
+            f"It resets at {when} {self.config.timezone}, in {_span(left)}. An admin can raise the limit."
+        )
+
+    def cost(self, model: str, usage: Usage) -> float:
+        price = self.config.price(model)
+        if price is None:
+            return 0.0
+        cached = min(usage.cached_tokens, usage.input_tokens)
+        cached_price = price.input if price.cached is None else price.cached
+        fresh = usage.input_tokens - cached
+        return (fresh * price.input + cached * cached_price + usage.output_tokens * price.output) / 1_000_000
+
+    async def spend(self, payer: Payer, response: ModelResponse, model: str) -> None:
+        """Count one model call. With limits set the write is awaited, so the next check sees it."""
+        if not self.config.enabled:
+            return
+        usage = response.usage
+        tokens = (usage.input_tokens, usage.output_tokens, usage.thinking_tokens, usage.cached_tokens)
+        if not any(tokens):
+            return
+        steps = self.usage.add_steps(payer.scopes, self.periods(), tokens, self.cost(response.model or model, usage))
+        if self.config.limited():
+            await self.store.write(steps)
+        else:
+            self.store.write_later(steps, what="counting model usage")
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def report(self, payer: Payer) -> str:
+        """``/usage``: this person's and this chat's use today and this month, against the limits."""
+        day, month = self.periods()
+        user, chat = payer.scopes
+        spent = await self.usage.spent((user, chat), (day, month))
+        lines = []
+        for title, scope, limits in (("You", user, self.config.user), ("This chat", chat, self.config.chat)):
+            parts = []
+            for label, period, monthly in (("today", day, False), ("this month", month, True)):
+                used = spent.get((scope, period)) or Spent(scope, period)
+                parts.append(f"{label} {self._amount(used, limits, monthly, payer.exempt)}")
+            lines.append(f"{title}: " + "; ".join(parts))
+        if not self.config.limited():
+            lines.append("No limits are set (budgets.user / budgets.chat).")
+        elif payer.exempt:
+            lines.append("Admins are not limited here (budgets.admins_exempt).")
+        else:
+            _end, left = self.resets(False)
+            lines.append(f"Days start at midnight {self.config.timezone} (next in {_span(left)}).")
+        return "\n".join(lines)
+
+    def _amount(self, used: Spent, limits: Limits, monthly: bool, exempt: bool) -> str:
+        token_limit = limits.monthly_tokens if monthly else limits.daily_tokens
+        cost_limit = limits.monthly_cost if monthly else limits.daily_cost
+        out = f"{used.tokens:,} tokens"
+        if token_limit and self.config.limited() and not exempt:
+            out += f" of {token_limit:,}"
+        out += f", {used.cost:.4f} {self.config.currency}"
+        if cost_limit and self.config.limited() and not exempt:
+            out += f" of {cost_limit:.2f}"
+        return out + f" ({used.calls} model call{'s' if used.calls != 1 else ''})"
+
+    async def top(self, monthly: bool, limit: int = 10) -> str:
+        """``/usage top``: the accounts that used the most, today or this month."""
+        day, month = self.periods()
+        period = month if monthly else day
+        rows = await self.usage.top("user:", period, limit)
+        when = "this month" if monthly else "today"
+        if not rows:
+            return f"Nobody used the model {when}."
+        lines = [f"Top users {when} ({period[1:]}, {self.config.timezone}):"]
+        for i, row in enumerate(rows, 1):
+            lines.append(
+                f"{i}. {row.scope.removeprefix('user:')}: {row.tokens:,} tokens, "
+                f"{row.cost:.4f} {self.config.currency}, {row.calls} calls"
+            )
+        return "\n".join(lines)
+
+
+def _over(used: Spent, limits: Limits, monthly: bool, currency: str) -> str | None:
+    """What of ``limits`` ``used`` reached, described; None when within them."""
+    tokens = limits.monthly_tokens if monthly else limits.daily_tokens
+    cost = limits.monthly_cost if monthly else limits.daily_cost
+    if tokens and used.tokens >= tokens:
+        return f"{used.tokens:,} of {tokens:,} tokens"
+    if cost and used.cost >= cost:
+        return f"{used.cost:.2f} of {cost:.2f} {currency}"
+    return None
+
+
+def _span(delta: timedelta) -> str:
+    minutes = max(1, int(delta.total_seconds() // 60))
+    days, rest = divmod(minutes, 1440)
+    hours, minutes = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"

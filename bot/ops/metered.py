@@ -1,0 +1,106 @@
+"""Models that are measured (:class:`ObservedModel`: every call in the metrics) and that spend a budget
+(:class:`BudgetedModel`: a run's calls checked and counted). Both answer exactly as the model they wrap."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from agents.messages import Message
+from agents.models.base import Model, ModelError, ModelResponse, ToolDeclaration
+from bot.ops.budgets import Budgets, Payer
+from bot.ops.metrics import Metrics
+
+
+class _Wrapper(Model):
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.understands = inner.understands
+
+    def __getattr__(self, name: str) -> Any:
+        # What a particular client offers beyond the interface (a scripted model's record of requests).
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.inner.embed(texts)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class ObservedModel(_Wrapper):
+    """Counts calls, latency, outcome and tokens of ``inner`` as ``provider``/its model name."""
+
+    def __init__(self, inner: Model, metrics: Metrics, provider: str) -> None:
+        super().__init__(inner)
+        self.metrics = metrics
+        self.provider = provider
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+        response_schema: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        started = time.perf_counter()
+        try:
+            response = await self.inner.request(messages, tools=tools, system=system, response_schema=response_schema)
+        except ModelError:
+            self.metrics.model_call(self.provider, self.name, time.perf_counter() - started, None, error=True)
+            raise
+        self._done(response, started)
+        return response
+
+    async def stream(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolDeclaration] = (), system: str | None = None
+    ) -> AsyncIterator[str | ModelResponse]:
+        started = time.perf_counter()
+        try:
+            async for part in self.inner.stream(messages, tools=tools, system=system):
+                if isinstance(part, ModelResponse):
+                    self._done(part, started)
+                yield part
+        except ModelError:
+            self.metrics.model_call(self.provider, self.name, time.perf_counter() - started, None, error=True)
+            raise
+
+    def _done(self, response: ModelResponse, started: float) -> None:
+        # A fallback chain answers as the model that answered; each member is observed on its own.
+        self.metrics.model_call(self.provider, self.name, time.perf_counter() - started, response.usage)
+
+
+class BudgetedModel(_Wrapper):
+    """``inner`` for one run: each call is checked against ``payer``'s budgets first and counted after."""
+
+    def __init__(self, inner: Model, budgets: Budgets, payer: Payer) -> None:
+        super().__init__(inner)
+        self.budgets = budgets
+        self.payer = payer
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+        response_schema: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        await self.budgets.check(self.payer)
+        response = await self.inner.request(messages, tools=tools, system=system, response_schema=response_schema)
+        await self.budgets.spend(self.payer, response, self.name)
+        return response
+
+    async def stream(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolDeclaration] = (), system: str | None = None
+    ) -> AsyncIterator[str | ModelResponse]:
+        await self.budgets.check(self.payer)
+        async for part in self.inner.stream(messages, tools=tools, system=system):
+            if isinstance(part, ModelResponse):
+                await self.budgets.spend(self.payer, part, self.name)
+            yield part

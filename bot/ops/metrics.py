@@ -1,0 +1,171 @@
+"""Prometheus metrics: one registry per gateway, fed by the event stream and a few measuring points.
+
+Most of what is counted is already an event of the trace stream (``route``, ``tool_call``, ``handoff``,
+``guardrail``, ``interrupt``, ``run``): :meth:`Metrics.observe` sees every one of them, before tracing's own
+switch and sampling, so the figures do not depend on what is kept. Model calls are counted where they are
+made (:class:`bot.ops.metered.ObservedModel`, around every model the gateway builds: agents', the router's,
+the summariser's), intake and delivery count messages, the store's writer times its commits, channels
+report 429s. Gauges that describe a state (queue depth, pending interrupts, outbox backlog) are read when
+Prometheus scrapes (:class:`Sample`).
+
+Labels never carry chat or user ids; agent, tool and model names are bounded (:data:`MAX_VALUES` distinct
+values per metric and label, then ``other``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+
+disable_created_metrics()  # no *_created series beside every counter and histogram
+
+MAX_VALUES = 200
+"""Distinct values one label of one metric may take; later ones are counted as ``other``."""
+OTHER = "other"
+
+FAST = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+"""Buckets (seconds) for what should take milliseconds: acknowledgements, commits."""
+SLOW = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+"""Buckets (seconds) for model calls and runs."""
+TOKEN_KINDS = ("input", "output", "thinking", "cached")
+
+
+@dataclass
+class Sample:
+    """The state read at a scrape."""
+
+    queue: Mapping[int, tuple[int, float]] = field(default_factory=dict)
+    """Per bus partition: events waiting (or being handled), and the age in seconds of the oldest."""
+    interrupts_pending: int = 0
+    outbox_backlog: int = 0
+    """Committed replies and prompts not yet marked sent."""
+    inbox_pending: int = 0
+    """Accepted events not yet handled."""
+
+
+class Metrics:
+    """Every metric of the gateway, in its own registry (two gateways in one process do not mix)."""
+
+    def __init__(self) -> None:
+        self.registry = reg = CollectorRegistry()
+        self._seen: dict[tuple[str, str], set[str]] = {}
+
+        def counter(name: str, doc: str, *labels: str) -> Counter:
+            return Counter(name, doc, labels, registry=reg)
+
+        def gauge(name: str, doc: str, *labels: str) -> Gauge:
+            return Gauge(name, doc, labels, registry=reg)
+
+        def histogram(name: str, doc: str, buckets: tuple[float, ...], *labels: str) -> Histogram:
+            return Histogram(name, doc, labels, buckets=buckets, registry=reg)
+
+        self.received = counter("bot_messages_received", "Inbound events accepted (durable)", "channel", "kind")
+        self.sent = counter("bot_messages_sent", "Messages delivered to a platform", "channel", "kind")
+        self.send_failures = counter("bot_messages_send_failed", "Deliveries that failed", "channel")
+        self.refused = counter("bot_messages_refused", "Inbound events refused (a limit, a stranger)", "channel")
+        self.ack = histogram(
+            "bot_ack_seconds", "From receipt to the durable commit that allows the acknowledgement", FAST, "channel"
+        )
+        self.queue_depth = gauge("bot_queue_depth", "Events waiting or being handled", "partition")
+        self.queue_age = gauge("bot_queue_oldest_seconds", "Age of the oldest waiting event", "partition")
+        self.inbox_pending = gauge("bot_inbox_pending", "Accepted events not yet handled")
+        self.routes = counter("bot_routing_decisions", "Routing decisions", "strategy", "method", "agent")
+        self.runs = counter("bot_runs", "Runs ended, by status", "agent", "status")
+        self.run_seconds = histogram(
+            "bot_run_seconds",
+            "Time a run works until it answers, pauses or fails (waiting for people excluded)",
+            SLOW,
+            "agent",
+            "outcome",
+        )
+        self.model_calls = counter("bot_model_calls", "Model calls", "provider", "model", "outcome")
+        self.model_seconds = histogram("bot_model_seconds", "Model call latency", SLOW, "provider", "model")
+        self.model_tokens = counter(
+            "bot_model_tokens",
+            "Model tokens (thinking is part of output, cached part of input)",
+            "provider",
+            "model",
+            "kind",
+        )
+        self.tool_calls = counter("bot_tool_calls", "Tool calls", "tool", "outcome")
+        self.handoffs = counter("bot_handoffs", "Handoffs between agents", "source", "target", "status")
+        self.guardrails = counter("bot_guardrail_checks", "Guardrail checks", "agent", "status")
+        self.interrupts = counter("bot_interrupts", "Interrupts by what happened", "kind", "event")
+        self.pending = gauge("bot_interrupts_pending", "Interrupts waiting for a person")
+        self.outbox = gauge("bot_outbox_backlog", "Replies and prompts committed but not yet sent")
+        self.commit_seconds = histogram("bot_store_commit_seconds", "Store group commits", FAST, "dialect")
+        self.rate_limited = counter("bot_platform_rate_limited", "429s from a platform", "channel")
+        self.budget_refusals = counter("bot_budget_refusals", "Model calls refused by a budget", "scope")
+        self.errors = counter("bot_run_errors", "Errors recorded in runs", "agent")
+
+    def bounded(self, metric: str, label: str, value: str) -> str:
+        """``value``, or ``other`` once ``metric``'s ``label`` has :data:`MAX_VALUES` distinct values."""
+        seen = self._seen.setdefault((metric, label), set())
+        if value in seen:
+            return value
+        if len(seen) >= MAX_VALUES:
+            return OTHER
+        seen.add(value)
+        return value
+
+    # -- the event stream ------------------------------------------------------------------------
+
+    def observe(self, type: str, agent: str, fields: Mapping[str, Any]) -> None:
+        """One trace event (every one, whatever tracing keeps)."""
+        get = fields.get
+        if type == "route":
+            name = self.bounded("routes", "agent", agent or "none")
+            self.routes.labels(str(get("strategy") or "none"), str(get("method") or "none"), name).inc()
+        elif type == "tool_call":
+            tool = self.bounded("tools", "tool", str(get("tool") or "?"))
+            self.tool_calls.labels(tool, "error" if get("error") else "ok").inc()
+        elif type == "interrupt":
+            self.interrupts.labels(str(get("kind") or "?"), str(get("status") or "?")).inc()
+        elif type == "run":
+            self.runs.labels(self.bounded("runs", "agent", agent or "?"), str(get("status") or "?")).inc()
+        elif type == "handoff":
+            source = self.bounded("handoffs", "source", agent or "?")
+            target = self.bounded("handoffs", "target", str(get("target") or "?"))
+            self.handoffs.labels(source, target, str(get("status") or "?")).inc()
+        elif type == "guardrail":
+            self.guardrails.labels(self.bounded("guardrails", "agent", agent or "?"), str(get("status") or "?")).inc()
+        elif type == "error":
+            self.errors.labels(self.bounded("errors", "agent", agent or "?")).inc()
+
+    # -- measuring points ------------------------------------------------------------------------
+
+    def model_call(self, provider: str, model: str, seconds: float, usage: Any | None, error: bool = False) -> None:
+        model = self.bounded("model", "model", model)
+        self.model_calls.labels(provider, model, "error" if error else "ok").inc()
+        self.model_seconds.labels(provider, model).observe(seconds)
+        if usage is not None:
+            for kind, count in zip(
+                TOKEN_KINDS,
+                (usage.input_tokens, usage.output_tokens, usage.thinking_tokens, usage.cached_tokens),
+                strict=True,
+            ):
+                if count:
+                    self.model_tokens.labels(provider, model, kind).inc(count)
+
+    def run_worked(self, agent: str, outcome: str, seconds: float) -> None:
+        self.run_seconds.labels(self.bounded("run_seconds", "agent", agent), outcome).observe(seconds)
+
+    def platform_rate_limited(self, channel: str) -> None:
+        self.rate_limited.labels(channel).inc()
+
+    def budget_refused(self, scope: str) -> None:
+        self.budget_refusals.labels(scope).inc()
+
+    def apply(self, sample: Sample) -> None:
+        """Set the gauges from what a scrape read."""
+        self.queue_depth.clear()
+        self.queue_age.clear()
+        for partition, (depth, age) in sorted(sample.queue.items()):
+            self.queue_depth.labels(str(partition)).set(depth)
+            self.queue_age.labels(str(partition)).set(round(age, 3))
+        self.pending.set(sample.interrupts_pending)
+        self.outbox.set(sample.outbox_backlog)
+        self.inbox_pending.set(sample.inbox_pending)

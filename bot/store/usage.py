@@ -1,0 +1,84 @@
+"""The ``usage`` table: model tokens and estimated cost per scope and period (migration 0009).
+
+A scope is ``user:<channel:user_id>`` or ``chat:<channel:chat_id>``; a period ``d<YYYY-MM-DD>`` or ``m<YYYY-MM>``
+in the budgets' time zone, so a new day starts a new row: limits reset by themselves, and old rows go with
+retention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from bot.store.ops import Step, utcnow
+from bot.store.sql import SqlStore
+
+_ADD = (
+    "INSERT INTO usage (scope, period, calls, input_tokens, output_tokens, thinking_tokens, cached_tokens, cost, "
+    "updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope, period) DO UPDATE SET "
+    "calls = usage.calls + 1, input_tokens = usage.input_tokens + excluded.input_tokens, "
+    "output_tokens = usage.output_tokens + excluded.output_tokens, "
+    "thinking_tokens = usage.thinking_tokens + excluded.thinking_tokens, "
+    "cached_tokens = usage.cached_tokens + excluded.cached_tokens, cost = usage.cost + excluded.cost, "
+    "updated_at = excluded.updated_at"
+)
+_COLUMNS = "scope, period, calls, input_tokens, output_tokens, thinking_tokens, cached_tokens, cost"
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What one scope used in one period."""
+
+    scope: str
+    period: str
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    cached_tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        """What a token budget counts: input and output (thinking and cached tokens are inside them)."""
+        return self.input_tokens + self.output_tokens
+
+
+class UsageStore:
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+
+    def add_steps(
+        self, scopes: Sequence[str], periods: Sequence[str], tokens: tuple[int, int, int, int], cost: float
+    ) -> list[Step]:
+        """Add one model call's ``tokens`` (input, output, thinking, cached) and ``cost`` to every scope and period."""
+        now = utcnow()
+        return [Step(_ADD, (scope, period, *tokens, cost, now)) for scope in scopes for period in periods]
+
+    async def spent(self, scopes: Sequence[str], periods: Sequence[str]) -> dict[tuple[str, str], Spent]:
+        """What ``scopes`` used in ``periods`` (a missing pair used nothing), in one read."""
+        marks = ", ".join("?" * len(scopes))
+        spans = ", ".join("?" * len(periods))
+        rows = await self.store.read(
+            f"SELECT {_COLUMNS} FROM usage WHERE scope IN ({marks}) AND period IN ({spans})", (*scopes, *periods)
+        )
+        return {(r[0], r[1]): _spent(r) for r in rows}
+
+    async def top(self, prefix: str, period: str, limit: int = 10) -> list[Spent]:
+        """The scopes starting with ``prefix`` that used the most tokens in ``period``."""
+        rows = await self.store.read(
+            f"SELECT {_COLUMNS} FROM usage WHERE period = ? AND scope LIKE ? "
+            "ORDER BY input_tokens + output_tokens DESC, scope LIMIT ?",
+            (period, prefix + "%", limit),
+        )
+        return [_spent(r) for r in rows]
+
+    def retention(self, days: int) -> list[Step]:
+        return [Step("DELETE FROM usage WHERE updated_at < ?", (utcnow() - timedelta(days=days),))]
+
+
+def _spent(row: Sequence[Any]) -> Spent:
+    scope, period, calls, inp, out, think, cached, cost = row
+    return Spent(str(scope), str(period), int(calls), int(inp), int(out), int(think), int(cached), float(cost))
