@@ -1,10 +1,15 @@
-"""Logging set-up with a filter that keeps secrets out of every log line."""
+"""Logging set-up: a filter that keeps secrets out of every log line, the correlation id of the request being
+handled on each record, and ``log.format: json`` (one JSON object per line)."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
+
+from bot.tracing.context import CORRELATION
 
 REDACTED = "***"
 
@@ -37,8 +42,44 @@ class RedactingFilter(logging.Filter):
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class CorrelationFilter(logging.Filter):
+    """Puts the correlation id of the request being handled (or '') on every record as ``correlation_id``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.correlation_id = CORRELATION.get()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """``{"ts", "level", "logger", "message", "correlation_id"[, "exception"]}`` on one line. The correlation id
+    is the trace id of ``/trace`` and ``bot trace``: null outside a request (start-up, timers)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, object] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "correlation_id": getattr(record, "correlation_id", "") or None,
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            out["exception"] = record.exc_text
+        return json.dumps(out, ensure_ascii=False)
+
+
+def formatter(kind: str) -> logging.Formatter:
+    return JsonFormatter() if kind == "json" else logging.Formatter(FORMAT)
+
+
 def setup_logging(
-    level: str, secrets: Iterable[str], *, file: Path | None = None, terminal_level: str | None = None
+    level: str,
+    secrets: Iterable[str],
+    *,
+    file: Path | None = None,
+    terminal_level: str | None = None,
+    format: str = "text",
 ) -> RedactingFilter:
     """Configure the root logger and attach the redacting filter to every handler.
 
@@ -49,12 +90,10 @@ def setup_logging(
     root = logging.getLogger()
     if not root.handlers:
         handler: logging.Handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter(FORMAT))
         root.addHandler(handler)
     if file is not None:
         file.parent.mkdir(parents=True, exist_ok=True)
         written = logging.FileHandler(file, encoding="utf-8")
-        written.setFormatter(logging.Formatter(FORMAT))
         written.setLevel(level)
         root.addHandler(written)
     if terminal_level is not None:
@@ -64,9 +103,12 @@ def setup_logging(
     root.setLevel(level)
     redactor = RedactingFilter(secrets)
     for handler in root.handlers:
-        for old in [f for f in handler.filters if isinstance(f, RedactingFilter)]:
+        for old in [f for f in handler.filters if isinstance(f, RedactingFilter | CorrelationFilter)]:
             handler.removeFilter(old)
+        handler.addFilter(CorrelationFilter())
         handler.addFilter(redactor)
+        if type(handler) in (logging.StreamHandler, logging.FileHandler):  # not pytest's capturing handlers
+            handler.setFormatter(formatter(format))
     # Third-party clients log request URLs and headers at DEBUG; keep them at INFO or above.
     for noisy in ("httpx", "httpcore", "aiosqlite", "asyncio", "google_genai"):
         logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.INFO))

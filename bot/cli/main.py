@@ -46,11 +46,17 @@ def _setup_logging(settings: Settings) -> None:
         # The terminal is the chat: log lines go to a file, the terminal shows only warnings and errors.
         file = settings.store.data_dir.expanduser() / "bot.log"
         try:
-            setup_logging(settings.log.level, settings.secrets(), file=file, terminal_level="WARNING")
+            setup_logging(
+                settings.log.level,
+                settings.secrets(),
+                file=file,
+                terminal_level="WARNING",
+                format=settings.log.format,
+            )
             return
         except OSError as exc:
             typer.echo(f"cannot write the log file {file} ({exc.strerror}); logging to the terminal", err=True)
-    setup_logging(settings.log.level, settings.secrets())
+    setup_logging(settings.log.level, settings.secrets(), format=settings.log.format)
 
 
 STOP_WITHIN_S = 5.0

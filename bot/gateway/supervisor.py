@@ -34,6 +34,7 @@ from bot.store.base import StoreError
 from bot.store.ops import Step
 from bot.store.runs import RunRow, RunStore
 from bot.store.sql import SqlStore
+from bot.tracing.context import correlated
 from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,10 @@ class Supervisor:
         return parsed is not None and parsed[0] == "cancel" and str(event.chat) in self._busy
 
     async def handle(self, event: InboundEvent) -> None:
+        with correlated(event_key(event)):
+            await self._handle(event)
+
+    async def _handle(self, event: InboundEvent) -> None:
         sender, allowed = self.resolve_sender(event.chat, event.sender)
         if sender is not event.sender:
             event = event.model_copy(update={"sender": sender})

@@ -46,6 +46,7 @@ from bot.runs.streaming import ReplyStream
 from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
+from bot.tracing.context import correlated
 from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
@@ -300,6 +301,10 @@ class RunManager:
         return ReplyStream(self.delivery, run.chat, reply_to=run.reply_to, limit=limit)
 
     async def _drive(self, run: RunRow, leg: Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
+        with correlated(run.correlation_id):
+            await self._drive_in(run, leg, step)
+
+    async def _drive_in(self, run: RunRow, leg: Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""
         chat = run.chat
         await self.delivery.send(OutboundMessage(chat=chat, kind="typing"))
