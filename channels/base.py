@@ -133,6 +133,15 @@ class BuildContext:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One line of ``bot doctor`` about a channel: what was checked and how it went, and the fix when it failed."""
+
+    ok: bool
+    what: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
 class ChannelPlugin:
     """A channel as the gateway knows it: its name (the key under ``channels``), its settings model,
     and its adapter, imported only when the channel is enabled (platform libraries load slowly)."""
@@ -149,6 +158,10 @@ class ChannelPlugin:
     """``module:factory`` called with ``(settings)``: a :class:`~bot.media.fetch.MediaFetcher` that downloads
     what people attach (None: the channel has no files)."""
 
+    doctor: str | None = None
+    """``module:function``: ``async (settings) -> list[Finding]``, the platform's answer to the channel's
+    credentials (``bot doctor``); None: nothing to ask."""
+
     def build(self, settings: ChannelSection, context: BuildContext) -> Channel:
         channel: Channel = _factory(self.adapter)(settings, context)
         return channel
@@ -158,6 +171,12 @@ class ChannelPlugin:
             return None
         fetcher: MediaFetcher = _factory(self.fetcher)(settings)
         return fetcher
+
+    async def check(self, settings: ChannelSection) -> list[Finding]:
+        if self.doctor is None:
+            return []
+        findings: list[Finding] = await _factory(self.doctor)(settings)
+        return findings
 
 
 def _factory(where: str) -> Any:

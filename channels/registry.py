@@ -29,6 +29,7 @@ register(
         ("TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET"),
         text_limit=4096,
         fetcher="channels.telegram.media:build_fetcher",
+        doctor="channels.telegram.doctor:check",
     )
 )
 register(
@@ -39,6 +40,7 @@ register(
         ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"),
         text_limit=3000,
         fetcher="channels.slack.media:build_fetcher",
+        doctor="channels.slack.doctor:check",
     )
 )
 register(
@@ -49,5 +51,6 @@ register(
         ("DISCORD_BOT_TOKEN",),
         text_limit=2000,
         fetcher="channels.discord.media:build_fetcher",
+        doctor="channels.discord.doctor:check",
     )
 )

@@ -267,6 +267,23 @@ def health(
     raise typer.Exit(0 if status in ("ok", "degraded") else 1)
 
 
+@app.command()
+def doctor(
+    config: ConfigOpt = None,
+    timeout: Annotated[float, typer.Option(help="Seconds each network check may take.")] = 10.0,
+) -> None:
+    """Check the setup: config, channel tokens, database, Redis, models, MCP servers, agent files; exit 1 on any ✗."""
+    from bot.cli.doctor import diagnose
+
+    logging.getLogger().setLevel(logging.CRITICAL)  # the lines say it; library warnings would only repeat it
+    lines = asyncio.run(diagnose(config, timeout))
+    for line in lines:
+        typer.echo(line.render())
+    failed = sum(not line.ok for line in lines)
+    typer.echo(f"{len(lines) - failed} passed, {failed} failed." if failed else f"All {len(lines)} checks passed.")
+    raise typer.Exit(1 if failed else 0)
+
+
 @config_app.command("show")
 def config_show(config: ConfigOpt = None) -> None:
     """Print the effective configuration with every secret redacted."""

@@ -414,8 +414,9 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     user_config: Path | None = None,
     overrides: Mapping[str, Any] | None = None,
+    require_secrets: bool = True,
 ) -> Settings:
-    """Read every layer and validate the result.
+    """Read every layer and validate the result (``require_secrets``: every enabled channel's secrets set).
 
     ``config`` is the project file; without it ``config/bot.yaml`` is used when
     it exists.  A ``--config`` that does not exist is an error.
@@ -467,7 +468,8 @@ def load_settings(
     problem = bus_url_problem(settings.bus.url, settings.store.url)
     if problem is not None:
         raise ConfigError(f"invalid configuration:\n  {settings.origin('bus.url')}: bus.url: {problem}")
-    _check_required_secrets(settings)
+    if require_secrets:
+        _check_required_secrets(settings)
     return settings
 
 

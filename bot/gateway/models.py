@@ -69,6 +69,11 @@ class ModelCatalog:
             self._chains[key] = self._chained(model, (provider, name), wanted)
         return self._chains[key]
 
+    def build(self, spec: str, generation: Generation | None = None) -> Model:
+        """The model ``spec`` names alone (no fallbacks); raises :class:`ConfigError` when it cannot be built."""
+        provider, name = parse_spec(spec, self.provider) if spec else (self.provider, self.settings.model.name)
+        return self._build(provider, name, generation or self.settings.model.generation)
+
     def embedder(self, spec: str) -> Model | None:
         """The embedding model ``spec`` names (no fallbacks: vectors of different models do not compare);
         None, with a warning, when it cannot be built."""

@@ -641,6 +641,11 @@ class FakeTelegram:
             self._pending.clear()
         return True
 
+    async def _api_getWebhookInfo(self, params: dict[str, Any]) -> Any:
+        info: dict[str, Any] = {"url": self.webhook_url, "has_custom_certificate": False}
+        info["pending_update_count"] = len(self._pending)
+        return info
+
     async def _api_setWebhook(self, params: dict[str, Any]) -> Any:
         self.webhook_url = params.get("url") or ""
         return True

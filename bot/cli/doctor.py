@@ -1,0 +1,296 @@
+"""``bot doctor``: is this setup right? One line per check, ✓ or ✗, and for each ✗ the fix.
+
+Checks, in order: the configuration (every layer, secrets written in files), the channels (their secrets,
+each platform's answer to its token: ``getMe``, ``auth.test`` and the app token, a Discord login; webhook
+settings), the HTTP server's port, the database (reachable, migrations current), Redis when configured, the
+models (a 1-token call to the main model and each fallback, the router's, the summariser's; an embedding of
+one word), the MCP servers (started, their tools listed) and the agent files. Exit 0 when all pass, 1 when
+any fails. Network checks are bounded by ``--timeout`` each; nothing is changed anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.messages import Message
+from agents.models.base import Generation, ModelError
+from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings, load_settings
+from bot.gateway.models import ModelCatalog, parse_spec
+from bot.store.migrate import current_revision, head_revision
+from channels.registry import PLUGINS
+
+OK, FAIL = "✓", "✗"
+
+
+@dataclass(frozen=True)
+class Line:
+    ok: bool
+    what: str
+    fix: str = ""
+
+    def render(self) -> str:
+        head = f"{OK if self.ok else FAIL} {self.what}"
+        return head if self.ok or not self.fix else f"{head}\n    fix: {self.fix}"
+
+
+Check = Callable[[Settings], Awaitable[list[Line]]]
+
+
+async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, str] | None = None) -> list[Line]:
+    """Every check's lines; a configuration that does not load stops there (the rest needs it)."""
+    env = dict(os.environ) if env is None else env
+    try:
+        settings = load_settings(config, env=env, require_secrets=False)
+    except ConfigError as exc:
+        file = config or PROJECT_CONFIG
+        return [
+            Line(False, f"config: {exc}", f"edit {file} (or the variable named); `bot config show` prints the result")
+        ]
+    lines = [_layers(settings, config, env)]
+    lines += [Line(False, f"config: {w}", "move the value to the environment") for w in settings.warnings]
+    checks: list[Check] = [_channels, _http, _store, _redis, _models, _mcp, _agents]
+    for check in checks:
+        try:
+            lines += await asyncio.wait_for(check(settings), timeout_s * 4)
+        except TimeoutError:
+            lines.append(Line(False, f"{check.__name__.strip('_')}: no answer within {timeout_s * 4:.0f} s"))
+    return lines
+
+
+def _layers(settings: Settings, config: Path | None, env: dict[str, str]) -> Line:
+    files = ["built-in defaults"]
+    user = USER_CONFIG.expanduser()
+    files.append(str(user) if user.is_file() else f"{user} (absent)")
+    project = config or PROJECT_CONFIG
+    files.append(str(project) if project.is_file() else f"{project} (absent)")
+    variables = sorted(n for n in env if n.startswith("BOT_") and "__" in n)
+    files.append(f"{len(variables)} BOT_* variable(s)")
+    return Line(True, "config: " + " < ".join(files))
+
+
+async def _channels(settings: Settings) -> list[Line]:
+    enabled = settings.channels.enabled()
+    if not enabled:
+        return [Line(False, "channels: none is enabled: nobody can reach the bot", "set channels.<name>.enabled: true")]
+    lines = []
+    for name in enabled:
+        section = settings.channels.section(name)
+        problems = section.problems()
+        if problems:
+            lines += [Line(False, f"{name}: {p.split(': set ')[0]}", _fix(p)) for p in problems]
+            continue
+        who = (
+            "everyone"
+            if "*" in section.allow_from
+            else f"{len(section.allow_from)} allowed, {len(section.admins)} admin(s)"
+        )
+        lines.append(Line(True, f"{name}: enabled ({who})"))
+        try:
+            found = await PLUGINS[name].check(section)
+        except Exception as exc:  # a platform library's surprise: reported, never a traceback
+            found = []
+            lines.append(Line(False, f"{name}: the check failed: {exc.__class__.__name__}: {exc}"))
+        lines += [Line(f.ok, f.what, f.fix) for f in found]
+    return lines
+
+
+def _fix(problem: str) -> str:
+    head, sep, rest = problem.partition(": set ")
+    return f"set {rest}" if sep else head
+
+
+async def _http(settings: Settings) -> list[Line]:
+    webhooks = [n for n in settings.channels.enabled() if _needs_http(settings, n)]
+    http = settings.http
+    if not http.enabled and not webhooks:
+        return [Line(True, "http: off (no webhooks; /healthz, /readyz and /metrics need http.enabled)")]
+    where = f"{http.host}:{http.port}"
+    running = await asyncio.to_thread(_health, http.host, http.port)
+    if running is not None:
+        return [Line(True, f"http: a gateway answers at {where}/healthz ({running})")]
+    try:
+        with socket.create_server((http.host, http.port)):
+            pass
+    except OSError as exc:
+        return [Line(False, f"http: cannot listen on {where}: {exc.strerror}", "choose another http.port")]
+    note = f"; webhooks of {', '.join(webhooks)} need a public HTTPS proxy to it" if webhooks else ""
+    return [Line(True, f"http: {where} is free{note}")]
+
+
+def _needs_http(settings: Settings, name: str) -> bool:
+    mode = getattr(settings.channels.section(name), "mode", "")
+    return (name, mode) in (("telegram", "webhook"), ("slack", "http"))
+
+
+def _health(host: str, port: int) -> str | None:
+    host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=2) as response:
+            return str(json.loads(response.read().decode()).get("status"))
+    except Exception:
+        return None
+
+
+async def _store(settings: Settings) -> list[Line]:
+    url = settings.store.database_url()
+    shown = url.split("@")[-1]
+    head = head_revision()
+    if url.startswith("sqlite"):
+        path = Path(url.split(":///", 1)[1])
+        if not path.is_file():
+            return [Line(True, f"database: {path} does not exist yet (created and migrated at the first start)")]
+    else:
+        problem = await _pg_reachable(url)
+        if problem is not None:
+            return [Line(False, f"database: cannot connect to {shown}: {problem}", "check store.url / DATABASE_URL")]
+    revision = await current_revision(url)
+    if revision == head:
+        return [Line(True, f"database: {shown}, migrations current ({head})")]
+    if revision is None:
+        return [Line(True, f"database: {shown} is empty (migrated to {head} at the first start)")]
+    if revision < head:
+        return [
+            Line(
+                False,
+                f"database: {shown} is at {revision}; this version needs {head}",
+                "start the bot once: it migrates",
+            )
+        ]
+    return [Line(False, f"database: {shown} is at {revision}, newer than this version ({head})", "upgrade the bot")]
+
+
+async def _pg_reachable(url: str) -> str | None:
+    try:
+        import asyncpg
+
+        from bot.store.postgres import dsn_of
+    except ImportError:
+        return "the postgres extra is not installed (pip install 'supervisor-bot[postgres]')"
+    try:
+        conn = await asyncio.wait_for(asyncpg.connect(dsn_of(url)), 10)
+    except Exception as exc:
+        return f"{exc.__class__.__name__}: {exc}"
+    await conn.close()
+    return None
+
+
+async def _redis(settings: Settings) -> list[Line]:
+    url = settings.bus.url
+    if not url:
+        return [Line(True, "bus: in-process (one process; bus.url / REDIS_URL for several)")]
+    shown = url.split("@")[-1]
+    try:
+        import redis.asyncio as redis
+    except ImportError:
+        return [Line(False, "bus: the redis package is missing", "pip install 'supervisor-bot[scale]'")]
+    client: Any = redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+    try:
+        await client.ping()
+    except Exception as exc:
+        return [
+            Line(
+                False,
+                f"bus: Redis at {shown} does not answer ({exc.__class__.__name__}: {exc})",
+                "check bus.url / REDIS_URL",
+            )
+        ]
+    finally:
+        await client.aclose()
+    return [Line(True, f"bus: Redis at {shown} answers")]
+
+
+async def _models(settings: Settings) -> list[Line]:
+    catalog = ModelCatalog(settings)
+    wanted = [("model", "")] + [("fallback", spec) for spec in settings.model.fallbacks]
+    if settings.routing.llm.model:
+        wanted.append(("routing.llm.model", settings.routing.llm.model))
+    if settings.memory.summary.model not in ("", "extractive"):
+        wanted.append(("memory.summary.model", settings.memory.summary.model))
+    lines = []
+    try:
+        for role, spec in wanted:
+            lines.append(await _one_model(catalog, role, spec))
+        if settings.memory.embeddings.model:
+            lines.append(await _embedder(catalog, settings.memory.embeddings.model))
+    finally:
+        await catalog.aclose()
+    return lines
+
+
+async def _one_model(catalog: ModelCatalog, role: str, spec: str) -> Line:
+    label = spec or f"{catalog.provider}/{catalog.settings.model.name}"
+    try:
+        model = catalog.build(spec, Generation(max_output_tokens=1))
+    except ConfigError as exc:
+        return Line(False, f"{role} {label}: {exc}", "set the key in the environment, or choose another model")
+    if not model.understands:
+        return Line(True, f"{role}: the offline stand-in, canned answers (GEMINI_API_KEY gives a real model)")
+    started = time.perf_counter()
+    try:
+        response = await model.request([Message.user("Reply with OK.")])
+    except ModelError as exc:
+        return Line(False, f"{role} {label}: {exc}", "check the API key, model name and base_url")
+    finally:
+        await model.aclose()
+    took = (time.perf_counter() - started) * 1000
+    tokens = response.usage.input_tokens + response.usage.output_tokens
+    return Line(True, f"{role} {label} answered a 1-token request ({tokens} tokens, {took:.0f} ms)")
+
+
+async def _embedder(catalog: ModelCatalog, spec: str) -> Line:
+    provider, name = parse_spec(spec, catalog.provider)
+    try:
+        model = catalog.build(spec)
+        vectors = await model.embed(["ping"])
+        await model.aclose()
+    except (ConfigError, ModelError) as exc:
+        return Line(False, f"memory.embeddings.model {provider}/{name}: {exc}", "choose a model that embeds, or ''")
+    return Line(True, f"memory.embeddings.model {provider}/{name}: {len(vectors[0])} dimensions")
+
+
+async def _mcp(settings: Settings) -> list[Line]:
+    from agents.tools.mcp.manager import McpManager
+
+    servers = {n: s for n, s in settings.mcp.servers.items() if s.enabled}
+    if not servers:
+        return [Line(True, "mcp: no servers configured")]
+    manager = McpManager(servers)
+    try:
+        statuses = await manager.connect_all()
+    finally:
+        await manager.aclose()
+    lines = []
+    for status in statuses:
+        if status.state == "up":
+            lines.append(Line(True, f"mcp {status.name}: up, {len(status.tools)} tool(s)"))
+        else:
+            reason = status.reason or status.state
+            lines.append(
+                Line(False, f"mcp {status.name}: {reason}", f"check mcp.servers.{status.name} ({status.target})")
+            )
+    return lines
+
+
+async def _agents(settings: Settings) -> list[Line]:
+    from bot.cli.agents import _load, _problem
+    from bot.cli.mcp import mcp_problems
+
+    registry = _load(settings, check=True)
+    specs = list(registry)
+    errors = [*registry.errors, *mcp_problems(settings, specs)]
+    lines = [
+        Line(False, f"agent file {_problem(e)}", "fix the field named; `bot agents validate` checks again")
+        for e in errors
+    ]
+    if not errors:
+        lines.append(Line(True, f"agents: {len(specs)} valid"))
+    return lines
