@@ -19,6 +19,7 @@ import typer
 import yaml
 
 from bot.cli.agents import agents_app
+from bot.cli.init import init as init_command
 from bot.cli.mcp import mcp_app
 from bot.cli.settings import ConfigOpt, cli_settings, pass_config_down
 from bot.cli.traces import print_trace
@@ -265,6 +266,9 @@ def health(
     elif status != "ok":
         typer.echo(f"unhealthy: {status}", err=True)
     raise typer.Exit(0 if status in ("ok", "degraded") else 1)
+
+
+app.command("init")(init_command)
 
 
 @app.command()

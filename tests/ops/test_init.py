@@ -1,0 +1,89 @@
+"""``bot init``: the written config loads and validates through every layer (with the secrets .env.example lists
+exported), for each channel and mode, asked at a terminal or given as flags; nothing is overwritten."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bot.cli.init import SECRETS
+from bot.cli.main import app
+from bot.config.settings import load_settings
+
+
+def listed(env_example: Path) -> list[str]:
+    return [line.split("=", 1)[0] for line in env_example.read_text().splitlines() if line and not line.startswith("#")]
+
+
+def load(tmp_path: Path, values: dict[str, str] | None = None) -> object:
+    names = listed(tmp_path / ".env.example")
+    env = {name: f"value-of-{name.lower()}-0123456789" for name in names}
+    env.update(values or {})
+    return load_settings(tmp_path / "config" / "bot.yaml", env=env, user_config=tmp_path / "none.yaml")
+
+
+@pytest.mark.parametrize(
+    ("flags", "secrets"),
+    [
+        ([], ["GEMINI_API_KEY"]),
+        (["--channels", "telegram", "--model", "offline"], ["TELEGRAM_BOT_TOKEN"]),
+        (
+            ["--channels", "telegram,slack,discord", "--telegram-mode", "webhook", "--public-url", "https://b.example",
+             "--slack-mode", "http", "--admin", "telegram:42", "--admin", "slack:U1"],
+            ["GEMINI_API_KEY", "TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET", "SLACK_BOT_TOKEN",
+             "SLACK_SIGNING_SECRET", "DISCORD_BOT_TOKEN", "BOT_METRICS__TOKEN"],
+        ),
+        (["--channels", "slack", "--scale", "--model", "openai"],
+         ["OPENAI_API_KEY", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "DATABASE_URL", "REDIS_URL", "BOT_METRICS__TOKEN"]),
+    ],
+)  # fmt: skip
+def test_flags_write_a_config_that_loads(tmp_path: Path, flags: list[str], secrets: list[str]) -> None:
+    result = CliRunner().invoke(app, ["init", "--yes", "--dir", str(tmp_path), *flags])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "config" / "bot.yaml").read_text()
+    assert text.startswith("# Written by `bot init`")
+    assert listed(tmp_path / ".env.example") == secrets
+    for name in secrets:
+        assert SECRETS[name][1] in (tmp_path / ".env.example").read_text()
+    overrides = (
+        {"DATABASE_URL": "postgresql://bot:pw@127.0.0.1:5432/bot", "REDIS_URL": "redis://127.0.0.1:6379/0"}
+        if "--scale" in flags
+        else {}
+    )
+    settings = load(tmp_path, overrides)
+    enabled = settings.channels.enabled()  # type: ignore[attr-defined]
+    wanted = flags[flags.index("--channels") + 1].split(",") if "--channels" in flags else ["console"]
+    assert sorted(enabled) == sorted(wanted)
+    if "--admin" in flags:
+        assert settings.channels.telegram.admins == ["42"]  # type: ignore[attr-defined]
+        assert settings.channels.telegram.webhook.url == "https://b.example/telegram/webhook"  # type: ignore[attr-defined]
+        assert settings.http.enabled  # type: ignore[attr-defined]
+    # The secrets are referenced, never written.
+    assert "value-of" not in text and "${" in text or secrets == ["GEMINI_API_KEY"]
+
+
+def test_questions_at_a_terminal(tmp_path: Path) -> None:
+    answers = "\n".join(["discord, telegram", "polling", "1234", "999", "offline", "n", "y"]) + "\n"
+    result = CliRunner().invoke(app, ["init", "--ask", "--dir", str(tmp_path)], input=answers)
+    assert result.exit_code == 0, result.output
+    settings = load(tmp_path)
+    assert sorted(settings.channels.enabled()) == ["discord", "telegram"]  # type: ignore[attr-defined]
+    assert settings.channels.discord.admins == ["1234"]  # type: ignore[attr-defined]
+    assert settings.channels.telegram.allow_from == ["999"]  # type: ignore[attr-defined]
+    assert settings.http.enabled  # type: ignore[attr-defined]
+
+
+def test_nothing_is_overwritten_and_bad_flags_are_refused(tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["init", "--yes", "--dir", str(tmp_path)]).exit_code == 0
+    (tmp_path / "config" / "bot.yaml").write_text("# mine\n")
+    again = runner.invoke(app, ["init", "--yes", "--dir", str(tmp_path)])
+    assert again.exit_code == 1 and "exists; --force overwrites it" in again.output
+    assert (tmp_path / "config" / "bot.yaml").read_text() == "# mine\n"
+    assert runner.invoke(app, ["init", "--yes", "--force", "--dir", str(tmp_path)]).exit_code == 0
+    bad = runner.invoke(app, ["init", "--yes", "--dir", str(tmp_path), "--force", "--channels", "irc"])
+    assert bad.exit_code == 2 and "unknown channel 'irc'" in bad.output
+    bad = runner.invoke(app, ["init", "--yes", "--dir", str(tmp_path), "--force", "--admin", "42"])
+    assert bad.exit_code == 2 and "CHANNEL:USER_ID" in bad.output
