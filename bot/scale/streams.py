@@ -33,6 +33,10 @@ return n
 """A handled event leaves the chat's count (the field goes at zero, so the hash holds only busy chats)."""
 
 
+LAG_SCAN = 10_000
+"""Before Redis 7 (no ``lag`` in XINFO GROUPS) the undelivered entries are counted up to this many."""
+
+
 def partition_of(chat_key: str, partitions: int) -> int:
     return zlib.crc32(chat_key.encode()) % partitions
 
@@ -162,11 +166,14 @@ class RedisBus:
             group = next((g for g in groups if text_of(g.get("name", b"")) == GROUP), None)
             if group is None:
                 continue
-            lag, held = int(group.get("lag") or 0), int(pending.get("pending") or 0)
+            held = int(pending.get("pending") or 0)
             firsts = [text_of(pending["min"])] if held and pending.get("min") else []
-            if lag:
+            lag = group.get("lag")
+            if lag is None or lag:
+                # Redis 7 counts what was not delivered yet (``lag``); before 7 it is counted here (bounded).
                 after = "(" + text_of(group.get("last-delivered-id") or b"0-0")
-                entries = await self.redis.xrange(stream, min=after, count=1)
+                entries = await self.redis.xrange(stream, min=after, count=1 if lag is not None else LAG_SCAN)
+                lag = len(entries) if lag is None else int(lag)
                 firsts += [text_of(entries[0][0])] if entries else []
             oldest = min((int(i.split("-", 1)[0]) for i in firsts), default=now_ms)
             out[p] = (lag + held, max(0.0, (now_ms - oldest) / 1000))
