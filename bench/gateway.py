@@ -13,6 +13,9 @@ zero-latency model and a recording channel, then prints ONE JSON line:
   returned: the event is committed), what a platform waits for;
 - ``peak_rss_mb``, ``synchronous`` and the parameters.
 
+``--usage`` makes every answer report tokens (counted per person and chat, unawaited); ``--budget N`` sets
+a daily token limit per person (a read before and an awaited write after each model call).
+
     python bench/gateway.py [--chats 200] [--seconds 10] [--synchronous FULL]
 
 Targets: >= 1,000 msg/s and p99 < 25 ms (goal: 2,000 msg/s and p99 < 15 ms).
@@ -35,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
 from agents.messages import Message
-from agents.models.base import Model, ModelResponse, ToolDeclaration
+from agents.models.base import Model, ModelResponse, ToolDeclaration, Usage
 from bot.config.settings import load_settings
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.gateway.app import Gateway
@@ -47,6 +50,8 @@ class InstantModel(Model):
     """Answers every request at once with the same text."""
 
     name = "instant"
+    usage = Usage()
+    """What each answer reports using (``--usage``: 120 tokens, as a short real answer would)."""
 
     async def request(
         self,
@@ -56,7 +61,7 @@ class InstantModel(Model):
         system: str | None = None,
         response_schema: dict[str, Any] | None = None,
     ) -> ModelResponse:
-        return ModelResponse(text="ok", model=self.name)
+        return ModelResponse(text="ok", model=self.name, usage=self.usage)
 
 
 class ReplyChannel:
@@ -174,10 +179,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "log": {"level": "WARNING"},
                 "tracing": {"enabled": not args.no_tracing},
                 "routing": {"strategy": args.strategy},
+                "budgets": {"user": {"daily_tokens": args.budget}},
             },
         )
         channel = ReplyChannel()
-        gateway = Gateway(settings, model=InstantModel(), channels=[channel])
+        model = InstantModel()
+        if args.usage or args.budget:
+            model.usage = Usage(input_tokens=100, output_tokens=20)
+        gateway = Gateway(settings, model=model, channels=[channel])
         await gateway.start()
         tune_gc(settings.runtime)  # as `bot run` does
         try:
@@ -194,6 +203,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "throughput_msgs_per_s": round(total / elapsed, 1),
         "tracing": not args.no_tracing,
         "routing": args.strategy,
+        "usage_counted": bool(args.usage or args.budget),
+        "budget_tokens": args.budget,
         "p50_ms": round(_quantile(latencies, 0.50), 2),
         "p99_ms": round(_quantile(latencies, 0.99), 2),
         "ack_p50_ms": round(_quantile(acks, 0.50), 2),
@@ -224,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--cache-chats", type=int, default=1000, help="store.cache_chats (1: measure without the per-chat cache)"
     )
+    parser.add_argument("--usage", action="store_true", help="Answers report tokens: usage is counted per call.")
+    parser.add_argument("--budget", type=int, default=0, help="budgets.user.daily_tokens: checked before each call")
     args = parser.parse_args(argv)
     print(json.dumps(asyncio.run(run(args))))
 

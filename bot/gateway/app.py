@@ -399,6 +399,8 @@ class Gateway:
         await self.mcp.aclose()
         await self.media.close()
         await self.models.aclose()
+        if self.budgets is not None:
+            await self.budgets.stop()
         await self.tracing.stop()
         await self.store.close()
         if self.scale is not None:

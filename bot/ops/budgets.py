@@ -6,10 +6,21 @@ the month in ``budgets.timezone``. With a limit set, the call is checked first: 
 raises :class:`BudgetExceeded`, the run ends with that one message, and nothing is sent to the model. The
 periods are part of the row's key, so a new day (or month) starts from nothing: limits reset on schedule
 with no job to run. Cost is estimated from ``budgets.prices`` (per million tokens).
+
+Counts are added up in memory and written once a second (:data:`FLUSH_S`; at stop too; a crash loses at most
+that second's counts), one row per scope and period, instead of four upserts per model call. A check reads the
+rows once and keeps them (:attr:`Budgets._stored`, this process's writes added as they commit) and adds what is
+not written yet: exact in one process, at most a second behind other processes. ``bench/gateway.py`` (200 chats,
+an instant model reporting 120 tokens an answer, 2 noisy cores): four upserts per call 745-750 msg/s against
+823-893 with nothing counted (same minutes); buffered 1,049-1,052 against 1,034-1,091; with a daily limit
+987-991 msg/s and 1,206 reads (each chat's first call), against 492-686 msg/s and 4,392-5,450 reads when every
+check read the database.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +31,13 @@ from agents.models.base import ModelError, ModelResponse, Usage
 from bot.config.ops import BudgetsSection, Limits
 from bot.store.sql import SqlStore
 from bot.store.usage import Spent, UsageStore
+
+log = logging.getLogger(__name__)
+
+FLUSH_S = 1.0
+"""How often counted usage is written."""
+CACHED_ROWS = 20_000
+"""Usage rows kept read (four per person and chat active today); past it they are read again."""
 
 
 class BudgetExceeded(ModelError):
@@ -61,10 +79,56 @@ class Budgets:
         self.zone = ZoneInfo(config.timezone)
         self.clock = clock
         self._refused = refused
+        self._pending: dict[tuple[str, str], Spent] = {}
+        """Counted and not written yet."""
+        self._writing: dict[tuple[str, str], Spent] = {}
+        """Being written (still counted by checks until the write committed)."""
+        self._flusher: asyncio.Task[None] | None = None
+        self._flushes = 0
+        """Writes so far: a read that a write overtook is not kept."""
+        self._stored: dict[tuple[str, str], tuple[Spent, float]] = {}
+        """Rows read (and this process's writes added since), with when they were read: in one process they
+        are exact (only this process writes them); with ``store.shared`` they are believed :data:`FLUSH_S`."""
 
     def start(self) -> None:
         days = self.config.retention_days
         self.store.add_retention(lambda: self.usage.retention(days))
+
+    async def stop(self) -> None:
+        """Write what was counted (before the store closes)."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            await asyncio.gather(self._flusher, return_exceptions=True)
+            self._flusher = None
+        await self.flush()
+
+    async def flush(self) -> None:
+        if not self._pending:
+            return
+        self._writing, self._pending = self._pending, {}
+        try:
+            await self.store.write(self.usage.add_steps(list(self._writing.values())))
+            self._flushes += 1
+            for key, spent in self._writing.items():
+                if key in self._stored:
+                    row, read_at = self._stored[key]
+                    self._stored[key] = (row + spent, read_at)
+        except Exception:
+            log.exception(
+                "budgets: could not write the usage of %d scope(s); kept for the next write", len(self._writing)
+            )
+            for key, spent in self._writing.items():
+                self._pending[key] = spent + self._pending[key] if key in self._pending else spent
+        finally:
+            self._writing = {}
+
+    async def _flush_every(self) -> None:
+        try:
+            while self._pending:
+                await asyncio.sleep(FLUSH_S)
+                await self.flush()
+        finally:
+            self._flusher = None
 
     # -- periods ---------------------------------------------------------------------------------
 
@@ -96,10 +160,10 @@ class Budgets:
         now = self.now()
         day, month = self.periods(now)
         user, chat = payer.scopes
-        spent = await self.usage.spent((user, chat), (day, month))
+        spent = await self.spent((user, chat), (day, month))
         for scope, limits, kind in ((user, self.config.user, "user"), (chat, self.config.chat, "chat")):
             for period, monthly in ((day, False), (month, True)):
-                over = _over(spent.get((scope, period)) or Spent(scope, period), limits, monthly, self.config.currency)
+                over = _over(spent[(scope, period)], limits, monthly, self.config.currency)
                 if over is not None:
                     if self._refused is not None:
                         self._refused(kind)
@@ -124,19 +188,51 @@ class Budgets:
         fresh = usage.input_tokens - cached
         return (fresh * price.input + cached * cached_price + usage.output_tokens * price.output) / 1_000_000
 
+    async def spent(self, scopes: tuple[str, ...], periods: tuple[str, ...]) -> dict[tuple[str, str], Spent]:
+        """What ``scopes`` used in ``periods``: the stored rows and what this process has not written yet."""
+        stored = await self._rows(scopes, periods)
+        out = {}
+        for scope in scopes:
+            for period in periods:
+                total = stored.get((scope, period)) or Spent(scope, period)
+                for unwritten in (self._writing, self._pending):
+                    if (scope, period) in unwritten:
+                        total = total + unwritten[(scope, period)]
+                out[(scope, period)] = total
+        return out
+
+    async def _rows(self, scopes: tuple[str, ...], periods: tuple[str, ...]) -> dict[tuple[str, str], Spent]:
+        """The stored rows, from :attr:`_stored` while it may be believed, else read (in one query)."""
+        now = time.monotonic()
+        keys = [(s, p) for s in scopes for p in periods]
+        fresh = {k: v for k in keys if (v := self._stored.get(k)) and (not self.store.shared or now - v[1] < FLUSH_S)}
+        if len(fresh) == len(keys):
+            return {k: row for k, (row, _at) in fresh.items()}
+        flushes = self._flushes
+        read = await self.usage.spent(scopes, periods)
+        if len(self._stored) > CACHED_ROWS:
+            self._stored.clear()
+        out = {key: read.get(key) or Spent(*key) for key in keys}
+        if flushes == self._flushes:
+            self._stored.update((key, (row, now)) for key, row in out.items())
+        return out
+
     async def spend(self, payer: Payer, response: ModelResponse, model: str) -> None:
-        """Count one model call. With limits set the write is awaited, so the next check sees it."""
+        """Count one model call (written within :data:`FLUSH_S`; checks see it at once)."""
         if not self.config.enabled:
             return
         usage = response.usage
-        tokens = (usage.input_tokens, usage.output_tokens, usage.thinking_tokens, usage.cached_tokens)
-        if not any(tokens):
+        if not (usage.input_tokens or usage.output_tokens):
             return
-        steps = self.usage.add_steps(payer.scopes, self.periods(), tokens, self.cost(response.model or model, usage))
-        if self.config.limited():
-            await self.store.write(steps)
-        else:
-            self.store.write_later(steps, what="counting model usage")
+        cost = self.cost(response.model or model, usage)
+        for scope in payer.scopes:
+            for period in self.periods():
+                call = Spent(scope, period, 1, usage.input_tokens, usage.output_tokens, usage.thinking_tokens,
+                             usage.cached_tokens, cost)  # fmt: skip
+                key = (scope, period)
+                self._pending[key] = self._pending[key] + call if key in self._pending else call
+        if self._flusher is None:
+            self._flusher = asyncio.ensure_future(self._flush_every())
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -144,12 +240,12 @@ class Budgets:
         """``/usage``: this person's and this chat's use today and this month, against the limits."""
         day, month = self.periods()
         user, chat = payer.scopes
-        spent = await self.usage.spent((user, chat), (day, month))
+        spent = await self.spent((user, chat), (day, month))
         lines = []
         for title, scope, limits in (("You", user, self.config.user), ("This chat", chat, self.config.chat)):
             parts = []
             for label, period, monthly in (("today", day, False), ("this month", month, True)):
-                used = spent.get((scope, period)) or Spent(scope, period)
+                used = spent[(scope, period)]
                 parts.append(f"{label} {self._amount(used, limits, monthly, payer.exempt)}")
             lines.append(f"{title}: " + "; ".join(parts))
         if not self.config.limited():
@@ -176,6 +272,7 @@ class Budgets:
         """``/usage top``: the accounts that used the most, today or this month."""
         day, month = self.periods()
         period = month if monthly else day
+        await self.flush()
         rows = await self.usage.top("user:", period, limit)
         when = "this month" if monthly else "today"
         if not rows:

@@ -17,8 +17,8 @@ from bot.store.sql import SqlStore
 
 _ADD = (
     "INSERT INTO usage (scope, period, calls, input_tokens, output_tokens, thinking_tokens, cached_tokens, cost, "
-    "updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope, period) DO UPDATE SET "
-    "calls = usage.calls + 1, input_tokens = usage.input_tokens + excluded.input_tokens, "
+    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope, period) DO UPDATE SET "
+    "calls = usage.calls + excluded.calls, input_tokens = usage.input_tokens + excluded.input_tokens, "
     "output_tokens = usage.output_tokens + excluded.output_tokens, "
     "thinking_tokens = usage.thinking_tokens + excluded.thinking_tokens, "
     "cached_tokens = usage.cached_tokens + excluded.cached_tokens, cost = usage.cost + excluded.cost, "
@@ -40,6 +40,18 @@ class Spent:
     cached_tokens: int = 0
     cost: float = 0.0
 
+    def __add__(self, other: Spent) -> Spent:
+        return Spent(
+            self.scope,
+            self.period,
+            self.calls + other.calls,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.thinking_tokens + other.thinking_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.cost + other.cost,
+        )
+
     @property
     def tokens(self) -> int:
         """What a token budget counts: input and output (thinking and cached tokens are inside them)."""
@@ -50,12 +62,14 @@ class UsageStore:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
 
-    def add_steps(
-        self, scopes: Sequence[str], periods: Sequence[str], tokens: tuple[int, int, int, int], cost: float
-    ) -> list[Step]:
-        """Add one model call's ``tokens`` (input, output, thinking, cached) and ``cost`` to every scope and period."""
+    def add_steps(self, spent: Sequence[Spent]) -> list[Step]:
+        """Add each of ``spent`` (calls, tokens and cost of a scope in a period) to its row."""
         now = utcnow()
-        return [Step(_ADD, (scope, period, *tokens, cost, now)) for scope in scopes for period in periods]
+        return [
+            Step(_ADD, (s.scope, s.period, s.calls, s.input_tokens, s.output_tokens, s.thinking_tokens,
+                        s.cached_tokens, s.cost, now))
+            for s in spent
+        ]  # fmt: skip
 
     async def spent(self, scopes: Sequence[str], periods: Sequence[str]) -> dict[tuple[str, str], Spent]:
         """What ``scopes`` used in ``periods`` (a missing pair used nothing), in one read."""
