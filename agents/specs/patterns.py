@@ -170,10 +170,16 @@ def _quadratic(pattern: str, compiled: re.Pattern[str]) -> str | None:
         if large <= _SLOW_S or large <= _GROWTH * small:
             continue
         # Suspicious: measure again, the fastest of a few runs (a busy machine only ever adds time), and
-        # judge by how the time grows with the text, which load changes far less than the time itself.
-        small = min(_time(compiled, small_text) for _ in range(3))
-        large = min(_time(compiled, large_text) for _ in range(3))
-        if large > _SLOW_S and large > _GROWTH * max(small, 1e-6):
+        # judge by how the time grows with the text, which load changes far less than the time itself; it
+        # must grow again at four times the length (a loaded machine once failed a built-in agent's pattern
+        # on the first step alone: a preempted search looks slow, it does not keep growing).
+        small = min(_time(compiled, small_text) for _ in range(5))
+        large = min(_time(compiled, large_text) for _ in range(5))
+        if large <= _SLOW_S or large <= _GROWTH * max(small, 1e-6):
+            continue
+        huge_text = (unit * (4 * _LARGE // len(unit) + 1))[: 4 * _LARGE]
+        huge = min(_time(compiled, huge_text) for _ in range(3))
+        if huge > _GROWTH * large:
             return (
                 f"regex {pattern!r} is slow on long messages ({large * 1000:.0f} ms for {_LARGE:,} characters, "
                 f"growing faster than the text): bound its repeats (e.g. [^,]{{1,80}} instead of [^,]+, "
