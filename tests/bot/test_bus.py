@@ -109,10 +109,12 @@ async def test_no_per_chat_state_left_after_many_chats() -> None:
         count += 1
 
     bus.subscribe(handler)
-    for n in range(100_000):
+    # 20,000 chats, twenty times the pending bound: what is kept per chat would show (100,000 took 11 s of the
+    # suite's CPU for the same answer).
+    for n in range(20_000):
         await bus.publish(msg(str(n), 0))
     await asyncio.wait_for(bus.join(), 60)
-    assert count == 100_000
+    assert count == 20_000
     assert bus.active_chats == 0
     assert not bus._lanes._queues and not bus._lanes._workers
 
