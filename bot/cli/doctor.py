@@ -88,12 +88,14 @@ async def _channels(settings: Settings) -> list[Line]:
         if problems:
             lines += [Line(False, f"{name}: {p.split(': set ')[0]}", _fix(p)) for p in problems]
             continue
-        who = (
-            "everyone"
-            if "*" in section.allow_from
-            else f"{len(section.allow_from)} allowed, {len(section.admins)} admin(s)"
-        )
-        lines.append(Line(True, f"{name}: enabled ({who})"))
+        if not section.allow_from and not section.admins:
+            lines.append(
+                Line(False, f"{name}: nobody may talk to the bot (allow_from and admins are empty)",
+                     f"add user ids to channels.{name}.allow_from (the bot tells a stranger their id)")
+            )  # fmt: skip
+        else:
+            who = "everyone" if "*" in section.allow_from else f"{len(section.allow_from)} allowed"
+            lines.append(Line(True, f"{name}: enabled ({who}, {len(section.admins)} admin(s))"))
         try:
             found = await PLUGINS[name].check(section)
         except Exception as exc:  # a platform library's surprise: reported, never a traceback

@@ -59,8 +59,9 @@ def write_setup(tmp_path: Path, fakes: dict[str, Any], **changes: Any) -> Path:
             "telegram": {"enabled": True, "token": "${TELEGRAM_BOT_TOKEN}", "api_base": fakes["telegram"].base_url,
                          "allow_from": ["111"]},
             "slack": {"enabled": True, "bot_token": "${SLACK_BOT_TOKEN}", "app_token": "${SLACK_APP_TOKEN}",
-                      "api_base": fakes["slack"].base_url},
-            "discord": {"enabled": True, "token": "${DISCORD_BOT_TOKEN}", "api_base": fakes["discord"].url},
+                      "api_base": fakes["slack"].base_url, "admins": ["U1"]},
+            "discord": {"enabled": True, "token": "${DISCORD_BOT_TOKEN}", "api_base": fakes["discord"].url,
+                        "allow_from": ["*"]},
         },
         "mcp": {"servers": {"echoer": {"command": sys.executable, "args": [str(STDIO_FAKE)]}}},
     }  # fmt: skip
@@ -108,6 +109,8 @@ async def test_a_good_setup_passes_every_check(tmp_path: Path, fakes: dict[str, 
     assert by_text(lines, "mcp echoer").what.startswith("mcp echoer: up, ")
     assert by_text(lines, "agents").what == "agents: 4 valid"
     assert "is free" in by_text(lines, "http").what
+    assert by_text(lines, "telegram:").what == "telegram: enabled (1 allowed, 0 admin(s))"
+    assert by_text(lines, "discord:").what == "discord: enabled (everyone, 0 admin(s))"
     for secret in (TOKEN, GEMINI_KEY, "xoxb-doctor-test"):
         assert secret not in rendered
 
@@ -145,6 +148,13 @@ async def test_a_broken_setup_names_each_problem_and_its_fix(tmp_path: Path, fak
     assert "bad.md: runner" in next(line.what for line in lines if line.what.startswith("agent file"))
     for secret in ("AAH-revoked-token", GEMINI_KEY):
         assert secret not in "\n".join(line.render() for line in lines)
+
+    # Nobody allowed: the first-hour mistake.
+    config = write_setup(tmp_path, fakes, **{"channels.slack.admins": []})
+    fakes["gemini"].reply_text("OK")
+    lines = await diagnose(config, timeout_s=5, env=environment(fakes))
+    nobody = by_text(lines, "slack: nobody may talk")
+    assert not nobody.ok and nobody.fix.startswith("add user ids to channels.slack.allow_from")
 
     # Scaled out: PostgreSQL and Redis both down.
     config = write_setup(
