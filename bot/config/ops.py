@@ -63,7 +63,7 @@ class BudgetsSection(_Section):
     """Token and cost budgets, checked before each model call of a run."""
 
     enabled: bool = True
-    """Usage is always counted (``/usage``); limits apply when this is on and a limit is set."""
+    """Count usage (``/usage``) and apply the limits that are set; off: neither (no ``/usage``)."""
     timezone: str = "UTC"
     """Where days and months start: limits reset at midnight there, and on the first of the month."""
     user: Limits = Field(default_factory=Limits)

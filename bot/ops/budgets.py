@@ -219,8 +219,6 @@ class Budgets:
 
     async def spend(self, payer: Payer, response: ModelResponse, model: str) -> None:
         """Count one model call (written within :data:`FLUSH_S`; checks see it at once)."""
-        if not self.config.enabled:
-            return
         usage = response.usage
         if not (usage.input_tokens or usage.output_tokens):
             return
