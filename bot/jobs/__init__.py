@@ -1,0 +1,1 @@
+"""Recurring jobs: triggers (cron, interval, one time) in a time zone."""
