@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
 from bot.config.checks import bus_url_problem, interpolate, literal_secrets, store_url_problem
+from bot.config.jobs import JobsSection
 from bot.config.media import MediaSection
 from bot.config.memory import MemorySection
 from bot.config.model import ModelSection
@@ -313,6 +314,7 @@ class Settings(_Section):
     memory: MemorySection = Field(default_factory=MemorySection)
     metrics: MetricsSection = Field(default_factory=MetricsSection)
     budgets: BudgetsSection = Field(default_factory=BudgetsSection)
+    jobs: JobsSection = Field(default_factory=JobsSection)
 
     _origins: dict[str, str] = {}
     _warnings: list[str] = []

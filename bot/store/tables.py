@@ -281,3 +281,39 @@ class UsageRow(SQLModel, table=True):
     cached_tokens: int = Field(sa_type=BigInteger)
     cost: float
     updated_at: datetime = Field(sa_type=DateTime)
+
+
+class JobRow(SQLModel, table=True):
+    """A recurring job of a chat: its trigger (JSON), its action (``message`` text or ``prompt`` for ``agent``)."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_status_next_fire_at", "status", "next_fire_at"),)
+
+    id: str = Field(primary_key=True, max_length=16)
+    chat_key: str = Field(index=True, max_length=255)
+    owner: str = Field(index=True, max_length=255)
+    name: str = Field(max_length=255)
+    trigger: str = Field(sa_type=Text)
+    action: str = Field(max_length=16)
+    text: str = Field(sa_type=Text)
+    agent: str | None = Field(default=None, max_length=64)
+    status: str = Field(max_length=16)
+    next_fire_at: datetime | None = Field(default=None, sa_type=DateTime)
+    last_fire_at: datetime | None = Field(default=None, sa_type=DateTime)
+    fires: int
+    created_at: datetime = Field(sa_type=DateTime)
+    updated_at: datetime = Field(sa_type=DateTime)
+
+
+class JobFire(SQLModel, table=True):
+    """One fire of a job (and its retries): claimed, then done, failed, missed or retried."""
+
+    __tablename__ = "job_fires"
+
+    job_id: str = Field(primary_key=True, max_length=16)
+    due_at: datetime = Field(primary_key=True, sa_type=DateTime)
+    attempt: int = Field(primary_key=True)
+    status: str = Field(index=True, max_length=16)
+    event_key: str | None = Field(default=None, max_length=255)
+    detail: str | None = Field(default=None, sa_type=Text)
+    fired_at: datetime = Field(sa_type=DateTime)

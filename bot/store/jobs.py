@@ -1,0 +1,221 @@
+"""The ``jobs`` and ``job_fires`` tables (migration 0010).
+
+A job's ``next_fire_at`` is the claim token: :meth:`JobStore.claim_steps` moves it from the due time to the
+next one under a guard, in the same transaction that records the fire (and, by the caller, enqueues the
+fire's action), so each fire happens once however many processes saw it due. Times are naive UTC here, as in
+every table; :class:`Job` hands them out aware.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from bot.ids import new_id
+from bot.jobs.triggers import Trigger
+from bot.store.ops import Step, utcnow
+from bot.store.sql import SqlStore
+
+Action = Literal["message", "prompt"]
+LIVE = ("active", "paused")
+"""Statuses that count towards the limits."""
+_COLUMNS = (
+    "id, chat_key, owner, name, trigger, action, text, agent, status, next_fire_at, last_fire_at, fires, created_at"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: str
+    chat_key: str
+    owner: str
+    """The account that made it (``channel:user_id``): its runs are that person's (budgets, confirmations)."""
+    name: str
+    trigger: Trigger
+    action: Action
+    text: str
+    agent: str | None
+    status: str
+    """``active``, ``paused``, ``done`` (a one-time job that fired) or ``deleted``."""
+    next_fire_at: datetime | None
+    last_fire_at: datetime | None
+    fires: int
+    created_at: datetime
+
+
+class JobLimit(Exception):
+    """Too many jobs in the chat, or of the person; the message says which and how many."""
+
+
+class JobStore:
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+
+    async def add(
+        self,
+        *,
+        chat_key: str,
+        owner: str,
+        name: str,
+        trigger: Trigger,
+        action: Action,
+        text: str,
+        agent: str | None,
+        first: datetime,
+        max_per_chat: int,
+        max_per_user: int,
+    ) -> Job:
+        """Store a new active job firing first at ``first``; :class:`JobLimit` when a limit is reached (checked
+        in the insert itself, so two requests at once cannot both pass it)."""
+        job_id, now = new_id(8), utcnow()
+        live = ", ".join(f"'{s}'" for s in LIVE)
+        result = await self.store.write(
+            [
+                Step(
+                    f"INSERT INTO jobs ({_COLUMNS}, updated_at) "
+                    "SELECT ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, NULL, 0, ?, ? "
+                    f"WHERE (SELECT COUNT(*) FROM jobs WHERE chat_key = ? AND status IN ({live})) < ? "
+                    f"AND (SELECT COUNT(*) FROM jobs WHERE owner = ? AND status IN ({live})) < ?",
+                    (
+                        job_id, chat_key, owner, name, json.dumps(trigger.to_json()), action, text, agent,
+                        _naive(first), now, now, chat_key, max_per_chat, owner, max_per_user,
+                    ),
+                    guard=True,
+                )
+            ]
+        )  # fmt: skip
+        if not result.ok:
+            chat_count, owner_count = await self._counts(chat_key, owner)
+            if chat_count >= max_per_chat:
+                raise JobLimit(f"this chat has {chat_count} jobs, the most it may have (jobs.max_per_chat)")
+            raise JobLimit(f"you have {owner_count} jobs, the most one person may have (jobs.max_per_user)")
+        job = await self.get(job_id)
+        assert job is not None
+        return job
+
+    async def _counts(self, chat_key: str, owner: str) -> tuple[int, int]:
+        live = ", ".join(f"'{s}'" for s in LIVE)
+        rows = await self.store.read(
+            f"SELECT (SELECT COUNT(*) FROM jobs WHERE chat_key = ? AND status IN ({live})), "
+            f"(SELECT COUNT(*) FROM jobs WHERE owner = ? AND status IN ({live}))",
+            (chat_key, owner),
+        )
+        return int(rows[0][0]), int(rows[0][1])
+
+    async def get(self, job_id: str) -> Job | None:
+        rows = await self.store.read(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
+        return _job(rows[0]) if rows else None
+
+    async def of_chat(self, chat_key: str) -> list[Job]:
+        return await self._select("chat_key = ?", (chat_key,))
+
+    async def of_owner(self, owner: str) -> list[Job]:
+        return await self._select("owner = ?", (owner,))
+
+    async def live(self, limit: int = 200) -> list[Job]:
+        """Every active or paused job (admins' ``/jobs all``), the soonest first."""
+        return (await self._select("1 = 1", ()))[:limit]
+
+    async def _select(self, where: str, params: tuple[Any, ...]) -> list[Job]:
+        live = ", ".join(f"'{s}'" for s in LIVE)
+        rows = await self.store.read(
+            f"SELECT {_COLUMNS} FROM jobs WHERE {where} AND status IN ({live}) ORDER BY next_fire_at, id", params
+        )
+        return [_job(r) for r in rows]
+
+    async def due(self, now: datetime, limit: int = 100) -> list[Job]:
+        """Active jobs whose next fire is at or before ``now``, the most overdue first."""
+        rows = await self.store.read(
+            f"SELECT {_COLUMNS} FROM jobs WHERE status = 'active' AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?",
+            (_naive(now), limit),
+        )
+        return [_job(r) for r in rows]
+
+    async def soonest(self) -> datetime | None:
+        rows = await self.store.read("SELECT MIN(next_fire_at) FROM jobs WHERE status = 'active'")
+        return _aware(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    async def set_status(
+        self, job_id: str, status: str, *, was: Sequence[str], next_fire: datetime | None = None
+    ) -> bool:
+        """Move a job from one of ``was`` to ``status`` (resuming sets its next fire); False when it was not."""
+        marks = ", ".join("?" * len(was))
+        sql = f"UPDATE jobs SET status = ?, updated_at = ?{', next_fire_at = ?' if next_fire else ''} "
+        params: tuple[Any, ...] = (status, utcnow(), *((_naive(next_fire),) if next_fire else ()))
+        result = await self.store.write(
+            [Step(sql + f"WHERE id = ? AND status IN ({marks})", (*params, job_id, *was), guard=True)]
+        )
+        return result.ok
+
+    def claim_steps(
+        self,
+        job: Job,
+        due: datetime,
+        following: datetime | None,
+        *,
+        status: str,
+        attempt: int = 0,
+        event_key: str | None = None,
+        detail: str | None = None,
+    ) -> list[Step]:
+        """Claim ``job``'s fire at ``due`` (its ``next_fire_at`` must still be ``due``), move it on to
+        ``following`` (None: a one-time job is done), and record the fire as ``status``."""
+        now = utcnow()
+        return [
+            Step(
+                "UPDATE jobs SET next_fire_at = ?, last_fire_at = ?, fires = fires + 1, status = ?, updated_at = ? "
+                "WHERE id = ? AND status = 'active' AND next_fire_at = ?",
+                (_naive(following) if following else None, _naive(due), "active" if following else "done", now,
+                 job.id, _naive(due)),
+                guard=True,
+            ),
+            self.fire_step(job.id, due, attempt, status, event_key, detail),
+        ]  # fmt: skip
+
+    def fire_step(
+        self, job_id: str, due: datetime, attempt: int, status: str, event_key: str | None, detail: str | None
+    ) -> Step:
+        return Step(
+            "INSERT INTO job_fires (job_id, due_at, attempt, status, event_key, detail, fired_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (job_id, _naive(due), attempt, status, event_key, detail, utcnow()),
+        )
+
+    async def fires(self, job_id: str) -> list[tuple[datetime, int, str, str | None]]:
+        """(due, attempt, status, detail) of every fire of the job, oldest first."""
+        rows = await self.store.read(
+            "SELECT due_at, attempt, status, detail FROM job_fires WHERE job_id = ? ORDER BY due_at, attempt",
+            (job_id,),
+        )
+        return [(_aware(d), int(a), str(s), t) for d, a, s, t in rows]
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _aware(value: Any) -> datetime:
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _job(row: Sequence[Any]) -> Job:
+    job_id, chat_key, owner, name, trigger, action, text, agent, status, next_at, last_at, fires, created = row
+    return Job(
+        str(job_id),
+        str(chat_key),
+        str(owner),
+        str(name),
+        Trigger.from_json(json.loads(trigger)),
+        action,
+        str(text),
+        agent,
+        str(status),
+        _aware(next_at) if next_at is not None else None,
+        _aware(last_at) if last_at is not None else None,
+        int(fires),
+        _aware(created),
+    )
