@@ -184,6 +184,59 @@ class JobStore:
             (job_id, _naive(due), attempt, status, event_key, detail, utcnow()),
         )
 
+    # -- fires that ran an agent: their outcome and retries ---------------------------------------------
+
+    async def started(self) -> list[tuple[str, datetime, int, str]]:
+        """(job, due, attempt, event key) of fires whose agent run has not been seen to end."""
+        rows = await self.store.read(
+            "SELECT job_id, due_at, attempt, event_key FROM job_fires WHERE status = 'started' ORDER BY fired_at"
+        )
+        return [(str(j), _aware(d), int(a), str(k)) for j, d, a, k in rows]
+
+    async def outcome(self, event_key: str) -> str | None:
+        """How the run a fire started ended: ``done``, ``failed``, ``stopped``…; ``handled`` when its event was
+        handled without a run (a command, nothing to route to); None while it is still on its way or running."""
+        rows = await self.store.read(
+            "SELECT status FROM runs WHERE correlation_id = ? ORDER BY created_at DESC LIMIT 1", (event_key,)
+        )
+        if rows and rows[0][0] not in ("running", "paused"):
+            return str(rows[0][0])
+        if rows:
+            return None
+        handled = await self.store.read("SELECT status FROM inbox WHERE event_key = ?", (event_key,))
+        return "handled" if handled and handled[0][0] == "done" else None
+
+    def settle_step(self, job_id: str, due: datetime, attempt: int, status: str, detail: str | None = None) -> Step:
+        return Step(
+            "UPDATE job_fires SET status = ?, detail = ? WHERE job_id = ? AND due_at = ? AND attempt = ? "
+            "AND status = 'started'",
+            (status, detail, job_id, _naive(due), attempt),
+            guard=True,
+        )
+
+    def retry_step(self, job_id: str, due: datetime, attempt: int, at: datetime) -> Step:
+        """A further attempt of the fire at ``due``, to start at ``at``."""
+        return Step(
+            "INSERT INTO job_fires (job_id, due_at, attempt, status, retry_at, fired_at) "
+            "VALUES (?, ?, ?, 'retry', ?, ?)",
+            (job_id, _naive(due), attempt, _naive(at), utcnow()),
+        )
+
+    async def due_retries(self, now: datetime) -> list[tuple[str, datetime, int]]:
+        rows = await self.store.read(
+            "SELECT job_id, due_at, attempt FROM job_fires WHERE status = 'retry' AND retry_at <= ? ORDER BY retry_at",
+            (_naive(now),),
+        )
+        return [(str(j), _aware(d), int(a)) for j, d, a in rows]
+
+    def start_retry_step(self, job_id: str, due: datetime, attempt: int, event_key: str) -> Step:
+        return Step(
+            "UPDATE job_fires SET status = 'started', event_key = ?, fired_at = ? WHERE job_id = ? AND due_at = ? "
+            "AND attempt = ? AND status = 'retry'",
+            (event_key, utcnow(), job_id, _naive(due), attempt),
+            guard=True,
+        )
+
     async def fires(self, job_id: str) -> list[tuple[datetime, int, str, str | None]]:
         """(due, attempt, status, detail) of every fire of the job, oldest first."""
         rows = await self.store.read(

@@ -316,4 +316,6 @@ class JobFire(SQLModel, table=True):
     status: str = Field(index=True, max_length=16)
     event_key: str | None = Field(default=None, max_length=255)
     detail: str | None = Field(default=None, sa_type=Text)
+    retry_at: datetime | None = Field(default=None, sa_type=DateTime)
+    """A failed fire to try again (status ``retry``) at this time."""
     fired_at: datetime = Field(sa_type=DateTime)

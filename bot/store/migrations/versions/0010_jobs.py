@@ -46,6 +46,7 @@ def upgrade() -> None:
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("event_key", sa.String(255), nullable=True),
         sa.Column("detail", sa.Text(), nullable=True),
+        sa.Column("retry_at", sa.DateTime(), nullable=True),
         sa.Column("fired_at", sa.DateTime(), nullable=False),
     )
     op.create_index("ix_job_fires_status", "job_fires", ["status"])

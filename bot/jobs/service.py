@@ -1,0 +1,297 @@
+"""Recurring jobs: create them (``schedule_job``, checked against the limits), fire them exactly once, follow
+the agent runs they start, retry a failed one, and say what happened in the job's chat.
+
+A fire is one transaction: the job's ``next_fire_at`` moves on under a guard (the claim), the fire is
+recorded, and its action is enqueued with it: a fixed message as an outbox row, a prompt as an inbox event
+from the job's owner (``@agent prompt``), handled like any message they sent, so its confirmations are asked in
+the chat and wait like any other pause, budgets apply to them, and a crash anywhere after the commit is
+recovered by the outbox and the inbox. Two processes that see a fire due race for the claim; one wins.
+
+Fires missed while the bot was down: the most recent one runs at start when it is at most ``jobs.grace_s``
+late; it and any older ones are otherwise recorded as missed and the chat is told once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+from bot.config.jobs import JobsSection
+from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender, event_key
+from bot.jobs.triggers import Trigger, TriggerError, zone
+from bot.store.jobs import Job, JobLimit, JobStore
+from bot.store.ops import Step, utcnow
+from bot.store.sql import SqlStore
+
+log = logging.getLogger(__name__)
+
+POLL_S = 30.0
+"""The longest the timer sleeps: jobs other processes add, and run outcomes, are seen within it."""
+MAX_CATCH_UP = 10_000
+"""Fires of one job counted as missed at most (a job every 5 minutes, down for a month)."""
+SETTLED = ("done", "handled")
+
+INSERT_OUTBOX = (
+    "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) VALUES (?, ?, NULL, 'pending', ?) "
+    "RETURNING id"
+)
+
+
+class JobError(ValueError):
+    """A job that cannot be made (a limit, a bad trigger): the message is for the person or the model."""
+
+
+class JobService:
+    def __init__(
+        self,
+        config: JobsSection,
+        store: SqlStore,
+        *,
+        deliver: Callable[[int, OutboundMessage], Awaitable[object]],
+        publish: Callable[[InboundMessage], Awaitable[None]],
+        zone_of: Callable[[ChatKey], Awaitable[str]],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``deliver``: send a committed outbox row; ``publish``: hand a committed inbox event to the bus;
+        ``zone_of``: a chat's time zone (``/timezone``, else ``jobs.timezone``)."""
+        self.config = config
+        self.store = store
+        self.jobs = JobStore(store)
+        self.deliver = deliver
+        self.publish = publish
+        self.zone_of = zone_of
+        self.clock = clock
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), UTC)
+
+    # -- making jobs -------------------------------------------------------------------------------
+
+    async def create(
+        self,
+        chat: ChatKey,
+        owner: str,
+        *,
+        name: str,
+        action: str,
+        text: str,
+        agent: str | None = None,
+        cron: str | None = None,
+        every_minutes: float | None = None,
+        at: str | None = None,
+        timezone: str | None = None,
+    ) -> Job:
+        """A new job in ``chat`` made by ``owner`` (``channel:user_id``); :class:`JobError` says what is wrong."""
+        if not text.strip():
+            raise JobError("the job needs a message or a prompt")
+        if sum(x is not None for x in (cron, every_minutes, at)) != 1:
+            raise JobError("give exactly one of cron (e.g. '0 8 * * mon-fri'), every_minutes or at")
+        zone_name = timezone or await self.zone_of(chat)
+        now = self.now()
+        try:
+            if cron is not None:
+                trigger = Trigger.cron(cron, zone_name)
+            elif every_minutes is not None:
+                trigger = Trigger.every(every_minutes * 60, zone_name, now + timedelta(minutes=every_minutes))
+            else:
+                trigger = Trigger.once(at or "", zone_name)
+        except TriggerError as exc:
+            raise JobError(str(exc)) from None
+        gap = trigger.shortest_gap(now)
+        if gap is not None and gap < self.config.min_interval_s:
+            raise JobError(
+                f"{trigger.describe()} would fire every {gap / 60:g} min; the shortest interval allowed is "
+                f"{self.config.min_interval_s / 60:g} min (jobs.min_interval_s)"
+            )
+        first = trigger.next_after(None, now)
+        if first is None:
+            raise JobError(f"{trigger.describe()} is in the past")
+        try:
+            job = await self.jobs.add(
+                chat_key=str(chat),
+                owner=owner,
+                name=name.strip()[:200] or text.strip()[:60],
+                trigger=trigger,
+                action="prompt" if action == "prompt" else "message",
+                text=text.strip(),
+                agent=agent,
+                first=first,
+                max_per_chat=self.config.max_per_chat,
+                max_per_user=self.config.max_per_user,
+            )
+        except JobLimit as exc:
+            raise JobError(str(exc)) from None
+        self._wake.set()
+        return job
+
+    def when(self, job: Job) -> str:
+        """The job's next fire in its own time zone."""
+        if job.next_fire_at is None:
+            return "no further fire"
+        local = job.next_fire_at.astimezone(zone(job.trigger.timezone))
+        return f"{local:%a %Y-%m-%d %H:%M} ({job.trigger.timezone})"
+
+    # -- the timer ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("jobs: a pass over the due jobs failed; trying again shortly")
+            soonest = await self._soonest()
+            wait = POLL_S if soonest is None else (soonest - self.now()).total_seconds()
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), max(0.0, min(POLL_S, wait)))
+            except TimeoutError:
+                pass
+
+    async def _soonest(self) -> datetime | None:
+        try:
+            return await self.jobs.soonest()
+        except Exception:
+            return None
+
+    async def tick(self) -> int:
+        """Fire everything due now, start due retries, follow started runs; the number of fires made."""
+        now = self.now()
+        made = 0
+        for job in await self.jobs.due(now):
+            made += await self.fire(job, now)
+        for job_id, due, attempt in await self.jobs.due_retries(now):
+            retried = await self.jobs.get(job_id)
+            if retried is not None and retried.status in ("active", "paused", "done"):
+                made += await self._retry(retried, due, attempt)
+        await self.follow()
+        return made
+
+    # -- a fire ------------------------------------------------------------------------------------
+
+    async def fire(self, job: Job, now: datetime) -> int:
+        """Claim ``job``'s due fire and run its action (or record it missed); 1 when this process fired it."""
+        due = job.next_fire_at
+        assert due is not None
+        latest, skipped = due, 0
+        while skipped < MAX_CATCH_UP:
+            following = job.trigger.next_after(latest, latest)
+            if following is None or following > now:
+                break
+            latest, skipped = following, skipped + 1
+        following = job.trigger.next_after(latest, now + timedelta(seconds=1))
+        late = (now - latest).total_seconds()
+        chat = ChatKey.parse(job.chat_key)
+        if late > self.config.grace_s:
+            missed = skipped + 1
+            text = (
+                f"⏰ Job {job.id} ({job.name}) missed {_fires(missed)} while I was offline "
+                f"(the last at {_local(latest, job)}); next: {_local(following, job) if following else 'none'}."
+            )
+            note = OutboundMessage(chat=chat, text=text, kind="notice")
+            steps = self.jobs.claim_steps(job, due, following, status="missed", detail=f"{missed} missed")
+            return await self._commit(steps, note)
+        detail = f"{skipped} earlier fire(s) missed" if skipped else None
+        if job.action == "message":
+            body = f"⏰ {job.text}" + ("\n(late: I was offline when this was due)" if late > 60 else "")
+            message = OutboundMessage(chat=chat, text=body, key=f"job:{job.id}:{int(latest.timestamp())}")
+            steps = self.jobs.claim_steps(job, due, following, status="done", detail=detail)
+            return await self._commit(steps, message)
+        event = self._event(job, latest, 0)
+        steps = self.jobs.claim_steps(job, due, following, status="started", event_key=event_key(event), detail=detail)
+        return await self._commit(steps, None, event)
+
+    async def _retry(self, job: Job, due: datetime, attempt: int) -> int:
+        event = self._event(job, due, attempt)
+        return await self._commit([self.jobs.start_retry_step(job.id, due, attempt, event_key(event))], None, event)
+
+    def _event(self, job: Job, due: datetime, attempt: int) -> InboundMessage:
+        chat = ChatKey.parse(job.chat_key)
+        user = job.owner.split(":", 1)[1] if ":" in job.owner else job.owner
+        text = f"@{job.agent} {job.text}" if job.agent else job.text
+        return InboundMessage(
+            id=f"job:{job.id}:{int(due.timestamp())}:{attempt}",
+            chat=chat,
+            sender=Sender(id=user, name=f"job {job.id}"),
+            text=text,
+            is_direct=chat.chat_id == user,
+            mentions_bot=True,
+        )
+
+    async def _commit(
+        self, steps: list[Step], message: OutboundMessage | None, event: InboundMessage | None = None
+    ) -> int:
+        if message is not None:
+            steps = [
+                *steps,
+                Step(INSERT_OUTBOX, (str(message.chat), message.model_dump_json(), utcnow()), returning=True),
+            ]
+        if event is not None:
+            steps = [
+                *steps,
+                self.store.receive_step(event_key(event), str(event.chat), "message", event.model_dump_json()),
+            ]
+        result = await self.store.write(steps)
+        if not result.ok:
+            return 0  # another process claimed it first
+        if message is not None:
+            await self.deliver(int(result.rows[0][0]), message)
+        if event is not None:
+            await self.publish(event)
+        return 1
+
+    # -- following the runs fires started ------------------------------------------------------------
+
+    async def follow(self) -> None:
+        """Settle the fires whose runs ended: done, or failed (told in the chat, tried again per ``jobs.retry``)."""
+        for job_id, due, attempt, key in await self.jobs.started():
+            outcome = await self.jobs.outcome(key)
+            if outcome is None:
+                continue
+            if outcome in SETTLED:
+                await self.store.write([self.jobs.settle_step(job_id, due, attempt, "done")])
+                continue
+            job = await self.jobs.get(job_id)
+            name = f"Job {job_id}" + (f" ({job.name})" if job is not None else "")
+            chat = ChatKey.parse(job.chat_key) if job is not None else None
+            retry = self.config.retry
+            steps = [self.jobs.settle_step(job_id, due, attempt, "failed", outcome)]
+            if attempt < retry.attempts and job is not None and job.status != "deleted":
+                at = self.now() + timedelta(seconds=retry.delay_s)
+                steps.append(self.jobs.retry_step(job_id, due, attempt + 1, at))
+                text = (
+                    f"⚠️ {name} did not finish ({outcome}); I will try again in {_minutes(retry.delay_s)} "
+                    f"(try {attempt + 2} of {retry.attempts + 1})."
+                )
+            else:
+                text = f"⚠️ {name} did not finish ({outcome}); no more tries for this fire."
+            note = OutboundMessage(chat=chat, text=text, kind="notice") if chat is not None else None
+            await self._commit(steps, note)
+
+
+def _local(moment: datetime, job: Job) -> str:
+    return f"{moment.astimezone(zone(job.trigger.timezone)):%Y-%m-%d %H:%M}"
+
+
+def _fires(count: int) -> str:
+    return "its fire" if count == 1 else f"{count} fires"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min"
