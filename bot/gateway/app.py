@@ -15,12 +15,13 @@ from bot.bus import Bus, InMemoryBus
 from bot.commands.admin import register_admin_commands
 from bot.commands.builtin import register_builtin_commands
 from bot.commands.context import CommandContext
+from bot.commands.jobs import register_job_commands
 from bot.commands.memory import register_memory_commands
 from bot.commands.registry import CommandRegistry
 from bot.commands.usage import register_usage_commands
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
 from bot.delivery import Delivery
-from bot.events import ChatKey
+from bot.events import ChatKey, InboundMessage
 from bot.gateway.http import HttpServer
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
@@ -31,6 +32,8 @@ from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.service import InterruptService
+from bot.jobs.service import JobService
+from bot.jobs.tools import job_tools
 from bot.media.service import MediaService
 from bot.memory.service import SESSION_TOOL, MemoryService
 from bot.ops.budgets import Budgets
@@ -169,11 +172,23 @@ class Gateway:
             )
         self.scheduled = ScheduledMessages(self.runs, self.delivery)
         self.media = MediaService(settings, self.model, self.delivery)
+        self.jobs = (
+            JobService(
+                settings.jobs,
+                self.store,
+                deliver=self.delivery.deliver,
+                publish=self._publish_job_event,
+                zone_of=self._zone_of,
+            )
+            if settings.jobs.enabled
+            else None
+        )
         self.tools: list[Tool] = [
             *(tools if tools is not None else builtin_tools(settings)),
             ASK_USER_TOOL,
             *self.scheduled.tools(),
             *self.media.tools(),
+            *(job_tools(self.jobs) if self.jobs is not None else []),
         ]
         self.memory = MemoryService(
             settings,
@@ -235,6 +250,7 @@ class Gateway:
         register_builtin_commands(context)
         register_memory_commands(context)
         register_usage_commands(context, self.budgets)
+        register_job_commands(context, self.jobs)
         register_admin_commands(context)
         self.supervisor = Supervisor(
             settings=settings,
@@ -278,6 +294,13 @@ class Gateway:
         if self.scale is not None and self.scale.consumer is not None:
             await self.scale.consumer.join()
         await self.inbox.settled()
+
+    async def _publish_job_event(self, event: InboundMessage) -> None:
+        await self.inbox.publish_stored(event)
+
+    async def _zone_of(self, chat: ChatKey) -> str:
+        zone = (await self.store.chat_settings(chat.settings_key)).get("timezone")
+        return str(zone) if zone else self.settings.jobs.timezone
 
     def is_started(self) -> bool:
         """Serving: the store migrated and opened, recovery done, channels started."""
@@ -353,6 +376,8 @@ class Gateway:
             self.recovery.inbox = await self.inbox.recover()
         elif self.scale.handles:
             await self.scale.start_handling()
+        if self.jobs is not None and (self.scale is None or self.scale.handles):
+            self.jobs.start()  # fires are claimed rows: every handling process may look, one fires each
         webhooks = [c for c in self.channels if isinstance(c, ServesHttp) and c.needs_http]
         if self.settings.http.enabled or webhooks:
             self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
@@ -394,6 +419,8 @@ class Gateway:
                 await channel.close()
         await self.interrupts.drain()
         self.scheduled.stop()
+        if self.jobs is not None:
+            await self.jobs.stop()
         if self.http is not None:
             await self.http.stop()
         await self.mcp.aclose()

@@ -202,6 +202,11 @@ class DurableInbox:
                 self._release(str(event.chat))
         return receipts
 
+    async def publish_stored(self, event: InboundEvent) -> None:
+        """Hand on an event whose inbox row the caller committed itself (a job's fire): handled like the others,
+        recovered like them after a crash."""
+        await self._publish(event)
+
     @staticmethod
     def _count(metrics: Metrics, event: InboundEvent) -> None:
         """An event is durable: count it, and the time from its receipt to now (when it may be acknowledged)."""

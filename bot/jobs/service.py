@@ -126,8 +126,12 @@ class JobService:
             )
         except JobLimit as exc:
             raise JobError(str(exc)) from None
-        self._wake.set()
+        self.wake()
         return job
+
+    def wake(self) -> None:
+        """Look at the jobs again now (one was added or resumed)."""
+        self._wake.set()
 
     def when(self, job: Job) -> str:
         """The job's next fire in its own time zone."""
