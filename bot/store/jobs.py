@@ -196,15 +196,17 @@ class JobStore:
     async def outcome(self, event_key: str) -> str | None:
         """How the run a fire started ended: ``done``, ``failed``, ``stopped``…; ``handled`` when its event was
         handled without a run (a command, nothing to route to); None while it is still on its way or running."""
+        # The inbox row first: it is marked handled in the commit that records the run, so a run that exists
+        # is seen by the read after it (the other order could miss a run committed in between).
+        handled = await self.store.read("SELECT status FROM inbox WHERE event_key = ?", (event_key,))
+        if not handled or handled[0][0] != "done":
+            return None
         rows = await self.store.read(
             "SELECT status FROM runs WHERE correlation_id = ? ORDER BY created_at DESC LIMIT 1", (event_key,)
         )
-        if rows and rows[0][0] not in ("running", "paused"):
-            return str(rows[0][0])
-        if rows:
-            return None
-        handled = await self.store.read("SELECT status FROM inbox WHERE event_key = ?", (event_key,))
-        return "handled" if handled and handled[0][0] == "done" else None
+        if not rows:
+            return "handled"
+        return None if rows[0][0] in ("running", "paused") else str(rows[0][0])
 
     def settle_step(self, job_id: str, due: datetime, attempt: int, status: str, detail: str | None = None) -> Step:
         return Step(

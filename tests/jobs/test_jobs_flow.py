@@ -13,6 +13,14 @@ from agents.models.scripted import ScriptedModel, call
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
+async def driven(h: Any, start: datetime) -> Clock:
+    """The gateway's job service on a clock the test moves; its own timer stopped: the test ticks."""
+    await h.gateway.jobs.stop()
+    clock = Clock(start)
+    h.gateway.jobs.clock = clock
+    return clock
+
+
 class Clock:
     def __init__(self, start: datetime) -> None:
         self.now = start.timestamp()
@@ -32,8 +40,7 @@ async def test_a_message_job_fires_once_at_local_time(make_harness: Any) -> None
         ]
     )
     h = await make_harness(model)
-    clock = Clock(datetime(2026, 11, 26, 9, 0, tzinfo=BERLIN))  # a Thursday
-    h.gateway.jobs.clock = clock
+    clock = await driven(h, datetime(2026, 11, 26, 9, 0, tzinfo=BERLIN))  # a Thursday
     assert await h.say("/timezone Europe/Berlin") == [
         "Time zone set to Europe/Berlin: new jobs' times are read there (existing jobs keep theirs)."
     ]
@@ -60,14 +67,14 @@ async def test_a_prompt_job_runs_an_agent_as_its_owner(make_harness: Any) -> Non
         ]
     )
     h = await make_harness(model)
-    clock = Clock(datetime(2026, 11, 26, 9, 0, tzinfo=UTC))
-    h.gateway.jobs.clock = clock
+    clock = await driven(h, datetime(2026, 11, 26, 9, 0, tzinfo=UTC))
     await h.say("@react every hour summarise my day")
     clock.set(datetime(2026, 11, 26, 10, 0, 1, tzinfo=UTC))
     assert await h.gateway.jobs.tick() == 1
     await h.gateway.settled()
     assert h.channel.texts()[-1] == "Your day: nothing much."
     assert model.requests[-1].messages[-1].text == "summarise my day"
+    await h.gateway.store.flush()  # the run's end is written unawaited
     await h.gateway.jobs.follow()
     [job] = await h.gateway.jobs.jobs.of_chat(str(h.chat()))
     assert [(attempt, status) for _due, attempt, status, _d in await h.gateway.jobs.jobs.fires(job.id)] == [(0, "done")]
@@ -84,7 +91,7 @@ async def test_job_management_and_limits(make_harness: Any) -> None:
         ]
     )
     h = await make_harness(model, jobs={"timezone": "Europe/Berlin"})
-    h.gateway.jobs.clock = Clock(datetime(2026, 11, 26, 9, 0, tzinfo=BERLIN))
+    await driven(h, datetime(2026, 11, 26, 9, 0, tzinfo=BERLIN))
     await h.say("@react say hi every minute")
     refusal = model.requests[1].messages[-1]
     assert "shortest interval allowed is 5 min" in str(refusal.tool_results[0].content)
@@ -97,3 +104,123 @@ async def test_job_management_and_limits(make_harness: Any) -> None:
     assert (await h.say(f"/jobs delete {job.id}")) == [f"Job {job.id} deleted."]
     assert (await h.say("/jobs"))[0].startswith("No jobs in this chat")
     assert (await h.say("/jobs delete nope"))[0] == "No job nope here (/jobs lists them)."
+
+
+async def test_missed_fires_past_the_grace_are_recorded_and_a_late_one_within_it_runs(make_harness: Any) -> None:
+    model = ScriptedModel(
+        [call("schedule_job", {"name": "water", "message": "water the plants", "cron": "0 8 * * *"}, id="c1"), "Ok."]
+    )
+    h = await make_harness(model, jobs={"timezone": "Europe/Berlin", "grace_s": 1800})
+    clock = await driven(h, datetime(2026, 11, 26, 9, 0, tzinfo=BERLIN))
+    await h.say("@react every day at 8 remind me to water the plants")
+    [job] = await h.gateway.jobs.jobs.of_chat(str(h.chat()))
+    clock.set(datetime(2026, 11, 30, 12, 0, tzinfo=BERLIN))  # down from Friday to Monday noon
+    assert await h.gateway.jobs.tick() == 1
+    notice = h.channel.texts()[-1]
+    assert notice.startswith(
+        f"⏰ Job {job.id} (water) missed 4 fires while I was offline (the last at 2026-11-30 08:00)"
+    )
+    assert notice.endswith("next: 2026-12-01 08:00.")
+    assert "water the plants" not in "".join(h.channel.texts()[-1:])
+    clock.set(datetime(2026, 12, 1, 8, 10, tzinfo=BERLIN))  # 10 minutes late: within the grace
+    assert await h.gateway.jobs.tick() == 1
+    assert h.channel.texts()[-1] == "⏰ water the plants\n(late: I was offline when this was due)"
+    statuses = [status for _due, _attempt, status, _detail in await h.gateway.jobs.jobs.fires(job.id)]
+    assert statuses == ["missed", "done"]
+
+
+async def test_a_daily_job_fires_once_on_the_nights_the_clocks_change(make_harness: Any) -> None:
+    model = ScriptedModel(
+        [call("schedule_job", {"name": "late", "message": "backup", "cron": "30 2 * * *"}, id="c1"), "Ok."]
+    )
+    h = await make_harness(model, jobs={"timezone": "Europe/Berlin"})
+    clock = await driven(h, datetime(2026, 10, 24, 12, 0, tzinfo=BERLIN))
+    await h.say("@react every night at 2:30 say backup")
+    fired = 0
+    moment = clock.now
+    for _ in range(2 * 24 * 6):  # two days in 10-minute steps, through the night the clocks go back
+        moment += 600
+        clock.now = moment
+        fired += await h.gateway.jobs.tick()
+    assert fired == 2, "once on the 25th (02:30 happens twice), once on the 26th"
+    assert h.channel.texts().count("⏰ backup") == 2
+
+
+async def test_a_failed_run_is_told_and_tried_again(make_harness: Any) -> None:
+    from agents.models.base import ModelUnavailable
+
+    model = ScriptedModel(
+        [
+            call(
+                "schedule_job", {"name": "news", "prompt": "any news?", "agent": "react", "every_minutes": 60}, id="c1"
+            ),
+            "Scheduled.",
+            ModelUnavailable("the provider is down"),
+            "Nothing new today.",
+        ]
+    )
+    h = await make_harness(model, jobs={"retry": {"attempts": 1, "delay_s": 300}})
+    clock = await driven(h, datetime(2026, 11, 26, 9, 0, tzinfo=UTC))
+    await h.say("@react every hour: any news?")
+    clock.set(datetime(2026, 11, 26, 10, 0, 1, tzinfo=UTC))
+    assert await h.gateway.jobs.tick() == 1
+    await h.gateway.settled()
+    assert "The model failed" in h.channel.texts()[-1]
+    await h.gateway.store.flush()  # the run's end is written unawaited
+    await h.gateway.jobs.follow()
+    [job] = await h.gateway.jobs.jobs.of_chat(str(h.chat()))
+    assert h.channel.texts()[-1] == (
+        f"⚠️ Job {job.id} (news) did not finish (failed); I will try again in 5 min (try 2 of 2)."
+    )
+    clock.set(datetime(2026, 11, 26, 10, 5, 2, tzinfo=UTC))
+    assert await h.gateway.jobs.tick() == 1
+    await h.gateway.settled()
+    assert h.channel.texts()[-1] == "Nothing new today."
+    await h.gateway.store.flush()  # the run's end is written unawaited
+    await h.gateway.jobs.follow()
+    fires = [(attempt, status) for _due, attempt, status, _d in await h.gateway.jobs.jobs.fires(job.id)]
+    assert fires == [(0, "failed"), (1, "done")]
+    model.assert_complete()
+
+
+async def test_an_agent_job_whose_tool_needs_confirmation_asks_in_the_chat(make_harness: Any) -> None:
+    from agents.tools.base import tool
+
+    ran: list[str] = []
+
+    @tool(confirm=True)
+    async def rotate_logs(service: str) -> str:
+        """Rotate a service's logs."""
+        ran.append(service)
+        return "rotated"
+
+    model = ScriptedModel(
+        [
+            call(
+                "schedule_job",
+                {"name": "logs", "prompt": "rotate the web logs", "agent": "react", "cron": "0 3 * * *"},
+                id="c1",
+            ),
+            "Scheduled.",
+            call("rotate_logs", {"service": "web"}, id="c2"),
+            "Rotated the web logs.",
+        ]
+    )
+    h = await make_harness(model, tools=[rotate_logs])
+    clock = await driven(h, datetime(2026, 11, 26, 9, 0, tzinfo=UTC))
+    await h.say("@react every night at 3 rotate the web logs")
+    clock.set(datetime(2026, 11, 27, 3, 0, 1, tzinfo=UTC))
+    assert await h.gateway.jobs.tick() == 1
+    await h.gateway.settled()
+    assert 'rotate_logs(service="web")' in h.prompt().text
+    assert ran == [], "nothing runs before the owner approves"
+    await h.gateway.store.flush()  # the run's end is written unawaited
+    await h.gateway.jobs.follow()  # paused: not settled
+    [job] = await h.gateway.jobs.jobs.of_chat(str(h.chat()))
+    assert [s for _d, _a, s, _x in await h.gateway.jobs.jobs.fires(job.id)] == ["started"]
+    await h.click("Approve")
+    assert ran == ["web"]
+    assert h.channel.texts()[-1] == "Rotated the web logs."
+    await h.gateway.store.flush()  # the run's end is written unawaited
+    await h.gateway.jobs.follow()
+    assert [s for _d, _a, s, _x in await h.gateway.jobs.jobs.fires(job.id)] == ["done"]
