@@ -27,6 +27,12 @@ _REMIND = re.compile(
 _REMIND_AFTER = re.compile(
     r"\bremind me to (?P<what>.+?) in (?P<n>\d+(?:\.\d+)?) ?(?P<unit>minutes?|mins?|hours?|hrs?)\b", re.IGNORECASE
 )
+_EVERY = re.compile(
+    r"\bevery (?P<days>day|weekday|monday|tuesday|wednesday|thursday|friday|saturday|sunday) at "
+    r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))? ?(?P<half>am|pm)?,? (?:remind me (?:to |of |that )?)?(?P<what>.+)",
+    re.IGNORECASE,
+)
+_CRON_DAYS = {"day": "*", "weekday": "mon-fri"}
 _WRITE = re.compile(
     r"\b(?:write|save|put)\s+[\"“']?(?P<content>.+?)[\"”']?\s+(?:to|into|in)\s+(?:the file\s+)?"
     r"(?P<path>[\w./-]+\.\w{1,8})\b",
@@ -94,6 +100,8 @@ def tool_call(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[s
         return "recall", {"query": text}
     if "get_current_time" in tools and _TIME.search(text):
         return "get_current_time", {"timezone": zone_in(text) or "UTC"}
+    if "schedule_job" in tools and (found := _EVERY.search(text)):
+        return "schedule_job", _every(found)
     if "schedule_message" in tools:
         found = _REMIND.search(text) or _REMIND_AFTER.search(text)
         if found:
@@ -115,6 +123,17 @@ def tool_call(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[s
         question = f"To help you choose {subject}: what matters most to you?"
         return "ask_user", {"question": question, "choices": ["Price", "Quality", "Speed"]}
     return None
+
+
+def _every(found: re.Match[str]) -> dict[str, Any]:
+    """``every weekday at 8 remind me to stretch`` → a cron job sending the reminder."""
+    hour = int(found.group("hour")) % 24
+    if (found.group("half") or "").lower() == "pm" and hour < 12:
+        hour += 12
+    days = found.group("days").lower()
+    what = found.group("what").strip().rstrip(".!")
+    cron = f"{int(found.group('minute') or 0)} {hour} * * {_CRON_DAYS.get(days, days[:3])}"
+    return {"name": what[:40], "message": f"Reminder: {what}", "cron": cron}
 
 
 def handoff(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[str, Any]] | None:

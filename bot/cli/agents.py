@@ -39,7 +39,7 @@ agents_app = typer.Typer(
 
 def known_tool_names() -> set[str]:
     """The tool names an agent file may use: the built-in tools and the gateway's (``ask_user``,
-    ``schedule_message``, ``send_file``, the memory tools).
+    ``schedule_message``, ``schedule_job``, ``send_file``, the memory tools).
 
     A stand-in until the toolset registry answers this; MCP tools are checked by their server.
     """
@@ -52,6 +52,7 @@ def known_tool_names() -> set[str]:
     return {t.name for t in builtin_toolset(ToolsConfig()).tools} | {
         ASK_USER,
         "schedule_message",
+        "schedule_job",
         "send_file",
         "run_command",
         "remember",

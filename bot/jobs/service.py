@@ -263,20 +263,25 @@ class JobService:
     # -- following the runs fires started ------------------------------------------------------------
 
     async def follow(self) -> None:
-        """Settle the fires whose runs ended: done, or failed (told in the chat, tried again per ``jobs.retry``)."""
+        """Settle the fires whose runs ended: done; failed (told in the chat, tried again per ``jobs.retry``);
+        stopped by a budget (told, not tried again); cancelled by a person (as they are)."""
         for job_id, due, attempt, key in await self.jobs.started():
             outcome = await self.jobs.outcome(key)
             if outcome is None:
                 continue
-            if outcome in SETTLED:
-                await self.store.write([self.jobs.settle_step(job_id, due, attempt, "done")])
+            if outcome in SETTLED or outcome not in ("failed", "stopped"):
+                # Done, or ended by a person (/cancel, /reset): nothing to say or to try again.
+                status = "done" if outcome in SETTLED else outcome
+                await self.store.write([self.jobs.settle_step(job_id, due, attempt, status)])
                 continue
             job = await self.jobs.get(job_id)
             name = f"Job {job_id}" + (f" ({job.name})" if job is not None else "")
             chat = ChatKey.parse(job.chat_key) if job is not None else None
             retry = self.config.retry
             steps = [self.jobs.settle_step(job_id, due, attempt, "failed", outcome)]
-            if attempt < retry.attempts and job is not None and job.status != "deleted":
+            if outcome == "stopped":  # a budget is used up: trying again would stop again
+                text = f"⚠️ {name} stopped: a model budget is used up (/usage); no more tries for this fire."
+            elif attempt < retry.attempts and job is not None and job.status != "deleted":
                 at = self.now() + timedelta(seconds=retry.delay_s)
                 steps.append(self.jobs.retry_step(job_id, due, attempt + 1, at))
                 text = (

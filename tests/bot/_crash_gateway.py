@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,8 @@ class JsonChannel:
             os.kill(os.getpid(), signal.SIGKILL)
         if CRASH_ON == "edit" and message.edit_of:
             os.kill(os.getpid(), signal.SIGKILL)
+        if CRASH_ON == "job" and message.text.startswith("⏰"):  # the fire is committed; its send is cut off
+            os.kill(os.getpid(), signal.SIGKILL)
         ref = f"msg-{os.getpid()}-{next(self._refs)}"
         out = {
             "ref": ref,
@@ -137,11 +140,19 @@ async def main() -> None:
             "agents": {"dirs": [os.environ["AGENTS_DIR"]] if os.environ.get("AGENTS_DIR") else []},
             "log": {"level": "WARNING"},
             "routing": {"rule": {"learned": False}},
+            "jobs": {"min_interval_s": 0},
         },
     )
     gateway = Gateway(settings, model=FunctionModel(), channels=[JsonChannel()], tools=[delete_cache])
     await gateway.start()
     print(json.dumps({"ready": True, "recovery": gateway.recovery.__dict__ if gateway.recovery else None}), flush=True)
+    if os.environ.get("JOB_IN_S") and gateway.jobs is not None:  # a one-time job due shortly
+        due = datetime.now(UTC) + timedelta(seconds=float(os.environ["JOB_IN_S"]))
+        chat = ChatKey(channel="console", chat_id="crash")
+        job = await gateway.jobs.create(
+            chat, "console:u1", name="tick", action="message", text="tick", at=due.isoformat()
+        )
+        print(json.dumps({"job": job.id}), flush=True)
     await asyncio.Event().wait()
 
 

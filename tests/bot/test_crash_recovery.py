@@ -145,3 +145,20 @@ def test_crash_during_the_tool_is_reported_not_retried(tmp_path: Path) -> None:
         assert count_lines(tmp_path) == ["started"], "the risky call was not run a second time"
     finally:
         second.stop()
+
+
+def test_a_job_fire_cut_off_by_sigkill_is_sent_once_after_restart(tmp_path: Path) -> None:
+    first = Gateway(tmp_path, CRASH_ON="job", JOB_IN_S="1")
+    first.expect(lambda m: "job" in m)
+    assert first.killed() == -9, "killed while sending the fire's message"
+    second = Gateway(tmp_path)
+    try:
+        assert second.ready["recovery"]["resent"] == 1, "the committed fire's message is in the outbox"
+        fired = second.expect(lambda m: (m.get("text") or "").startswith("⏰"))
+        assert fired["text"] == "⏰ tick"
+        time.sleep(1.5)  # a second fire would come now (a one-time job fires once)
+        second.send(text="/jobs")
+        second.expect(lambda m: (m.get("text") or "").startswith("No jobs in this chat"))
+        assert [m for m in second.seen if (m.get("text") or "").startswith("⏰")] == [fired]
+    finally:
+        second.stop()

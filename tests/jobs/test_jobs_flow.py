@@ -224,3 +224,13 @@ async def test_an_agent_job_whose_tool_needs_confirmation_asks_in_the_chat(make_
     await h.gateway.store.flush()  # the run's end is written unawaited
     await h.gateway.jobs.follow()
     assert [s for _d, _a, s, _x in await h.gateway.jobs.jobs.fires(job.id)] == ["done"]
+
+
+async def test_the_offline_model_makes_a_weekday_job(make_harness: Any) -> None:
+    from agents.models.offline import OfflineModel
+
+    h = await make_harness(OfflineModel(), routing={"strategy": "rule"})
+    await driven(h, datetime(2026, 11, 26, 9, 0, tzinfo=BERLIN))
+    await h.say("/timezone Europe/Berlin")
+    [reply] = await h.say("every weekday at 8 remind me to stretch")
+    assert "cron '0 8 * * mon-fri' (Europe/Berlin); next at Fri 2026-11-27 08:00 (Europe/Berlin)" in reply

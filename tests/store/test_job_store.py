@@ -87,3 +87,45 @@ async def test_one_time_job_is_done_after_its_fire_and_pause_resume(make_store: 
     assert resumed is not None and resumed.next_fire_at == later
     claimed = jobs.claim_steps(resumed, NOW, NOW + timedelta(days=1), status="done")
     assert not (await store.write(claimed)).ok, "a stale due time claims nothing"
+
+
+async def test_two_processes_fire_a_job_once(make_store: Any) -> None:
+    """Two job services (as two workers) on one database see the same fire due; one makes it."""
+    from bot.config.jobs import JobsSection
+    from bot.events import ChatKey, InboundMessage, OutboundMessage
+    from bot.jobs.service import JobService
+
+    sent: list[tuple[str, OutboundMessage]] = []
+    published: list[InboundMessage] = []
+    now = [datetime(2026, 11, 26, 7, 0, 30, tzinfo=UTC).timestamp()]
+
+    def service(store: Any, name: str) -> JobService:
+        async def deliver(outbox_id: int, message: OutboundMessage) -> None:
+            sent.append((name, message))
+
+        async def publish(event: InboundMessage) -> None:
+            published.append(event)
+
+        async def zone_of(chat: ChatKey) -> str:
+            return "Europe/Berlin"
+
+        return JobService(JobsSection(), store, deliver=deliver, publish=publish, zone_of=zone_of, clock=lambda: now[0])
+
+    one, two = service(await make_store(), "one"), service(await make_store(), "two")
+    chat = ChatKey(channel="console", chat_id="c1")
+    await one.jobs.add(
+        chat_key=str(chat), owner="console:u1", name="m", trigger=Trigger.cron("0 8 * * *", "Europe/Berlin"),
+        action="message", text="morning", agent=None, first=NOW, max_per_chat=5, max_per_user=5,
+    )  # fmt: skip
+    await two.jobs.add(
+        chat_key=str(chat), owner="console:u1", name="p", trigger=Trigger.cron("0 8 * * *", "Europe/Berlin"),
+        action="prompt", text="news?", agent="react", first=NOW, max_per_chat=5, max_per_user=5,
+    )  # fmt: skip
+    made = await asyncio.gather(*(s.tick() for s in (one, two, one, two)))
+    assert sum(made) == 2, "each job's fire once"
+    assert [m.text for _who, m in sent] == ["⏰ morning"]
+    assert [e.text for e in published] == ["@react news?"]
+    store = one.store
+    [(outbox,)] = await store.read("SELECT COUNT(*) FROM outbox")
+    [(inbox,)] = await store.read("SELECT COUNT(*) FROM inbox WHERE event_key LIKE 'console:job:%'")
+    assert (int(outbox), int(inbox)) == (1, 1)
