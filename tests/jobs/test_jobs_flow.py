@@ -234,3 +234,37 @@ async def test_the_offline_model_makes_a_weekday_job(make_harness: Any) -> None:
     await h.say("/timezone Europe/Berlin")
     [reply] = await h.say("every weekday at 8 remind me to stretch")
     assert "cron '0 8 * * mon-fri' (Europe/Berlin); next at Fri 2026-11-27 08:00 (Europe/Berlin)" in reply
+
+
+async def test_a_job_run_spends_its_owners_budget_and_admins_list_every_job(make_harness: Any) -> None:
+    from agents.models.base import ModelResponse, Usage
+
+    used = Usage(input_tokens=80, output_tokens=40)
+    model = ScriptedModel(
+        [
+            call(
+                "schedule_job",
+                {"name": "q", "prompt": "quote of the day", "agent": "react", "cron": "0 9 * * *"},
+                id="c1",
+            ).model_copy(update={"usage": used}),
+            ModelResponse(text="Scheduled.", usage=used),
+        ]
+    )  # a third model call (the fire's) would fail the test: the budget stops it first
+    h = await make_harness(model, admins=["boss"], budgets={"user": {"daily_tokens": 200}})
+    clock = await driven(h, datetime(2026, 11, 26, 8, 0, tzinfo=UTC))
+    await h.say("@react every day at 9 a quote of the day")
+    clock.set(datetime(2026, 11, 26, 9, 0, 1, tzinfo=UTC))
+    assert await h.gateway.jobs.tick() == 1
+    await h.gateway.settled()
+    assert h.channel.texts()[-1].startswith("⛔ You have used your daily model budget (240 of 200 tokens)")
+    await h.gateway.store.flush()
+    await h.gateway.jobs.follow()
+    [job] = await h.gateway.jobs.jobs.of_chat(str(h.chat()))
+    assert h.channel.texts()[-1] == (
+        f"⚠️ Job {job.id} (q) stopped: a model budget is used up (/usage); no more tries for this fire."
+    )
+    assert [s for _d, _a, s, _x in await h.gateway.jobs.jobs.fires(job.id)] == ["failed"]
+    assert (await h.say("/jobs all"))[0] == "Only admins see every chat's jobs."
+    [listing] = await h.say("/jobs all", user="boss")
+    assert listing.startswith(f"{job.id} in {h.chat()}: q — cron '0 9 * * *' (UTC)")
+    model.assert_complete()
