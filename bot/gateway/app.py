@@ -179,6 +179,7 @@ class Gateway:
                 deliver=self.delivery.deliver,
                 publish=self._publish_job_event,
                 zone_of=self._zone_of,
+                counted=self.metrics.job_fired,
             )
             if settings.jobs.enabled
             else None

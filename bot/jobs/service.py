@@ -54,9 +54,11 @@ class JobService:
         publish: Callable[[InboundMessage], Awaitable[None]],
         zone_of: Callable[[ChatKey], Awaitable[str]],
         clock: Callable[[], float] = time.time,
+        counted: Callable[[str], None] | None = None,
     ) -> None:
         """``deliver``: send a committed outbox row; ``publish``: hand a committed inbox event to the bus;
-        ``zone_of``: a chat's time zone (``/timezone``, else ``jobs.timezone``)."""
+        ``zone_of``: a chat's time zone (``/timezone``, else ``jobs.timezone``); ``counted``: told the outcome of
+        every fire this process makes (a metric)."""
         self.config = config
         self.store = store
         self.jobs = JobStore(store)
@@ -64,6 +66,7 @@ class JobService:
         self.publish = publish
         self.zone_of = zone_of
         self.clock = clock
+        self._counted = counted
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -182,8 +185,10 @@ class JobService:
             made += await self.fire(job, now)
         for job_id, due, attempt in await self.jobs.due_retries(now):
             retried = await self.jobs.get(job_id)
-            if retried is not None and retried.status in ("active", "paused", "done"):
+            if retried is not None and retried.status in ("active", "done"):
                 made += await self._retry(retried, due, attempt)
+            else:  # paused or deleted since: no more tries
+                await self.store.write([self.jobs.drop_retry_step(job_id, due, attempt)])
         await self.follow()
         return made
 
@@ -210,20 +215,21 @@ class JobService:
             )
             note = OutboundMessage(chat=chat, text=text, kind="notice")
             steps = self.jobs.claim_steps(job, due, following, status="missed", detail=f"{missed} missed")
-            return await self._commit(steps, note)
+            return await self._commit(steps, note, outcome="missed")
         detail = f"{skipped} earlier fire(s) missed" if skipped else None
         if job.action == "message":
             body = f"⏰ {job.text}" + ("\n(late: I was offline when this was due)" if late > 60 else "")
             message = OutboundMessage(chat=chat, text=body, key=f"job:{job.id}:{int(latest.timestamp())}")
             steps = self.jobs.claim_steps(job, due, following, status="done", detail=detail)
-            return await self._commit(steps, message)
+            return await self._commit(steps, message, outcome="sent")
         event = self._event(job, latest, 0)
         steps = self.jobs.claim_steps(job, due, following, status="started", event_key=event_key(event), detail=detail)
-        return await self._commit(steps, None, event)
+        return await self._commit(steps, None, event, outcome="started")
 
     async def _retry(self, job: Job, due: datetime, attempt: int) -> int:
         event = self._event(job, due, attempt)
-        return await self._commit([self.jobs.start_retry_step(job.id, due, attempt, event_key(event))], None, event)
+        steps = [self.jobs.start_retry_step(job.id, due, attempt, event_key(event))]
+        return await self._commit(steps, None, event, outcome="retried")
 
     def _event(self, job: Job, due: datetime, attempt: int) -> InboundMessage:
         chat = ChatKey.parse(job.chat_key)
@@ -239,7 +245,12 @@ class JobService:
         )
 
     async def _commit(
-        self, steps: list[Step], message: OutboundMessage | None, event: InboundMessage | None = None
+        self,
+        steps: list[Step],
+        message: OutboundMessage | None,
+        event: InboundMessage | None = None,
+        *,
+        outcome: str | None = None,
     ) -> int:
         if message is not None:
             steps = [
@@ -254,6 +265,8 @@ class JobService:
         result = await self.store.write(steps)
         if not result.ok:
             return 0  # another process claimed it first
+        if outcome is not None and self._counted is not None:
+            self._counted(outcome)
         if message is not None:
             await self.deliver(int(result.rows[0][0]), message)
         if event is not None:
@@ -291,7 +304,7 @@ class JobService:
             else:
                 text = f"⚠️ {name} did not finish ({outcome}); no more tries for this fire."
             note = OutboundMessage(chat=chat, text=text, kind="notice") if chat is not None else None
-            await self._commit(steps, note)
+            await self._commit(steps, note, outcome=outcome)
 
 
 def _local(moment: datetime, job: Job) -> str:

@@ -100,6 +100,9 @@ class Metrics:
         self.rate_limited = counter("bot_platform_rate_limited", "429s from a platform", "channel")
         self.budget_refusals = counter("bot_budget_refusals", "Model calls refused by a budget", "scope")
         self.errors = counter("bot_run_errors", "Errors recorded in runs", "agent")
+        self.job_fires = counter(
+            "bot_job_fires", "Job fires: sent, started (an agent run), missed, retried, failed, stopped", "outcome"
+        )
 
     def bounded(self, metric: str, label: str, value: str) -> str:
         """``value``, or ``other`` once ``metric``'s ``label`` has :data:`MAX_VALUES` distinct values."""
@@ -155,6 +158,9 @@ class Metrics:
 
     def platform_rate_limited(self, channel: str) -> None:
         self.rate_limited.labels(channel).inc()
+
+    def job_fired(self, outcome: str) -> None:
+        self.job_fires.labels(outcome).inc()
 
     def budget_refused(self, scope: str) -> None:
         self.budget_refusals.labels(scope).inc()

@@ -231,6 +231,13 @@ class JobStore:
         )
         return [(str(j), _aware(d), int(a)) for j, d, a in rows]
 
+    def drop_retry_step(self, job_id: str, due: datetime, attempt: int) -> Step:
+        return Step(
+            "UPDATE job_fires SET status = 'dropped' WHERE job_id = ? AND due_at = ? AND attempt = ? "
+            "AND status = 'retry'",
+            (job_id, _naive(due), attempt),
+        )
+
     def start_retry_step(self, job_id: str, due: datetime, attempt: int, event_key: str) -> Step:
         return Step(
             "UPDATE job_fires SET status = 'started', event_key = ?, fired_at = ? WHERE job_id = ? AND due_at = ? "
