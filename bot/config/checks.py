@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 URL_FORMS = (
@@ -94,3 +95,12 @@ def bus_url_problem(url: str | None, store_url: str | None) -> str | None:
             "set store.url (or DATABASE_URL) to postgresql://user:password@host:5432/dbname"
         )
     return None
+
+
+def iana_zone(value: str) -> str:
+    """``value`` when it names a time zone (``Europe/Berlin``, ``UTC``), else a ValueError saying so."""
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {value!r} (an IANA name such as Europe/Berlin)") from None
+    return value

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bot.config.checks import iana_zone
 
 
 class _Section(BaseModel):
@@ -31,11 +31,4 @@ class JobsSection(_Section):
     as missed and the chat told."""
     retry: JobRetry = Field(default_factory=JobRetry)
 
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r} (an IANA name such as Europe/Berlin)") from None
-        return value
+    _zone = field_validator("timezone")(iana_zone)

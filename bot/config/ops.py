@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bot.config.checks import iana_zone
 
 
 class _Section(BaseModel):
@@ -77,14 +77,7 @@ class BudgetsSection(_Section):
     retention_days: int = Field(400, ge=1)
     """Usage rows older than this are deleted (a month's total needs 31 days)."""
 
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r} (an IANA name such as Europe/Berlin)") from None
-        return value
+    _zone = field_validator("timezone")(iana_zone)
 
     def limited(self) -> bool:
         return self.enabled and (self.user.any() or self.chat.any())
