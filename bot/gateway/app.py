@@ -189,7 +189,7 @@ class Gateway:
             ASK_USER_TOOL,
             *self.scheduled.tools(),
             *self.media.tools(),
-            *(job_tools(self.jobs) if self.jobs is not None else []),
+            *(job_tools(self.jobs, self._is_admin) if self.jobs is not None else []),
         ]
         self.memory = MemoryService(
             settings,
@@ -298,6 +298,11 @@ class Gateway:
 
     async def _publish_job_event(self, event: InboundMessage) -> None:
         await self.inbox.publish_stored(event)
+
+    def _is_admin(self, account: str) -> bool:
+        channel, _, user = account.partition(":")
+        section = getattr(self.settings.channels, channel, None)
+        return section is not None and section.is_admin(user)
 
     async def _zone_of(self, chat: ChatKey) -> str:
         zone = (await self.store.chat_settings(chat.settings_key)).get("timezone")

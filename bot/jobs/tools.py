@@ -3,12 +3,16 @@ summarise…") in the chat they answer, for the person who asked."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agents.tools.base import Tool, ToolContext, ToolError, tool
 from bot.events import ChatKey
 from bot.jobs.service import JobError, JobService
 
 
-def job_tools(service: JobService) -> list[Tool]:
+def job_tools(service: JobService, is_admin: Callable[[str], bool]) -> list[Tool]:
+    """``is_admin``: whether an account (``channel:user_id``) may make jobs for other chats."""
+
     @tool(risk="low")
     async def schedule_job(
         ctx: ToolContext,
@@ -20,19 +24,30 @@ def job_tools(service: JobService) -> list[Tool]:
         every_minutes: float | None = None,
         at: str | None = None,
         timezone: str | None = None,
+        chat: str | None = None,
     ) -> str:
         """Make a recurring (or one-time) job in this chat. Give exactly one action: `message` (sent as it is)
         or `prompt` (run by an agent each time, with its tools: `agent` names it, e.g. "react"; else routed).
         Give exactly one trigger: `cron` (minute hour day month weekday, e.g. "0 8 * * mon-fri" = weekdays
         08:00), `every_minutes`, or `at` (ISO time, e.g. "2026-12-01T09:00"). Times are in the chat's time
-        zone unless `timezone` (IANA, e.g. "Europe/Berlin") is given."""
+        zone unless `timezone` (IANA, e.g. "Europe/Berlin") is given. `chat` (channel:chat_id, admins only)
+        makes the job for another chat; it runs there."""
         if (message is None) == (prompt is None):
             raise ToolError("give exactly one of message (sent as is) or prompt (run by an agent)")
-        chat = ChatKey.parse(ctx.chat_key)
+        here = ChatKey.parse(ctx.chat_key)
+        owner = f"{here.channel}:{ctx.user_id}"
+        target = here
+        if chat:
+            try:
+                target = ChatKey.parse(chat.strip())
+            except ValueError as exc:
+                raise ToolError(str(exc)) from None
+            if target != here and not is_admin(owner):
+                raise ToolError("only admins make jobs for another chat; this one is made here without `chat`")
         try:
             job = await service.create(
-                chat,
-                f"{chat.channel}:{ctx.user_id}",
+                target,
+                owner,
                 name=name,
                 action="prompt" if prompt is not None else "message",
                 text=prompt if prompt is not None else message or "",
@@ -44,6 +59,7 @@ def job_tools(service: JobService) -> list[Tool]:
             )
         except JobError as exc:
             raise ToolError(str(exc)) from None
-        return f"job {job.id} ({job.name}): {job.trigger.describe()}; next at {service.when(job)}"
+        where = f" in {target}" if target != here else ""
+        return f"job {job.id} ({job.name}){where}: {job.trigger.describe()}; next at {service.when(job)}"
 
     return [schedule_job]

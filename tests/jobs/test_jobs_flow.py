@@ -272,3 +272,28 @@ async def test_a_job_run_spends_its_owners_budget_and_admins_list_every_job(make
     [listing] = await h.say("/jobs all", user="boss")
     assert listing.startswith(f"{job.id} in {h.chat()}: q — cron '0 9 * * *' (UTC)")
     model.assert_complete()
+
+
+async def test_admins_make_jobs_for_another_chat(make_harness: Any) -> None:
+    model = ScriptedModel(
+        [
+            call(
+                "schedule_job",
+                {"name": "n", "message": "lunch!", "cron": "0 12 * * *", "chat": "console:team"},
+                id="c1",
+            ),
+            "Made.",
+            call("schedule_job", {"name": "x", "message": "hi", "cron": "0 12 * * *", "chat": "console:team"}, id="c2"),
+            "Refused.",
+        ]
+    )
+    h = await make_harness(model, admins=["boss"])
+    clock = await driven(h, datetime(2026, 11, 26, 9, 0, tzinfo=UTC))
+    await h.say("@react every day at noon tell the team lunch!", user="boss", chat=h.chat("boss"))
+    assert "in console:team: cron '0 12 * * *' (UTC)" in str(model.requests[1].messages[-1].tool_results[0].content)
+    await h.say("@react same for me", user="u1", chat=h.chat("u1"))
+    assert "only admins make jobs for another chat" in str(model.requests[3].messages[-1].tool_results[0].content)
+    clock.set(datetime(2026, 11, 26, 12, 0, 1, tzinfo=UTC))
+    assert await h.gateway.jobs.tick() == 1
+    assert h.channel.texts(h.chat("team"))[-1] == "⏰ lunch!"
+    assert "n — cron" in (await h.say("/jobs", chat=h.chat("team")))[0]
