@@ -297,3 +297,23 @@ async def test_admins_make_jobs_for_another_chat(make_harness: Any) -> None:
     assert await h.gateway.jobs.tick() == 1
     assert h.channel.texts(h.chat("team"))[-1] == "⏰ lunch!"
     assert "n — cron" in (await h.say("/jobs", chat=h.chat("team")))[0]
+
+
+async def test_down_for_a_month_a_frequent_job_is_caught_up_in_bounded_work(make_harness: Any) -> None:
+    import time as timing
+
+    model = ScriptedModel(
+        [call("schedule_job", {"name": "ping", "message": "ping", "cron": "*/5 * * * *"}, id="c1"), "Ok."]
+    )
+    h = await make_harness(model, jobs={"grace_s": 600})
+    clock = await driven(h, datetime(2026, 11, 1, 9, 1, tzinfo=UTC))
+    await h.say("@react every 5 minutes say ping")
+    clock.set(datetime(2026, 12, 1, 9, 2, tzinfo=UTC))  # 30 days later: 8,640 fires missed
+    started = timing.perf_counter()
+    assert await h.gateway.jobs.tick() == 1
+    assert timing.perf_counter() - started < 5
+    assert h.channel.texts()[-1] == "⏰ ping\n(late: I was offline when this was due)", "09:00, 2 minutes late"
+    [job] = await h.gateway.jobs.jobs.of_chat(str(h.chat()))
+    assert job.next_fire_at == datetime(2026, 12, 1, 9, 5, tzinfo=UTC)
+    [(_due, _attempt, status, detail)] = await h.gateway.jobs.jobs.fires(job.id)
+    assert status == "done" and detail == "over 1000 earlier fire(s) missed"
