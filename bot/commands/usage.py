@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.commands.context import CommandContext
 from bot.commands.registry import CommandCall
-from bot.ops.budgets import Budgets, Payer
+from bot.ops.budgets import Budgets
 
 USAGE = "Usage: /usage | admins: /usage top [day|month]"
 
@@ -19,11 +19,7 @@ def register_usage_commands(ctx: CommandContext, budgets: Budgets | None) -> Non
         args = [a.lower() for a in call.argv]
         event = call.event
         if not args:
-            section = getattr(ctx.settings.channels, event.chat.channel, None)
-            admin = section is not None and section.is_admin(event.sender.id)
-            exempt = ctx.settings.budgets.admins_exempt and admin
-            payer = Payer(f"{event.chat.channel}:{event.sender.id}", event.chat.settings_key, exempt)
-            return await budgets.report(payer)
+            return await budgets.report(budgets.payer(event.chat, event.sender.id, event.sender.is_admin))
         if args[0] == "top" and len(args) <= 2 and (len(args) == 1 or args[1] in ("day", "today", "month")):
             if not event.sender.is_admin:
                 return "Only admins see other people's usage (/usage shows yours)."

@@ -23,7 +23,7 @@ from bot.config.jobs import JobsSection
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender, event_key
 from bot.jobs.triggers import Trigger, TriggerError, zone
 from bot.store.jobs import Job, JobLimit, JobStore
-from bot.store.ops import Step, utcnow
+from bot.store.ops import Step, outbox_step
 from bot.store.sql import SqlStore
 
 log = logging.getLogger(__name__)
@@ -34,11 +34,6 @@ MAX_CATCH_UP = 1_000
 """Missed fires of one job counted one by one at most (about 50 ms of cron arithmetic); past it the fires near
 now are looked up directly."""
 SETTLED = ("done", "handled")
-
-INSERT_OUTBOX = (
-    "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) VALUES (?, ?, NULL, 'pending', ?) "
-    "RETURNING id"
-)
 
 
 class JobError(ValueError):
@@ -260,10 +255,7 @@ class JobService:
         outcome: str | None = None,
     ) -> int:
         if message is not None:
-            steps = [
-                *steps,
-                Step(INSERT_OUTBOX, (str(message.chat), message.model_dump_json(), utcnow()), returning=True),
-            ]
+            steps = [*steps, outbox_step(str(message.chat), message.model_dump_json())]
         if event is not None:
             steps = [
                 *steps,

@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 
 from agents.models.base import ModelError, ModelResponse, Usage
 from bot.config.ops import BudgetsSection, Limits
+from bot.events import ChatKey
 from bot.store.sql import SqlStore
 from bot.store.usage import Spent, UsageStore
 
@@ -89,6 +90,10 @@ class Budgets:
         self._stored: dict[tuple[str, str], tuple[Spent, float]] = {}
         """Rows read (and this process's writes added since), with when they were read: in one process they
         are exact (only this process writes them); with ``store.shared`` they are believed :data:`FLUSH_S`."""
+
+    def payer(self, chat: ChatKey, user_id: str, admin: bool) -> Payer:
+        """Whose budgets ``user_id``'s calls in ``chat`` spend (``admin``: exempt when ``budgets.admins_exempt``)."""
+        return Payer(f"{chat.channel}:{user_id}", chat.settings_key, self.config.admins_exempt and admin)
 
     def start(self) -> None:
         days = self.config.retention_days

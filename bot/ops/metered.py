@@ -14,6 +14,9 @@ from bot.ops.metrics import Metrics
 
 
 class _Wrapper(Model):
+    """Answers as ``inner``; subclasses act before a call (:meth:`_before`), after its response
+    (:meth:`_after`) and when it fails (:meth:`_failed`)."""
+
     def __init__(self, inner: Model) -> None:
         self.inner = inner
         self.name = inner.name
@@ -24,6 +27,47 @@ class _Wrapper(Model):
         if name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)
+
+    async def _before(self) -> None:
+        return None
+
+    async def _after(self, response: ModelResponse, started: float) -> None:
+        return None
+
+    def _failed(self, started: float) -> None:
+        return None
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+        response_schema: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        await self._before()
+        started = time.perf_counter()
+        try:
+            response = await self.inner.request(messages, tools=tools, system=system, response_schema=response_schema)
+        except ModelError:
+            self._failed(started)
+            raise
+        await self._after(response, started)
+        return response
+
+    async def stream(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolDeclaration] = (), system: str | None = None
+    ) -> AsyncIterator[str | ModelResponse]:
+        await self._before()
+        started = time.perf_counter()
+        try:
+            async for part in self.inner.stream(messages, tools=tools, system=system):
+                if isinstance(part, ModelResponse):
+                    await self._after(part, started)
+                yield part
+        except ModelError:
+            self._failed(started)
+            raise
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed(texts)
@@ -40,39 +84,12 @@ class ObservedModel(_Wrapper):
         self.metrics = metrics
         self.provider = provider
 
-    async def request(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolDeclaration] = (),
-        system: str | None = None,
-        response_schema: dict[str, Any] | None = None,
-    ) -> ModelResponse:
-        started = time.perf_counter()
-        try:
-            response = await self.inner.request(messages, tools=tools, system=system, response_schema=response_schema)
-        except ModelError:
-            self.metrics.model_call(self.provider, self.name, time.perf_counter() - started, None, error=True)
-            raise
-        self._done(response, started)
-        return response
-
-    async def stream(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolDeclaration] = (), system: str | None = None
-    ) -> AsyncIterator[str | ModelResponse]:
-        started = time.perf_counter()
-        try:
-            async for part in self.inner.stream(messages, tools=tools, system=system):
-                if isinstance(part, ModelResponse):
-                    self._done(part, started)
-                yield part
-        except ModelError:
-            self.metrics.model_call(self.provider, self.name, time.perf_counter() - started, None, error=True)
-            raise
-
-    def _done(self, response: ModelResponse, started: float) -> None:
+    async def _after(self, response: ModelResponse, started: float) -> None:
         # A fallback chain answers as the model that answered; each member is observed on its own.
         self.metrics.model_call(self.provider, self.name, time.perf_counter() - started, response.usage)
+
+    def _failed(self, started: float) -> None:
+        self.metrics.model_call(self.provider, self.name, time.perf_counter() - started, None, error=True)
 
 
 class BudgetedModel(_Wrapper):
@@ -83,24 +100,8 @@ class BudgetedModel(_Wrapper):
         self.budgets = budgets
         self.payer = payer
 
-    async def request(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolDeclaration] = (),
-        system: str | None = None,
-        response_schema: dict[str, Any] | None = None,
-    ) -> ModelResponse:
+    async def _before(self) -> None:
         await self.budgets.check(self.payer)
-        response = await self.inner.request(messages, tools=tools, system=system, response_schema=response_schema)
-        await self.budgets.spend(self.payer, response, self.name)
-        return response
 
-    async def stream(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolDeclaration] = (), system: str | None = None
-    ) -> AsyncIterator[str | ModelResponse]:
-        await self.budgets.check(self.payer)
-        async for part in self.inner.stream(messages, tools=tools, system=system):
-            if isinstance(part, ModelResponse):
-                await self.budgets.spend(self.payer, part, self.name)
-            yield part
+    async def _after(self, response: ModelResponse, started: float) -> None:
+        await self.budgets.spend(self.payer, response, self.name)

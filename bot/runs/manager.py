@@ -35,7 +35,7 @@ from bot.ids import new_id, new_nonce
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, hint, locked_prompt, tool_confirm_choices
 from bot.memory.service import Briefing, MemoryService
-from bot.ops.budgets import BudgetExceeded, Budgets, Payer
+from bot.ops.budgets import BudgetExceeded, Budgets
 from bot.ops.metered import BudgetedModel
 from bot.ops.metrics import Metrics
 from bot.runs.catalog import AgentCatalog, AgentDef
@@ -191,10 +191,9 @@ class RunManager:
         """``model`` spending the budgets of the run's requester and chat."""
         if self.budgets is None:
             return model
-        chat = run.chat
-        section = getattr(self.settings.channels, chat.channel, None)
-        exempt = self.settings.budgets.admins_exempt and section is not None and section.is_admin(run.user_id)
-        return BudgetedModel(model, self.budgets, Payer(f"{chat.channel}:{run.user_id}", chat.settings_key, exempt))
+        section = getattr(self.settings.channels, run.chat.channel, None)
+        admin = section is not None and section.is_admin(run.user_id)
+        return BudgetedModel(model, self.budgets, self.budgets.payer(run.chat, run.user_id, admin))
 
     def model_for(self, agent: AgentDef) -> Model:
         if self.models is None:

@@ -20,7 +20,7 @@ from agents.tools.base import Tool, ToolContext, ToolError, tool
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from bot.ids import new_id
-from bot.store.ops import Step, utcnow
+from bot.store.ops import Step, outbox_step, utcnow
 from bot.store.runs import RunStore
 
 log = logging.getLogger(__name__)
@@ -143,12 +143,7 @@ class ScheduledMessages:
                     (sid,),
                     guard=True,
                 ),
-                Step(
-                    "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
-                    "VALUES (?, ?, NULL, 'pending', ?) RETURNING id",
-                    (chat_key, message.model_dump_json(), utcnow()),
-                    returning=True,
-                ),
+                outbox_step(chat_key, message.model_dump_json()),
             ]
         )
         if not result.ok:

@@ -117,12 +117,13 @@ class JobStore:
 
     async def live(self, limit: int = 200) -> list[Job]:
         """Every active or paused job (admins' ``/jobs all``), the soonest first."""
-        return (await self._select("1 = 1", ()))[:limit]
+        return await self._select("1 = 1", (), limit)
 
-    async def _select(self, where: str, params: tuple[Any, ...]) -> list[Job]:
+    async def _select(self, where: str, params: tuple[Any, ...], limit: int = 1000) -> list[Job]:
         live = ", ".join(f"'{s}'" for s in LIVE)
         rows = await self.store.read(
-            f"SELECT {_COLUMNS} FROM jobs WHERE {where} AND status IN ({live}) ORDER BY next_fire_at, id", params
+            f"SELECT {_COLUMNS} FROM jobs WHERE {where} AND status IN ({live}) ORDER BY next_fire_at, id LIMIT ?",
+            (*params, limit),
         )
         return [_job(r) for r in rows]
 

@@ -131,3 +131,14 @@ PRUNE_EVENTS = (
     f"DELETE FROM {_E} WHERE status = 'done' AND seq <= "
     f"(SELECT seq FROM {_E} WHERE status = 'done' ORDER BY seq DESC LIMIT 1 OFFSET ?)"
 )
+
+
+def outbox_step(chat_key: str, message_json: str, interrupt_id: str | None = None, at: datetime | None = None) -> Step:
+    """Commit a reply, prompt or notice before it is sent (its row id comes back: :meth:`Delivery.deliver` marks
+    it sent)."""
+    return Step(
+        "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
+        "VALUES (?, ?, ?, 'pending', ?) RETURNING id",
+        (chat_key, message_json, interrupt_id, at or utcnow()),
+        returning=True,
+    )

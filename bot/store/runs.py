@@ -22,7 +22,7 @@ from typing import Any
 from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus
 from bot.store.cache import PendingSlot
-from bot.store.ops import MARK_HANDLED, Step, WriteResult, to_json, utcnow
+from bot.store.ops import MARK_HANDLED, Step, WriteResult, outbox_step, to_json, utcnow
 from bot.store.rows import (
     INTERRUPT_COLUMNS,
     RUN_COLUMNS,
@@ -154,14 +154,7 @@ class RunStore:
         steps = insert_messages(run.chat_key, messages, now) if messages else []
         steps.append(self._update_run(run.id, status=status, checkpoint=None))
         if outbound is not None:
-            steps.append(
-                Step(
-                    "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
-                    "VALUES (?, ?, ?, 'pending', ?) RETURNING id",
-                    (run.chat_key, outbound, None, now),
-                    returning=True,
-                )
-            )
+            steps.append(outbox_step(run.chat_key, outbound, None, now))
         history = self.store.chats.history
 
         def committed(result: WriteResult) -> None:
@@ -201,12 +194,7 @@ class RunStore:
                     interrupt.expires_at,
                 ),
             ),
-            Step(
-                "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
-                "VALUES (?, ?, ?, 'pending', ?) RETURNING id",
-                (run.chat_key, prompt, interrupt.id, now),
-                returning=True,
-            ),
+            outbox_step(run.chat_key, prompt, interrupt.id, now),
         ]
 
         def committed(_result: WriteResult) -> None:
