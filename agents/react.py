@@ -103,6 +103,18 @@ def _hidden(ch: str) -> bool:
     return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cn", "Zl", "Zp", "Zs")
 
 
+def _misfit(call: ToolCall, tools: dict[str, Tool]) -> str | None:
+    """Why edited arguments cannot run (the tool's schema refuses them), or None."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return None  # _execute says "unknown tool"
+    try:
+        tool.validate(call.args)
+    except ToolError as exc:
+        return f"not run: the edited arguments do not fit: {exc}"
+    return None
+
+
 class ReactRunner:
     """Runs an agent that may call tools."""
 
@@ -128,14 +140,24 @@ class ReactRunner:
         messages = [Message.model_validate(m) for m in state["messages"]]
         done = {r["call_id"]: ToolResult.model_validate(r) for r in state.get("results", [])}
         approved = set(resolution.approved)
-        calls = list(messages[-1].tool_calls)
         tools = self._tools(ctx)
+        if resolution.edited:
+            # What a person changed is what the model sees it called, and what runs (checked again first).
+            turn = messages[-1]
+            edited = tuple(
+                c.model_copy(update={"args": resolution.edited[c.id]}) if c.id in resolution.edited else c
+                for c in turn.tool_calls
+            )
+            messages[-1] = turn.model_copy(update={"tool_calls": edited})
+        calls = list(messages[-1].tool_calls)
         results: list[ToolResult] = []
         for call in calls:
             if call.id in done:
                 results.append(done[call.id])
             elif call.name == ASK_USER and resolution.answer is not None:
                 results.append(ToolResult(call_id=call.id, name=call.name, content=resolution.answer))
+            elif call.id in approved and call.id in resolution.edited and (problem := _misfit(call, tools)):
+                results.append(ToolResult(call_id=call.id, name=call.name, content=problem, is_error=True))
             elif call.id in approved:
                 results.append(await self._execute(ctx, call, tools))
             else:

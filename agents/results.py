@@ -88,6 +88,9 @@ class Resolution(BaseModel):
     """``plan_approval``: what to change in the plan."""
     reason: str | None = None
     """Why the calls did not run (expired, cancelled, superseded): their result text."""
+    edited: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """``tool_confirm``: call id → the arguments a person changed them to (the web console's Edit arguments);
+    what runs, checked against the tool's schema again before it does."""
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_defaults=True)

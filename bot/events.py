@@ -91,6 +91,25 @@ class InboundMessage(_Event):
     _repair = field_validator("id", "text")(repair_text)
 
 
+class ConsoleInput(_Event):
+    """What the web console adds to a press: the signed-in admin who made it there and what they typed.
+
+    Set only by the console (adapters never do), which signed the person in; the supervisor checks the name
+    against ``web`` again when it handles the press.
+    """
+
+    user: str
+    text: str | None = None
+    """An answer (``ask_user``) or what to change in a plan (``edit``)."""
+    arguments: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Call id → edited arguments (``tool_confirm``'s Edit arguments)."""
+
+    @field_validator("text")
+    @classmethod
+    def _repair(cls, text: str | None) -> str | None:
+        return None if text is None else repair_text(text)
+
+
 class Action(_Event):
     """A button press."""
 
@@ -103,6 +122,8 @@ class Action(_Event):
     """The platform message holding the buttons (to edit it)."""
     platform: dict[str, Any] = Field(default_factory=dict)
     """Ids the adapter needs to acknowledge or edit (e.g. an interaction token)."""
+    console: ConsoleInput | None = None
+    """A press made in the web console (``bot/web``), not on the platform."""
     received_at: datetime = Field(default_factory=_now)
 
     _repair = field_validator("id", "payload")(repair_text)

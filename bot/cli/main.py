@@ -23,6 +23,7 @@ from bot.cli.init import init as init_command
 from bot.cli.mcp import mcp_app
 from bot.cli.settings import ConfigOpt, cli_settings, pass_config_down
 from bot.cli.traces import print_trace
+from bot.cli.web import web_app
 from bot.config.secrets import scrub_environment
 from bot.config.settings import ConfigError, Settings
 
@@ -36,6 +37,7 @@ config_app = typer.Typer(help="Inspect the effective configuration.", add_comple
 app.add_typer(config_app, name="config")
 app.add_typer(agents_app, name="agents")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(web_app, name="web")
 
 _settings = cli_settings
 

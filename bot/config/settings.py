@@ -3,15 +3,13 @@
 Layers, lowest first: built-in defaults (package data, so a non-editable
 install works) < ``~/.config/bot/bot.yaml`` < the project file
 (``config/bot.yaml`` or ``--config``) < the environment
-(``BOT_<SECTION>__<KEY>``, plus the shorthands ``GEMINI_API_KEY``,
-``GEMINI_BASE_URL``, ``DATABASE_URL`` and ``REDIS_URL``).  Per-chat and per-message overrides
-live in the store and are applied by the gateway.
+(``BOT_<SECTION>__<KEY>``, plus the shorthands ``GEMINI_API_KEY``, ``GEMINI_BASE_URL``, ``DATABASE_URL`` and
+``REDIS_URL``).  Per-chat and per-message overrides live in the store and are applied by the gateway.
 
 Strings may use ``${VAR}`` or ``${VAR:-default}``; an unset variable without
 a default is an error naming the file and field (:mod:`bot.config.checks`), and
 an enabled section that lacks a required secret is reported by name.  Every leaf remembers the layer it came
-from (``Settings.origin``) so ``/routing`` and ``bot config show`` can say why
-a value is what it is.
+from (``Settings.origin``) so ``/routing`` and ``bot config show`` can say why a value is what it is.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from bot.config.memory import MemorySection
 from bot.config.model import ModelSection
 from bot.config.ops import BudgetsSection, HttpSection, MetricsSection
 from bot.config.secrets import SECRET_KEYS, redact, walk
+from bot.config.web import WebSection
 from bot.errors import ConfigError
 from channels.base import ChannelSection
 from channels.registry import PLUGINS
@@ -315,6 +314,7 @@ class Settings(_Section):
     metrics: MetricsSection = Field(default_factory=MetricsSection)
     budgets: BudgetsSection = Field(default_factory=BudgetsSection)
     jobs: JobsSection = Field(default_factory=JobsSection)
+    web: WebSection = Field(default_factory=WebSection)
 
     _origins: dict[str, str] = {}
     _warnings: list[str] = []

@@ -21,7 +21,7 @@ from bot.commands.registry import CommandRegistry
 from bot.commands.usage import register_usage_commands
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
 from bot.delivery import Delivery
-from bot.events import ChatKey, InboundMessage
+from bot.events import Action, ChatKey, InboundMessage, event_key
 from bot.gateway.http import HttpServer
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
@@ -47,6 +47,11 @@ from bot.runs.scheduled import ScheduledMessages
 from bot.store import SqlStore, store_from_settings
 from bot.store.runs import RunStore
 from bot.tracing.recorder import OtelSink, Redactor, Sink, Tracing
+from bot.web.actions import ConsoleActions
+from bot.web.auth import Sessions
+from bot.web.console import WebConsole
+from bot.web.data import ConsoleData
+from bot.web.health import HealthView
 from channels.base import (
     BuildContext,
     Channel,
@@ -286,8 +291,37 @@ class Gateway:
             started=self.is_started,
             redis=self.scale.redis if self.scale is not None else None,
         )
+        self.web = self._console() if settings.web.enabled else None
         self.recovery: RecoveryReport | None = None
         self._started = False
+
+    def _console(self) -> WebConsole:
+        """The web console (``web.enabled``): its presses enter through the inbox like a platform's."""
+        health = HealthView(
+            status=self.health,
+            sample=self.ops.sample,
+            metrics=self.metrics,
+            catalog=lambda: self.routes.catalog,
+            tools=[*self.tools, *self.memory.tools()],
+            budgets=self.budgets,
+            jobs=self.jobs.jobs if self.jobs is not None else None,
+        )
+        return WebConsole(
+            self.settings.web,
+            data=ConsoleData(self.store, self.runs, self.tracing, self.routes),
+            actions=ConsoleActions(self.store, self.runs, self._submit_console, self._tools_of),
+            sessions=Sessions(self.settings.web, self.store),
+            health=health,
+        )
+
+    async def _submit_console(self, action: Action) -> None:
+        step = self.store.receive_step(event_key(action), str(action.chat), "action", action.model_dump_json())
+        await self.store.receive([step])
+        await self.inbox.publish_stored(action)
+
+    async def _tools_of(self, agent_name: str) -> Sequence[Tool]:
+        agent = self.routes.catalog.get(agent_name)
+        return await self.tool_pool(agent) if agent is not None else self.tools
 
     async def settled(self) -> None:
         """Wait until everything received so far was handled and its notices went out."""
@@ -385,9 +419,11 @@ class Gateway:
         if self.jobs is not None and (self.scale is None or self.scale.handles):
             self.jobs.start()  # fires are claimed rows: every handling process may look, one fires each
         webhooks = [c for c in self.channels if isinstance(c, ServesHttp) and c.needs_http]
-        if self.settings.http.enabled or webhooks:
+        if self.settings.http.enabled or webhooks or self.web is not None:
             self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
             self.ops.mount(self.http)
+            if self.web is not None:
+                self.web.mount(self.http)
             for channel in webhooks:
                 channel.mount(self.http)
             await self.http.start()
@@ -428,6 +464,8 @@ class Gateway:
         if self.jobs is not None:
             await self.jobs.stop()
         if self.http is not None:
+            if self.web is not None:
+                self.web.close()
             await self.http.stop()
         await self.mcp.aclose()
         await self.media.close()

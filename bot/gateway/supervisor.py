@@ -22,7 +22,16 @@ from agents.messages import Media, Message
 from bot.commands.registry import CommandCall, CommandRegistry, parse_command
 from bot.config.settings import ChannelSection, Settings
 from bot.delivery import Delivery
-from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender, event_key
+from bot.events import (
+    Action,
+    ChatKey,
+    ConsoleInput,
+    InboundEvent,
+    InboundMessage,
+    OutboundMessage,
+    Sender,
+    event_key,
+)
 from bot.ids import fast_id
 from bot.interrupts.service import InterruptService, TextOutcome
 from bot.media.intake import MediaIntake
@@ -97,8 +106,21 @@ class Supervisor:
         with correlated(event_key(event)):
             await self._handle(event)
 
+    def console_sender(self, console: ConsoleInput) -> Sender | None:
+        """The web console's signed-in admin as a sender (None: no longer an admin there)."""
+        web = self.settings.web
+        user = web.user(console.user)
+        admin = (console.user == "token" and bool(web.token)) or (user is not None and user.role == "admin")
+        if not (web.enabled and admin):
+            return None
+        return Sender(id=f"web:{console.user}", name=f"{console.user} (web)", is_admin=True)
+
     async def _handle(self, event: InboundEvent) -> None:
-        sender, allowed = self.resolve_sender(event.chat, event.sender)
+        if isinstance(event, Action) and event.console is not None:
+            web_sender = self.console_sender(event.console)
+            sender, allowed = (web_sender, True) if web_sender is not None else (event.sender, False)
+        else:
+            sender, allowed = self.resolve_sender(event.chat, event.sender)
         if sender is not event.sender:
             event = event.model_copy(update={"sender": sender})
         key = event_key(event)

@@ -17,9 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from agents.messages import ToolCall
+from agents.react import describe_call
 from agents.results import Resolution
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.interrupts.console import console_refusal, console_resolution
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, parse_payload, yes_no
 from bot.runs.checkpoints import closed_messages, load_checkpoint
@@ -79,7 +82,11 @@ class InterruptService:
             return NOT_PENDING, None, ""
         if not self._may_answer(row, action.sender):
             return NOT_YOURS, row, press.choice
-        if press.choice not in {value for _label, value in row.choices}:
+        offered = {value for _label, value in row.choices}
+        if action.console is not None:
+            refusal = console_refusal(row, press.choice, action.console, offered)
+            return refusal, row, press.choice
+        if press.choice not in offered:
             return NOT_PENDING, row, press.choice
         return None, row, press.choice
 
@@ -87,15 +94,20 @@ class InterruptService:
         """A button press, in the chat's turn.  ``event_key`` de-duplicates it (platforms redeliver):
         recorded with the resolution in one write, or alone when the press is refused."""
         refusal, row, choice = await self._check(action)
+        web = action.console is not None
         if refusal is not None or row is None:
-            if event_key is None or await self._first_time(event_key, action.chat):
+            # The console reads the outcome from the row; the chat hears only about its own presses.
+            if (event_key is None or await self._first_time(event_key, action.chat)) and not web:
                 await self._notice(action.chat, refusal or NOT_PENDING)
             return
         if choice == SHOW_ALL:
             if event_key is None or await self._first_time(event_key, action.chat):
                 await self.show_all(row)
             return
-        await self.resolve(row, self._resolution(row, choice), action.sender, event_key=event_key)
+        resolution = self._resolution(row, choice)
+        if action.console is not None:
+            resolution = console_resolution(row, choice, action.console, resolution)
+        await self.resolve(row, resolution, action.sender, event_key=event_key, tell=not web)
 
     async def show_all(self, row: InterruptRow) -> None:
         """A confirmation too long for one message: send all of it, then the real choices under it.
@@ -207,8 +219,16 @@ class InterruptService:
     # -- resolution -----------------------------------------------------------------------
 
     async def resolve(
-        self, row: InterruptRow, resolution: Resolution, by: Sender, *, event_key: str | None = None
+        self,
+        row: InterruptRow,
+        resolution: Resolution,
+        by: Sender,
+        *,
+        event_key: str | None = None,
+        tell: bool = True,
     ) -> bool:
+        """Answer ``row`` with ``resolution`` (exactly once) and resume its run; ``tell``: say in the chat when
+        it was answered already."""
         try:
             resolved = await self.runs.resolve(
                 row, "resolved", resolution.to_json(), by.id, run_status="running", event_key=event_key
@@ -221,7 +241,8 @@ class InterruptService:
         if resolved is None:  # this very press was handled before
             return False
         if not resolved:
-            await self._notice(row.chat, NOT_PENDING)
+            if tell:
+                await self._notice(row.chat, NOT_PENDING)
             return False
         self.timers.unschedule(row.id)
         chat = row.chat
@@ -244,6 +265,15 @@ class InterruptService:
             calls = row.payload.get("calls", [])
             if not approved:
                 return f"❌ Denied by {who}."
+            if resolution.edited:
+                edited = resolution.edited
+                ran = "\n".join(
+                    "• "
+                    + describe_call(ToolCall(id=c["id"], name=c["name"], args=edited.get(c["id"], c["args"])), None)
+                    for c in calls
+                    if c["id"] in approved
+                )
+                return f"✏️ Approved by {who} with edited arguments; what runs:\n{ran}"
             if len(approved) == len(calls):
                 extra = " (always allowed here from now on)" if resolution.grant else ""
                 return f"✅ Approved by {who}{extra}."

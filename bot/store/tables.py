@@ -319,3 +319,15 @@ class JobFire(SQLModel, table=True):
     retry_at: datetime | None = Field(default=None, sa_type=DateTime)
     """A failed fire to try again (status ``retry``) at this time."""
     fired_at: datetime = Field(sa_type=DateTime)
+
+
+class WebSession(SQLModel, table=True):
+    """A web console session: ``id`` is the SHA-256 of the cookie's token (the token is never stored)."""
+
+    __tablename__ = "web_sessions"
+
+    id: str = Field(primary_key=True, max_length=64)
+    user_name: str = Field(max_length=64)
+    role: str = Field(max_length=16)
+    created_at: datetime = Field(sa_type=DateTime)
+    expires_at: datetime = Field(sa_type=DateTime, index=True)

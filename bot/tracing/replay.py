@@ -77,7 +77,7 @@ class Totals:
         ]
 
 
-def _detail(event: TraceEvent) -> str:
+def detail(event: TraceEvent) -> str:
     """What :func:`describe` leaves out and a replay shows: arguments, matched words, reasons."""
     d = event.data
     if event.type == "tool_call" and d.get("arguments") is not None:
@@ -108,8 +108,8 @@ def replay(events: Sequence[TraceEvent]) -> str:
     for event in events:
         totals.add(event)
         offset = (event.at - start).total_seconds() * 1000
-        detail = _detail(event)
-        lines.append(f"+{human_duration(offset):>8}  {describe(event)}" + (f"\n{'':>11}{detail}" if detail else ""))
+        more = detail(event)
+        lines.append(f"+{human_duration(offset):>8}  {describe(event)}" + (f"\n{'':>11}{more}" if more else ""))
     return "\n".join([*lines, *totals.lines((end - start).total_seconds() * 1000)])
 
 

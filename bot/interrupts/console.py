@@ -1,0 +1,54 @@
+"""Presses made in the web console: the choices it offers beyond a prompt's buttons, and what they resolve to.
+
+The console shows everything (a confirmation's arguments in full), so it may approve what a chat offers only
+after 📄 Show all; it can also answer with text (an ``ask_user`` answer, what to change in a plan) and edit a
+confirmation's arguments.  Its presses are checked here, in the chat's turn, like any other.
+"""
+
+from __future__ import annotations
+
+from agents.results import Resolution
+from bot.events import ConsoleInput
+from bot.store.runs import InterruptRow
+
+CONSOLE_CHOICES = {
+    "tool_confirm": {"a", "d", "g", "e"},
+    "plan_approval": {"approve", "reject", "edit"},
+    "ask_user": {"answer"},
+}
+"""``e``: approve with edited arguments; ``edit``: change the plan (with text); ``answer``: an answer typed."""
+
+MAX_TEXT = 4000
+
+
+def console_refusal(row: InterruptRow, choice: str, console: ConsoleInput, offered: set[str]) -> str | None:
+    """Why a console press on ``row`` is refused, or None."""
+    if choice not in offered | CONSOLE_CHOICES.get(row.kind, set()):
+        return "That choice does not fit this request."
+    if choice in ("edit", "answer") and not (console.text or "").strip():
+        return "Type the answer (or what to change) first."
+    if console.text is not None and len(console.text) > MAX_TEXT:
+        return f"The text is too long (at most {MAX_TEXT:,} characters)."
+    if choice == "e":
+        calls = {str(c["id"]) for c in row.payload.get("calls", [])}
+        if not console.arguments or not set(console.arguments) <= calls:
+            return "Edited arguments must name the calls of this request."
+    return None
+
+
+def console_resolution(row: InterruptRow, choice: str, console: ConsoleInput, pressed: Resolution) -> Resolution:
+    """The resolution of a console press (``pressed``: what the same button would mean in the chat)."""
+    ids = tuple(str(c["id"]) for c in row.payload.get("calls", []))
+    if choice == "e":
+        return Resolution(approved=ids, choice="e", edited=dict(console.arguments))
+    if choice == "a":
+        return Resolution(approved=ids, choice="a")
+    if choice == "g":
+        return Resolution(approved=ids, grant=True, choice="g")
+    if choice == "edit":
+        return Resolution(choice="edit", feedback=console.text)
+    if choice == "answer":
+        return Resolution(answer=console.text)
+    if row.kind == "plan_approval" and console.text:
+        return pressed.model_copy(update={"answer": console.text})
+    return pressed

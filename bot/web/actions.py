@@ -1,0 +1,195 @@
+"""What an admin does in the console, on the same path as a chat's own presses.
+
+An answer to a pending request becomes a button press (an :class:`~bot.events.Action` carrying
+:class:`~bot.events.ConsoleInput`) stored in the inbox and handed to the bus, so the chat's turn resolves it
+exactly as a platform press: whichever of the two comes first wins (a conditional update), the run resumes
+where the chat's events are handled, and the loser is told (the console reads the outcome from the row).
+Edited arguments are checked against the tool's schema here, before anything is sent, and again before
+they run.  Every action is audited with the web user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents.tools.base import Tool, ToolError
+from bot.events import Action, ChatKey, ConsoleInput, Sender, event_key
+from bot.ids import new_id
+from bot.interrupts.console import CONSOLE_CHOICES, MAX_TEXT
+from bot.interrupts.text import encode_payload
+from bot.routing import STRATEGIES
+from bot.routing.policy import GLOBAL
+from bot.store.rows import InterruptRow
+from bot.store.runs import RunStore
+from bot.store.sql import SqlStore
+from bot.web.auth import WebUserSession
+
+Submit = Callable[[Action], Awaitable[None]]
+ToolsOf = Callable[[str], Awaitable[Sequence[Tool]]]
+
+WORDS = {"a": "approve", "d": "deny", "g": "always allow", "e": "approve with edited arguments"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    message: str
+    status: int = 200
+    """The HTTP status to answer with when not ok: 409 answered already, 422 the input, 403 not allowed."""
+
+
+class ConsoleActions:
+    def __init__(
+        self,
+        store: SqlStore,
+        runs: RunStore,
+        submit: Submit,
+        tools_of: ToolsOf,
+        *,
+        wait_s: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.runs = runs
+        self.submit = submit
+        self.tools_of = tools_of
+        self.wait_s = wait_s
+
+    async def answer(
+        self,
+        session: WebUserSession,
+        interrupt_id: str,
+        nonce: str,
+        choice: str,
+        *,
+        text: str | None = None,
+        arguments: dict[str, str] | None = None,
+    ) -> Outcome:
+        row = await self.runs.get_interrupt(interrupt_id)
+        if row is None:
+            return Outcome(False, "There is no such request.", 404)
+        name = f"web.{row.kind}"
+        outcome = await self._answer(session, row, nonce, choice, text, arguments or {})
+        await self.audit(
+            session,
+            row.chat.settings_key,
+            name,
+            {"interrupt": row.id, "choice": choice},
+            "done" if outcome.ok else f"refused: {outcome.message}",
+        )
+        return outcome
+
+    async def _answer(
+        self,
+        session: WebUserSession,
+        row: InterruptRow,
+        nonce: str,
+        choice: str,
+        text: str | None,
+        raw: dict[str, str],
+    ) -> Outcome:
+        if row.status != "pending":
+            return Outcome(False, answered_already(row), 409)
+        if nonce != row.nonce:
+            return Outcome(False, "This page showed an older version of the request; look again.", 409)
+        offered = {value for _label, value in row.choices}
+        if choice not in offered | CONSOLE_CHOICES.get(row.kind, set()):
+            return Outcome(False, "That choice does not fit this request.", 422)
+        text = (text or "").strip() or None
+        if choice in ("edit", "answer") and text is None:
+            return Outcome(False, "Type the answer (or what to change) first.", 422)
+        if text is not None and len(text) > MAX_TEXT:
+            return Outcome(False, f"The text is too long (at most {MAX_TEXT:,} characters).", 422)
+        edited: dict[str, dict[str, Any]] = {}
+        if choice == "e":
+            problem, edited = await self._edited(row, raw)
+            if problem:
+                return Outcome(False, problem, 422)
+            if not edited:
+                choice = "a"  # nothing changed: a plain approval
+        action = Action(
+            id=f"web-{new_id()}",
+            chat=row.chat,
+            sender=Sender(id=session.actor, name=f"{session.user} (web)"),
+            payload=encode_payload(row.id, row.nonce, choice),
+            console=ConsoleInput(user=session.user, text=text, arguments=edited),
+        )
+        await self.submit(action)
+        return await self._settled(row.id, event_key(action), session.actor)
+
+    async def _edited(self, row: InterruptRow, raw: dict[str, str]) -> tuple[str | None, dict[str, dict[str, Any]]]:
+        """The calls whose arguments changed, parsed and checked against their tools' schemas."""
+        run = await self.runs.get_run(row.run_id)
+        tools = {t.name: t for t in await self.tools_of(run.agent if run is not None else "")}
+        edited: dict[str, dict[str, Any]] = {}
+        for call in row.payload.get("calls", []):
+            call_id, name = str(call["id"]), str(call["name"])
+            if call_id not in raw:
+                continue
+            try:
+                args = json.loads(raw[call_id])
+            except ValueError as exc:
+                return f"{name}: the arguments are not JSON ({exc}).", {}
+            if not isinstance(args, dict):
+                return f"{name}: the arguments must be a JSON object.", {}
+            if args == call.get("args"):
+                continue
+            tool = tools.get(name)
+            if tool is None:
+                return f"{name}: this tool is not available any more, so edited arguments cannot be checked.", {}
+            try:
+                tool.validate(args)
+            except ToolError as exc:
+                return f"{exc}. Nothing was sent; the request is still waiting.", {}
+            edited[call_id] = args
+        return None, edited
+
+    async def _settled(self, interrupt_id: str, key: str, actor: str) -> Outcome:
+        """Wait (bounded) for the chat's turn to handle the press; the row says who won."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait_s
+        delay = 0.02
+        while True:
+            handled = await self.store.event_status(key) == "done"
+            # Read after the press's status: it is marked handled in the resolution's own transaction.
+            row = await self.runs.get_interrupt(interrupt_id)
+            if row is not None and row.status != "pending":
+                if row.resolved_by == actor:
+                    return Outcome(True, f"Done: {row.kind.replace('_', ' ')} answered.")
+                return Outcome(False, answered_already(row), 409)
+            if handled:  # handled and refused in the chat's turn
+                return Outcome(False, "The chat refused this answer; the request is still waiting.", 409)
+            if loop.time() >= deadline:
+                return Outcome(True, "Sent: it is applied in the chat's turn (the chat is busy).")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    async def strategy(self, session: WebUserSession, scope: str, value: str) -> Outcome:
+        """Set (or with ``reset`` remove) the strategy globally (``*``) or for one chat, audited like ``/strategy``."""
+        if scope != GLOBAL:
+            try:
+                scope = ChatKey.parse(scope).settings_key
+            except ValueError as exc:
+                return Outcome(False, str(exc), 422)
+        if value != "reset" and value not in STRATEGIES:
+            return Outcome(False, f"Unknown strategy {value!r}: one of {', '.join(STRATEGIES)} or reset.", 422)
+        old = (await self.store.chat_settings(scope)).get("strategy")
+        new = None if value == "reset" else value
+        await self.runs.change_setting(session.actor, scope, "strategy", old, new)
+        where = "globally" if scope == GLOBAL else f"for {scope}"
+        return Outcome(True, f"Strategy {where}: {new or 'override removed'}.")
+
+    async def audit(self, session: WebUserSession | str, scope: str, name: str, old: Any, new: Any) -> None:
+        actor = session if isinstance(session, str) else session.actor
+        await self.store.write([self.runs.audit_step(actor, scope, name, old, new)])
+
+
+def answered_already(row: InterruptRow) -> str:
+    by = row.resolved_by or "nobody"
+    by = by if by.startswith("web:") else f"{by} in {row.chat.channel}"
+    if row.status == "resolved":
+        return f"This request was already answered by {by}; your action was not applied."
+    return f"This request is no longer pending ({row.status}); your action was not applied."

@@ -1,0 +1,177 @@
+"""Who may use the console: password hashes (scrypt), sessions in the store, the login rate limit.
+
+A session cookie holds a random token; the store keeps only its SHA-256, so a copy of the database signs
+nobody in.  The CSRF token of a session is an HMAC of its cookie token: nothing more to store, and a page
+of one session never works for another.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from bot.config.web import WebSection
+from bot.store.ops import Step, utcnow
+from bot.store.sql import SqlStore
+
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+"""RFC 7914's interactive parameters (16 MiB, about 50 ms here): a leaked hash costs an attacker the same."""
+
+
+def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
+    """``scrypt$N$r$p$salt$hash`` for ``web.users[].password_hash``."""
+    if len(password) < 8:
+        raise ValueError("a password needs at least 8 characters")
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=128 * 1024 * 1024, dklen=32)
+    b64 = base64.b64encode
+    return f"scrypt${n}${r}${p}${b64(salt).decode()}${b64(digest).decode()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        _kind, n, r, p, salt, digest = stored.split("$")
+        expected = base64.b64decode(digest)
+        got = hashlib.scrypt(
+            password.encode(),
+            salt=base64.b64decode(salt),
+            n=int(n),
+            r=int(r),
+            p=int(p),
+            maxmem=128 * 1024 * 1024,
+            dklen=len(expected),
+        )
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got, expected)
+
+
+_DUMMY = hash_password("not-a-real-password")
+"""Checked against for an unknown name, so the answer takes as long as for a known one."""
+
+
+@dataclass(frozen=True)
+class WebUserSession:
+    user: str
+    role: str
+    token: str
+
+    @property
+    def actor(self) -> str:
+        """How the audit log names this person."""
+        return f"web:{self.user}"
+
+    @property
+    def may_act(self) -> bool:
+        return self.role == "admin"
+
+    @property
+    def csrf(self) -> str:
+        return csrf_for(self.token)
+
+
+def csrf_for(token: str) -> str:
+    return hmac.new(token.encode(), b"csrf", hashlib.sha256).hexdigest()
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Sessions:
+    """Sessions in the ``web_sessions`` table (so they survive a restart and work on every gateway)."""
+
+    def __init__(self, config: WebSection, store: SqlStore) -> None:
+        self.config = config
+        self.store = store
+
+    def check(self, name: str, password: str) -> str | None:
+        """The role of ``name`` when ``password`` is theirs (or the admin token), else None."""
+        token = self.config.token
+        if token and hmac.compare_digest(password.encode(), token.encode()) and name in ("", "token"):
+            return "admin"
+        user = self.config.user(name)
+        ok = verify_password(password, user.password_hash if user else _DUMMY)
+        return user.role if ok and user is not None else None
+
+    async def open(self, name: str, role: str) -> WebUserSession:
+        token = secrets.token_urlsafe(32)
+        now = utcnow()
+        expires = now + timedelta(hours=self.config.session_hours)
+        await self.store.write(
+            [
+                Step("DELETE FROM web_sessions WHERE expires_at < ?", (now,)),
+                Step(
+                    "INSERT INTO web_sessions (id, user_name, role, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+                    (_digest(token), name or "token", role, now, expires),
+                ),
+            ]
+        )
+        return WebUserSession(name or "token", role, token)
+
+    async def find(self, token: str) -> WebUserSession | None:
+        if not token or len(token) > 128:
+            return None
+        rows = await self.store.read(
+            "SELECT user_name, role FROM web_sessions WHERE id = ? AND expires_at > ?", (_digest(token), utcnow())
+        )
+        if not rows:
+            return None
+        name, _role = rows[0]
+        # A user removed from the configuration (or made a viewer) loses what the session said at sign-in.
+        if name == "token":
+            current = "admin" if self.config.token else None
+        else:
+            user = self.config.user(name)
+            current = user.role if user is not None else None
+        if current is None:
+            return None
+        return WebUserSession(name, current, token)
+
+    async def close(self, token: str) -> None:
+        await self.store.write([Step("DELETE FROM web_sessions WHERE id = ?", (_digest(token),))])
+
+
+class LoginLimiter:
+    """At most ``attempts`` failed sign-ins per address and per name in ``window_s`` (in this process)."""
+
+    MAX_KEYS = 10_000
+
+    def __init__(self, attempts: int, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.attempts = attempts
+        self.window_s = window_s
+        self.clock = clock
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def retry_after(self, *keys: str) -> float:
+        """Seconds until ``keys`` may try again (0: now)."""
+        now = self.clock()
+        wait = 0.0
+        for key in keys:
+            times = self._failures.get(key)
+            if times is None:
+                continue
+            while times and times[0] <= now - self.window_s:
+                times.popleft()
+            if len(times) >= self.attempts:
+                wait = max(wait, times[0] + self.window_s - now)
+        return wait
+
+    def failed(self, *keys: str) -> None:
+        now = self.clock()
+        for key in keys:
+            self._failures.setdefault(key, deque()).append(now)
+            self._failures.move_to_end(key)
+        while len(self._failures) > self.MAX_KEYS:
+            self._failures.popitem(last=False)
+
+    def succeeded(self, *keys: str) -> None:
+        for key in keys:
+            self._failures.pop(key, None)

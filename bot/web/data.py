@@ -1,0 +1,258 @@
+"""What the console shows, read from the store and the gateway's parts (nothing here changes anything)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from agents.messages import Message
+from bot.routing.policy import ROUTING_KEYS, RoutePolicy
+from bot.runs.catalog import AgentCatalog
+from bot.store.ops import utcnow
+from bot.store.rows import InterruptRow
+from bot.store.runs import RunStore
+from bot.store.sql import SqlStore
+from bot.tracing.event import TraceEvent
+from bot.tracing.recorder import Tracing
+from bot.tracing.replay import detail
+from bot.tracing.timeline import describe, human_duration
+
+PAGE = 100
+"""Rows per list (chats, runs, messages, audit)."""
+
+
+def ago(moment: datetime | None, now: datetime | None = None) -> str:
+    if moment is None:
+        return "-"
+    seconds = ((now or utcnow()) - _naive(moment)).total_seconds()
+    return human_duration(max(0.0, seconds) * 1000) + " ago"
+
+
+def until(moment: datetime | None, now: datetime | None = None) -> str:
+    if moment is None:
+        return "never"
+    seconds = (_naive(moment) - (now or utcnow())).total_seconds()
+    return "now" if seconds <= 0 else "in " + human_duration(seconds * 1000)
+
+
+def _naive(moment: datetime | str) -> datetime:
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    return moment.replace(tzinfo=None) if moment.tzinfo is not None else moment
+
+
+@dataclass
+class Pending:
+    """One request waiting on a person, as the inbox shows it."""
+
+    row: InterruptRow
+    agent: str
+    age: str
+    expires: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """``tool_confirm``: id, name, risk, and the arguments as indented JSON."""
+    plan: list[str] = field(default_factory=list)
+    question: str = ""
+    options: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def channel(self) -> str:
+        return self.row.chat_key.split(":", 1)[0]
+
+
+@dataclass
+class ChatLine:
+    chat_key: str
+    last: str
+    messages: int
+    pending: int
+
+
+@dataclass
+class RunLine:
+    id: str
+    agent: str
+    status: str
+    correlation_id: str
+    user_id: str
+    created: str
+    events: list[dict[str, str]] = field(default_factory=list)
+
+
+class ConsoleData:
+    def __init__(self, store: SqlStore, runs: RunStore, tracing: Tracing, routes: RoutePolicy) -> None:
+        self.store = store
+        self.runs = runs
+        self.tracing = tracing
+        self.routes = routes
+
+    @property
+    def catalog(self) -> AgentCatalog:
+        return self.routes.catalog
+
+    # -- inbox -------------------------------------------------------------------------------
+
+    async def inbox(self) -> list[Pending]:
+        rows = sorted(await self.runs.all_pending(), key=lambda r: r.created_at, reverse=True)
+        agents = await self._agents_of([r.run_id for r in rows])
+        return [self.pending(r, agents.get(r.run_id, "?")) for r in rows]
+
+    async def version(self) -> str:
+        """Changes whenever the inbox does (for the live updates): the pending ids."""
+        rows = await self.store.read("SELECT id FROM interrupts WHERE status = 'pending' ORDER BY id")
+        return ",".join(str(r[0]) for r in rows)
+
+    async def _agents_of(self, run_ids: list[str]) -> dict[str, str]:
+        if not run_ids:
+            return {}
+        marks = ", ".join("?" for _ in run_ids)
+        rows = await self.store.read(f"SELECT id, agent FROM runs WHERE id IN ({marks})", tuple(run_ids))
+        return {str(rid): str(agent) for rid, agent in rows}
+
+    @staticmethod
+    def pending(row: InterruptRow, agent: str) -> Pending:
+        now = utcnow()
+        view = Pending(row=row, agent=agent, age=ago(row.created_at, now), expires=until(row.expires_at, now))
+        payload = row.payload
+        if row.kind == "tool_confirm":
+            view.calls = [
+                {
+                    "id": str(c["id"]),
+                    "name": str(c["name"]),
+                    "risk": str(c.get("risk", "")),
+                    "args": json.dumps(c.get("args", {}), ensure_ascii=False, indent=2, sort_keys=True),
+                }
+                for c in payload.get("calls", [])
+            ]
+        elif row.kind == "plan_approval":
+            steps = payload.get("plan", [])
+            view.plan = [s if isinstance(s, str) else json.dumps(s, ensure_ascii=False) for s in steps]
+        else:
+            view.question = str(payload.get("question") or row.prompt)
+            view.options = [(str(label), str(value)) for label, value in row.choices]
+        return view
+
+    async def interrupt(self, interrupt_id: str) -> InterruptRow | None:
+        return await self.runs.get_interrupt(interrupt_id)
+
+    # -- chats -------------------------------------------------------------------------------
+
+    async def chats(self, query: str = "") -> list[ChatLine]:
+        """Chats by last activity; ``query`` finds chats by key or by a word of their conversation."""
+        params: tuple[Any, ...] = ()
+        where = ""
+        if query:
+            like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where = "WHERE chat_key LIKE ? ESCAPE '\\' OR data LIKE ? ESCAPE '\\'"
+            params = (like, like)
+        rows = await self.store.read(
+            "SELECT chat_key, MAX(created_at), COUNT(*) FROM session_messages "
+            f"{where} GROUP BY chat_key ORDER BY MAX(created_at) DESC LIMIT ?",
+            (*params, PAGE),
+        )
+        pending = {
+            str(k): int(n)
+            for k, n in await self.store.read(
+                "SELECT chat_key, COUNT(*) FROM interrupts WHERE status = 'pending' GROUP BY chat_key"
+            )
+        }
+        now = utcnow()
+        lines = [ChatLine(str(k), ago(at, now), int(n), pending.pop(str(k), 0)) for k, at, n in rows]
+        if not query:  # a chat whose first request is still waiting has no stored message yet
+            lines[:0] = [ChatLine(k, "-", 0, n) for k, n in pending.items()]
+        return lines
+
+    async def conversation(self, chat_key: str) -> list[dict[str, str]]:
+        rows = await self.store.read(
+            "SELECT role, agent, data, created_at FROM session_messages WHERE chat_key = ? ORDER BY id DESC LIMIT ?",
+            (chat_key, PAGE),
+        )
+        out = []
+        for role, agent, data, at in reversed(rows):
+            try:
+                message = Message.model_validate_json(data)
+            except ValueError:
+                continue
+            text = message.text or "; ".join(
+                [f"{c.name}({json.dumps(c.args, ensure_ascii=False)})" for c in message.tool_calls]
+                + [f"{r.name} → {str(r.content)[:200]}" for r in message.tool_results]
+            )
+            out.append({"role": str(role), "agent": str(agent or ""), "text": text, "at": str(at)[:19]})
+        return out
+
+    async def chat_runs(self, chat_key: str) -> list[RunLine]:
+        rows = await self.store.read(
+            "SELECT id, agent, status, correlation_id, user_id, created_at FROM runs WHERE chat_key = ? "
+            "ORDER BY created_at DESC LIMIT ?",
+            (chat_key, PAGE),
+        )
+        now = utcnow()
+        return [RunLine(str(i), str(a), str(s), str(c), str(u), ago(at, now)) for i, a, s, c, u, at in rows]
+
+    async def run(self, run_id: str) -> RunLine | None:
+        rows = await self.store.read(
+            "SELECT id, agent, status, correlation_id, user_id, created_at, chat_key FROM runs WHERE id = ?", (run_id,)
+        )
+        if not rows:
+            return None
+        i, a, s, c, u, at, chat = rows[0]
+        line = RunLine(str(i), str(a), str(s), str(c), str(u), ago(at))
+        await self.tracing.flush()
+        events = await self.tracing.events(str(c), str(chat))
+        line.events = timeline(events)
+        return line
+
+    # -- routing -----------------------------------------------------------------------------
+
+    async def routing(self) -> list[tuple[str, str, str]]:
+        """(key, effective value, layer) for each routing key (the strategy as set globally)."""
+        config, origins = await self.routes.effective_routing(), await self.routes.origins()
+        glob = (await self.store.settings_view("*")).get("strategy")
+        out = []
+        for key in ROUTING_KEYS:
+            if key == "strategy" and glob:
+                out.append((key, str(glob), "admin (global)"))
+                continue
+            value: Any = config
+            for part in key.split("."):
+                value = getattr(value, part)
+            out.append((key, json.dumps(value, ensure_ascii=False, default=str), origins[key]))
+        return out
+
+    async def chat_strategies(self) -> list[tuple[str, str]]:
+        rows = await self.store.read("SELECT settings_key, value FROM chat_settings WHERE name = 'strategy'")
+        return sorted((str(k), str(json.loads(v))) for k, v in rows if k != "*")
+
+    async def audit(self, limit: int = PAGE) -> list[dict[str, Any]]:
+        """Recent audited changes, values shortened for a table."""
+        out = []
+        for entry in await self.runs.audit_log(limit):
+            shown = {k: _short(v) for k, v in entry.items() if k in ("old", "new")}
+            out.append({**entry, **shown, "at": str(entry["at"])[:19]})
+        return out
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def timeline(events: list[TraceEvent]) -> list[dict[str, str]]:
+    """A request's events for the page: offset, type, one line, and the detail a replay shows."""
+    if not events:
+        return []
+    start = events[0].at
+    return [
+        {
+            "offset": "+" + human_duration((e.at - start).total_seconds() * 1000),
+            "type": e.type,
+            "line": describe(e),
+            "detail": detail(e),
+            "run": e.run_id,
+        }
+        for e in events
+    ]

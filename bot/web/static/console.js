@@ -1,0 +1,33 @@
+// Live inbox: the server says when the set of pending requests changed; new ones are added and answered ones
+// removed, so a form someone is filling in is never replaced under them.
+(function () {
+  "use strict";
+  var root = document.body.getAttribute("data-root");
+  var badge = document.getElementById("pending-count");
+  var list = document.getElementById("inbox");
+  if (!root || !window.EventSource) { return; }
+  function refresh() {
+    fetch(root + "/inbox/items", { credentials: "same-origin" }).then(function (r) {
+      if (r.status === 401) { window.location = root + "/login"; return null; }
+      return r.ok ? r.text() : null;
+    }).then(function (html) {
+      if (html === null) { return; }
+      var fresh = document.createElement("div");
+      fresh.innerHTML = html;
+      var items = fresh.querySelectorAll("article.pending");
+      if (badge) { badge.textContent = String(items.length); badge.className = items.length ? "badge n" : "badge"; }
+      if (!list) { return; }
+      var keep = {};
+      items.forEach(function (item) { keep[item.id] = true; });
+      list.querySelectorAll("article.pending").forEach(function (old) { if (!keep[old.id]) { old.remove(); } });
+      var before = list.firstChild;
+      items.forEach(function (item) {
+        if (!document.getElementById(item.id)) { list.insertBefore(item, before); } else { before = document.getElementById(item.id).nextSibling; }
+      });
+      var empty = document.getElementById("inbox-empty");
+      if (empty) { empty.hidden = items.length > 0; }
+    });
+  }
+  var source = new EventSource(root + "/events");
+  source.addEventListener("inbox", refresh);
+})();

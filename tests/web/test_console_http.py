@@ -1,0 +1,419 @@
+"""The web console over HTTP (an aiohttp client with a cookie jar, as a browser): access, CSRF, roles, audit,
+answering requests raised in a loopback Telegram chat exactly once, edited arguments, plans, questions, routing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+
+import aiohttp
+import pytest
+
+from agents.models.scripted import ScriptedModel, call
+from bot.config.settings import Settings, load_settings
+from bot.errors import ConfigError
+from bot.web.auth import LoginLimiter, hash_password, verify_password
+from tests.bot.test_plans_and_questions import plan, respond
+from tests.channels.test_telegram import ALICE, approve, started
+from tests.web.harness import NONCE, VIEWER_PASSWORD, WEB_TOKEN, Browserless, WebEnv, base_url
+
+
+@pytest.fixture
+async def env(make_settings: Callable[..., Settings]) -> AsyncIterator[WebEnv]:
+    async with started(WebEnv(make_settings)) as running:
+        yield running
+
+
+@pytest.fixture
+async def client_for() -> AsyncIterator[Callable[..., Browserless]]:
+    made: list[Browserless] = []
+
+    def make(gateway: object) -> Browserless:
+        made.append(Browserless(gateway))  # type: ignore[arg-type]
+        return made[-1]
+
+    yield make
+    for c in made:
+        await c.close()
+
+
+async def pending_id(env: WebEnv) -> str:
+    gateway = env.running[-1]
+    rows = await gateway.runs.all_pending()
+    assert len(rows) == 1
+    return rows[0].id
+
+
+async def test_nothing_is_served_without_signing_in(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    gateway = await env.start(ScriptedModel([]))
+    web = client_for(gateway)
+    for path in ("/web/", "/web/chats", "/web/routing", "/web/agents", "/web/health", "/web/runs/abc"):
+        status, text, response = await web.get(path)
+        assert status == 303 and response.headers["Location"].startswith("/web/login?next="), path
+        assert "Inbox" not in text
+    for path in ("/web/inbox/items", "/web/events", "/web/static/console.js"):
+        assert (await web.get(path))[0] == 401, path
+    for path in ("/web/inbox/abc123", "/web/routing/strategy", "/web/routing/dry-run", "/web/logout"):
+        assert (await web.post(path, {"choice": "a"}))[0] == 401, path
+    assert (await web.get("/healthz"))[0] == 200
+    status, text, response = await web.get("/web/login")
+    assert status == 200 and "Sign in" in text
+    assert (
+        response.headers["X-Frame-Options"] == "DENY"
+        and "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    )
+    # A forged session cookie is nobody.
+    web.session.cookie_jar.update_cookies({"bot_session": "forged"})
+    assert (await web.get("/web/"))[0] == 303
+
+
+async def test_sign_in_session_cookie_csrf_and_sign_out(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    gateway = await env.start(ScriptedModel([]))
+    web = client_for(gateway)
+    await web.get("/web/login")
+    # The sign-in form itself is protected: no token, or another's, is refused.
+    status, _text, _r = await web.post("/web/login", {"name": "alice", "password": "x", "csrf": "forged"}, csrf=False)
+    assert status == 403
+    assert await web.login("alice", "wrong password") == 401
+    assert await web.login("alice") == 303
+    cookie = next(c for c in web.session.cookie_jar if c.key == "bot_session")
+    assert cookie["httponly"] and cookie["samesite"] == "Strict" and cookie["path"] == "/web"
+    assert not cookie["secure"]  # plain http on loopback; https (or X-Forwarded-Proto with trust_proxy) sets it
+    status, text, _r = await web.get("/web/")
+    assert status == 200 and "alice (admin)" in text
+    # The cookie's token is not what the store keeps.
+    rows = await gateway.store.read("SELECT id, user_name FROM web_sessions")
+    assert [r[1] for r in rows] == ["alice"] and cookie.value not in {r[0] for r in rows}
+    # Every POST needs the page's CSRF token, and a foreign Origin is refused even with it.
+    assert (await web.post("/web/routing/strategy", {"scope": "*", "strategy": "llm"}, csrf=False))[0] == 403
+    status, _text, _r = await web.post(
+        "/web/routing/strategy", {"scope": "*", "strategy": "llm"}, headers={"Origin": "https://evil.example"}
+    )
+    assert status == 403
+    assert (await gateway.store.chat_settings("*")).get("strategy") is None
+    audit = await gateway.runs.audit_log()
+    assert any(a["name"] == "web.refused" and a["actor"] == "web:alice" for a in audit)
+    assert any(a["name"] == "web.login" and a["new"] == "refused" and a["actor"] == "web:alice" for a in audit)
+    assert (await web.post("/web/logout", {}))[0] == 303
+    assert (await web.get("/web/"))[0] == 303
+    assert await gateway.store.read("SELECT id FROM web_sessions") == []
+
+
+async def test_the_admin_token_signs_in_and_sessions_survive_a_restart(
+    env: WebEnv, client_for: Callable[..., Browserless]
+) -> None:
+    gateway = await env.start(ScriptedModel([]))
+    web = client_for(gateway)
+    await web.get("/web/login")
+    status, _text, _r = await web.post("/web/login", {"name": "", "password": WEB_TOKEN})
+    assert status == 303
+    assert "token (admin)" in (await web.get("/web/"))[1]
+    await env.stop(gateway)
+    gateway = await env.start(ScriptedModel([]))
+    web.base = base_url(gateway)
+    status, text, _r = await web.get("/web/")
+    assert status == 200 and "token (admin)" in text
+
+
+async def test_sign_in_is_rate_limited(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    gateway = await env.start(ScriptedModel([]))
+    web = client_for(gateway)
+    for _ in range(5):
+        assert await web.login("alice", "guess") == 401
+    await web.get("/web/login")
+    status, text, response = await web.post("/web/login", {"name": "alice", "password": "correct horse battery"})
+    assert status == 429 and "Too many failed sign-ins" in text and int(response.headers["Retry-After"]) > 0
+    clock = [0.0]
+    limiter = LoginLimiter(2, 60, clock=lambda: clock[0])
+    limiter.failed("ip:a")
+    limiter.failed("ip:a")
+    assert limiter.retry_after("ip:a", "name:x") == 60
+    clock[0] = 61
+    assert limiter.retry_after("ip:a") == 0
+
+
+async def test_approve_in_the_console_runs_the_tool_once_and_edits_the_telegram_prompt(
+    env: WebEnv, client_for: Callable[..., Browserless]
+) -> None:
+    model = ScriptedModel([call("delete_cache", {"path": "/tmp/build"}), "Deleted /tmp/build."])
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("@react delete the build cache"))
+    ref, buttons = await env.prompt()
+    web = client_for(gateway)
+    assert await web.login() == 303
+    status, text, _r = await web.get("/web/")
+    assert "delete_cache" in text and "/tmp/build" in text and f"telegram:{ALICE}" in text
+    interrupt = await pending_id(env)
+    nonce = NONCE.search(text)
+    assert nonce is not None
+    status, _text, response = await web.post(f"/web/inbox/{interrupt}", {"nonce": nonce.group(1), "choice": "a"})
+    assert status == 303 and response.headers["Location"] == f"/web/?done={interrupt}", re.findall(r"flash.*", _text)
+    await env.reply("Deleted /tmp/build.")
+    assert env.runs == ["/tmp/build"]
+    assert any("Approved by alice (web)" in t for t in env.edited_texts())
+    # The chat's button now is stale: pressing it runs nothing again.
+    env.fake.push(env.fake.press(ref, approve(buttons)))
+    await gateway.settled()
+    assert env.runs == ["/tmp/build"]
+    done = await gateway.runs.get_interrupt(interrupt)
+    assert done is not None and done.resolved_by == "web:alice"
+    audit = await gateway.runs.audit_log()
+    assert any(a["name"] == "web.tool_confirm" and a["new"] == "done" and a["actor"] == "web:alice" for a in audit)
+    model.assert_complete()
+
+
+async def test_a_press_in_telegram_first_refuses_the_console(
+    env: WebEnv, client_for: Callable[..., Browserless]
+) -> None:
+    model = ScriptedModel([call("delete_cache", {"path": "/tmp/build"}), "Deleted."])
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("@react delete the build cache"))
+    ref, buttons = await env.prompt()
+    web = client_for(gateway)
+    await web.login()
+    text = (await web.get("/web/"))[1]
+    nonce = NONCE.search(text)
+    assert nonce is not None
+    interrupt = await pending_id(env)
+    env.fake.push(env.fake.press(ref, approve(buttons)))
+    await env.reply("Deleted.")
+    status, text, _r = await web.post(f"/web/inbox/{interrupt}", {"nonce": nonce.group(1), "choice": "d"})
+    assert status == 409 and f"already answered by {ALICE} in telegram" in text
+    assert env.runs == ["/tmp/build"]
+    audit = await gateway.runs.audit_log()
+    assert any(a["name"] == "web.tool_confirm" and str(a["new"]).startswith("refused") for a in audit)
+
+
+async def test_both_at_once_one_wins(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    """The console's press and the chat's arrive together: the chat's turn takes them one after the other."""
+    model = ScriptedModel([call("delete_cache", {"path": "/tmp/x"}), "Done."])
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("@react delete it"))
+    ref, buttons = await env.prompt()
+    web = client_for(gateway)
+    await web.login()
+    nonce = NONCE.search((await web.get("/web/"))[1])
+    assert nonce is not None
+    interrupt = await pending_id(env)
+    env.fake.push(env.fake.press(ref, approve(buttons)))
+    status, text, _r = await web.post(f"/web/inbox/{interrupt}", {"nonce": nonce.group(1), "choice": "a"})
+    await env.reply("Done.")
+    await gateway.settled()
+    assert env.runs == ["/tmp/x"]
+    row = await gateway.runs.get_interrupt(interrupt)
+    assert row is not None
+    if row.resolved_by == "web:alice":
+        assert status == 303
+    else:
+        assert status == 409 and "already answered" in text
+
+
+async def test_edit_arguments_rechecked_and_shown_in_the_chat_as_what_ran(
+    env: WebEnv, client_for: Callable[..., Browserless]
+) -> None:
+    model = ScriptedModel([call("delete_cache", {"path": "/tmp/build"}, id="c1"), "Deleted the old cache."])
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("@react delete the build cache"))
+    await env.prompt()
+    web = client_for(gateway)
+    await web.login()
+    nonce = NONCE.search((await web.get("/web/"))[1])
+    assert nonce is not None
+    interrupt = await pending_id(env)
+    form = {"nonce": nonce.group(1), "choice": "e"}
+    status, text, _r = await web.post(f"/web/inbox/{interrupt}", {**form, "args:c1": "{not json"})
+    assert status == 422 and "not JSON" in text
+    status, text, _r = await web.post(f"/web/inbox/{interrupt}", {**form, "args:c1": '{"path": 7}'})
+    assert status == 422 and "invalid arguments for delete_cache" in text and "7 is not of type" in text
+    status, text, _r = await web.post(f"/web/inbox/{interrupt}", {**form, "args:c1": '{"path": "/tmp/x", "rm": 1}'})
+    assert status == 422 and "Additional properties" in text
+    assert (await gateway.runs.get_interrupt(interrupt)).status == "pending"  # type: ignore[union-attr]
+    assert env.runs == []
+    edited = json.dumps({"path": "/tmp/build/old", "keep_days": 7})
+    status, _text, _r = await web.post(f"/web/inbox/{interrupt}", {**form, "args:c1": edited})
+    assert status == 303
+    await env.reply("Deleted the old cache.")
+    assert env.runs == ["/tmp/build/old (keep 7 days)"]
+    shown = "\n".join(env.edited_texts())
+    assert "Approved by alice (web) with edited arguments" in shown
+    assert 'delete_cache(path="/tmp/build/old", keep_days=7)' in shown, shown
+    # The model is told the call it made is the edited one (and its result).
+    last = model.requests[-1].messages
+    made = [c for m in last for c in m.tool_calls]
+    assert made[-1].args == {"path": "/tmp/build/old", "keep_days": 7}
+    model.assert_complete()
+
+
+async def test_plans_and_questions_answered_in_the_console(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    model = ScriptedModel(
+        [
+            plan("Pick a date", "Book a venue"),
+            plan("Pick a date", "Book a bigger venue"),
+            call("ask_user", {"question": "Which city?", "choices": ["Paris", "Rome"]}, id="q1"),
+            "Rome it is.",
+            "Booked.",
+            respond("Offsite: Rome, booked."),
+        ]
+    )
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("@plan Plan my team offsite"))
+    await env.prompt()
+    web = client_for(gateway)
+    await web.login()
+    text = (await web.get("/web/"))[1]
+    assert "Book a venue" in text and "Approve" in text
+    nonce = NONCE.search(text)
+    assert nonce is not None
+    interrupt = await pending_id(env)
+    assert (await web.post(f"/web/inbox/{interrupt}", {"nonce": nonce.group(1), "choice": "edit"}))[0] == 422
+    status, _t, _r = await web.post(
+        f"/web/inbox/{interrupt}", {"nonce": nonce.group(1), "choice": "edit", "text": "a bigger venue please"}
+    )
+    assert status == 303
+    # The revised plan waits again; approve it.
+    for _ in range(100):
+        rows = await gateway.runs.all_pending()
+        if rows and rows[0].id != interrupt:
+            break
+        await asyncio.sleep(0.05)
+    text = (await web.get("/web/"))[1]
+    assert "Book a bigger venue" in text
+    interrupt = await pending_id(env)
+    nonce = NONCE.search(text)
+    assert nonce is not None
+    assert (await web.post(f"/web/inbox/{interrupt}", {"nonce": nonce.group(1), "choice": "approve"}))[0] == 303
+    for _ in range(100):
+        rows = await gateway.runs.all_pending()
+        if rows and rows[0].kind == "ask_user":
+            break
+        await asyncio.sleep(0.05)
+    text = (await web.get("/web/"))[1]
+    assert "Which city?" in text and "Paris" in text
+    interrupt = await pending_id(env)
+    nonce = NONCE.search(text)
+    assert nonce is not None
+    status, _t, _r = await web.post(
+        f"/web/inbox/{interrupt}", {"nonce": nonce.group(1), "choice": "answer", "text": "Rome"}
+    )
+    assert status == 303
+    await env.reply("Offsite: Rome, booked.")
+    answered = [m for r in model.requests for m in r.messages for res in m.tool_results if res.content == "Rome"]
+    assert answered
+    model.assert_complete()
+
+
+async def test_a_viewer_looks_but_cannot_act(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    model = ScriptedModel([call("delete_cache", {"path": "/tmp/build"}), "Deleted."])
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("@react delete the build cache"))
+    ref, buttons = await env.prompt()
+    web = client_for(gateway)
+    assert await web.login("victor", VIEWER_PASSWORD) == 303
+    status, text, _r = await web.get("/web/")
+    assert status == 200 and "delete_cache" in text and "victor (viewer)" in text
+    assert "Approve" not in text and 'name="nonce"' not in text
+    interrupt = await pending_id(env)
+    row = await gateway.runs.get_interrupt(interrupt)
+    assert row is not None
+    status, text, _r = await web.post(f"/web/inbox/{interrupt}", {"nonce": row.nonce, "choice": "a"})
+    assert status == 403 and "viewers" in text
+    status, _text, _r = await web.post("/web/routing/strategy", {"scope": "*", "strategy": "llm"})
+    assert status == 403
+    # The dry run changes nothing: a viewer may use it.
+    status, text, _r = await web.post("/web/routing/dry-run", {"text": "@react hi"})
+    assert status == 200 and "→ react" in text
+    assert env.runs == []
+    env.fake.push(env.fake.press(ref, approve(buttons)))
+    await env.reply("Deleted.")
+
+
+async def test_routing_switch_audited_and_the_dry_run(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    gateway = await env.start(ScriptedModel([]))
+    web = client_for(gateway)
+    await web.login()
+    status, text, _r = await web.get("/web/routing")
+    assert status == 200 and "strategy" in text and "rule.confidence_threshold" in text
+    status, text, _r = await web.post("/web/routing/strategy", {"scope": "*", "strategy": "hybrid"})
+    assert status == 200 and "Strategy globally: hybrid" in text
+    chat = f"telegram:{ALICE}"
+    status, text, _r = await web.post("/web/routing/strategy", {"scope": chat, "strategy": "llm"})
+    assert status == 200 and f"{chat}</code>: llm" in text
+    assert (await web.post("/web/routing/strategy", {"scope": chat, "strategy": "magic"}))[0] == 422
+    assert (await web.post("/web/routing/strategy", {"scope": "nonsense", "strategy": "llm"}))[0] == 422
+    assert (await gateway.store.chat_settings("*"))["strategy"] == "hybrid"
+    assert (await gateway.store.chat_settings(chat))["strategy"] == "llm"
+    audit = await gateway.runs.audit_log()
+    assert [(a["scope"], a["new"]) for a in audit if a["name"] == "strategy"] == [(chat, "llm"), ("*", "hybrid")]
+    assert all(a["actor"] == "web:alice" for a in audit if a["name"] == "strategy")
+    status, text, _r = await web.post("/web/routing/dry-run", {"text": "@plan organise a trip", "chat": chat})
+    assert status == 200 and "→ plan" in text and "method explicit" in text
+    assert (await web.post("/web/routing/dry-run", {"text": ""}))[0] == 422
+
+
+async def test_chats_conversation_trace_agents_and_health(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    model = ScriptedModel([call("delete_cache", {"path": "/tmp/build"}), "Deleted /tmp/build."])
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("@react delete the build cache"))
+    ref, buttons = await env.prompt()
+    env.fake.push(env.fake.press(ref, approve(buttons)))
+    await env.reply("Deleted /tmp/build.")
+    await gateway.settled()
+    web = client_for(gateway)
+    await web.login()
+    chat = f"telegram:{ALICE}"
+    status, text, _r = await web.get("/web/chats")
+    assert status == 200 and chat in text
+    assert chat in (await web.get("/web/chats?q=build+cache"))[1]
+    assert "No chat matches" in (await web.get("/web/chats?q=nothing-like-this"))[1]
+    status, text, _r = await web.get(f"/web/chats/{chat}")
+    assert status == 200 and "delete the build cache" in text and "Deleted /tmp/build." in text
+    run_id = re.search(r'/web/runs/([A-Za-z0-9]+)"', text)
+    assert run_id is not None
+    status, text, _r = await web.get(f"/web/runs/{run_id.group(1)}")
+    assert status == 200
+    for kind in ("route", "llm_call", "interrupt", "tool_call", "run"):
+        assert f'data-type="{kind}"' in text, kind
+    assert "/tmp/build" in text
+    assert (await web.get("/web/runs/nosuchrun"))[0] == 404
+    status, text, _r = await web.get("/web/agents")
+    assert status == 200 and "@react" in text and "delete_cache" in text and "defaults/agents/react.md" in text
+    status, text, _r = await web.get("/web/health")
+    assert status == 200 and "telegram" in text and "Requests waiting on a person" in text
+    assert "injected" in text  # the model's calls by provider
+    model.assert_complete()
+
+
+async def test_live_updates_over_server_sent_events(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    model = ScriptedModel([call("delete_cache", {"path": "/tmp/build"}), "Deleted."])
+    gateway = await env.start(model)
+    web = client_for(gateway)
+    await web.login()
+    async with web.session.get(web.base + "/web/events", timeout=aiohttp.ClientTimeout(total=20)) as stream:
+        assert stream.status == 200 and stream.headers["Content-Type"].startswith("text/event-stream")
+        env.fake.push(env.fake.message("@react delete the build cache"))
+        seen = b""
+        async with asyncio.timeout(10):
+            while b"event: inbox" not in seen:
+                seen += await stream.content.readany()
+    ref, buttons = await env.prompt()
+    status, text, _r = await web.get("/web/inbox/items")
+    assert status == 200 and 'class="card pending"' in text
+    env.fake.push(env.fake.press(ref, approve(buttons)))
+    await env.reply("Deleted.")
+
+
+def test_password_hashes_and_config_checks(make_settings: Callable[..., Settings]) -> None:
+    stored = hash_password("correct horse battery")
+    assert stored.startswith("scrypt$16384$8$1$") and "correct" not in stored
+    assert verify_password("correct horse battery", stored) and not verify_password("wrong", stored)
+    assert not verify_password("x", "garbage")
+    with pytest.raises(ValueError, match="at least 8"):
+        hash_password("short")
+    with pytest.raises(ConfigError, match="needs someone to sign in"):
+        make_settings(web={"enabled": True})
+    with pytest.raises(ConfigError, match="not a password hash"):
+        make_settings(web={"users": [{"name": "a", "password_hash": "hunter2"}]})
+    settings = load_settings(None, env={"BOT_WEB__ENABLED": "true", "BOT_WEB__TOKEN": WEB_TOKEN}, overrides={})
+    assert settings.web.enabled and WEB_TOKEN in settings.secrets()
