@@ -45,8 +45,9 @@ class Env:
         self.running: list[Gateway] = []
         self.runs: list[str] = []
 
-    def configure(self, *, http: bool = False, **telegram: Any) -> Settings:
-        section = {
+    def section(self, **telegram: Any) -> dict[str, Any]:
+        """The channel's section: the fake Bot API, Alice and Bob allowed."""
+        return {
             "enabled": True,
             "token": TOKEN,
             "api_base": self.fake.base_url,
@@ -55,9 +56,13 @@ class Env:
             "poll_timeout_s": 5,
             **telegram,
         }
+
+    def configure(self, *, http: bool = False, **telegram: Any) -> Settings:
         extra = {"http": {"enabled": True, "port": 0}} if http else {}
         self.settings = self.make_settings(
-            channels={"telegram": section, "console": {"enabled": False}}, routing={"strategy": "rule"}, **extra
+            channels={"telegram": self.section(**telegram), "console": {"enabled": False}},
+            routing={"strategy": "rule"},
+            **extra,
         )
         return self.settings
 

@@ -16,7 +16,7 @@ from bot.config.settings import Settings
 from bot.gateway.app import Gateway
 from bot.web.auth import hash_password
 from channels.telegram import TelegramChannel
-from tests.channels.test_telegram import ALICE, BOB, TOKEN, Env
+from tests.channels.test_telegram import ALICE, Env
 
 ADMIN_PASSWORD = "correct horse battery"
 VIEWER_PASSWORD = "viewer password 1"
@@ -45,16 +45,8 @@ class WebEnv(Env):
             ],
             **web,
         }
-        telegram = {
-            "enabled": True,
-            "token": TOKEN,
-            "api_base": self.fake.base_url,
-            "allow_from": [str(ALICE), str(BOB)],
-            "mention_policy": "mention",
-            "poll_timeout_s": 5,
-        }
         self.settings = self.make_settings(
-            channels={"telegram": telegram, "console": {"enabled": False}},
+            channels={"telegram": self.section(), "console": {"enabled": False}},
             routing={"strategy": "rule"},
             http={"enabled": True, "port": 0},
             web=section,
