@@ -11,6 +11,8 @@ from agents.specs.graph import END, GraphSpec
 START = "(start)"
 """Not a node name (the pattern refuses parentheses)."""
 BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 180, 40, 40, 70, 20
+SIDE = 140
+"""Room beside the boxes for the edges that bend around them (and their labels)."""
 
 
 def layers(spec: GraphSpec) -> dict[str, int]:
@@ -35,12 +37,12 @@ def graph_svg(spec: GraphSpec) -> str:
     for node, layer in depth.items():
         rows.setdefault(layer, []).append(node)
     widest = max(len(r) for r in rows.values())
-    width = MARGIN * 2 + widest * BOX_W + (widest - 1) * GAP_X + 120
+    width = SIDE * 2 + widest * BOX_W + (widest - 1) * GAP_X
     height = MARGIN * 2 + len(rows) * BOX_H + (len(rows) - 1) * GAP_Y
     at: dict[str, tuple[float, float]] = {}
     for layer, names in rows.items():
         span = len(names) * BOX_W + (len(names) - 1) * GAP_X
-        left = (width - 120 - span) / 2
+        left = (width - span) / 2
         for i, name in enumerate(names):
             at[name] = (left + i * (BOX_W + GAP_X), MARGIN + layer * (BOX_H + GAP_Y))
     parts = [
@@ -54,17 +56,26 @@ def graph_svg(spec: GraphSpec) -> str:
         (sx, sy), (tx, ty) = at[source], at[target]
         x1, y1 = sx + BOX_W / 2, sy + BOX_H
         x2, y2 = tx + BOX_W / 2, ty
+        hs, ht = _half(source), _half(target)
         if depth[target] <= depth[source]:  # a loop back: around the right-hand side
-            side = max(sx, tx) + BOX_W + 40
-            x1, y1, x2, y2 = sx + BOX_W, sy + BOX_H / 2, tx + BOX_W, ty + BOX_H / 2
+            x1, y1, x2, y2 = sx + BOX_W / 2 + hs, sy + BOX_H / 2, tx + BOX_W / 2 + ht, ty + BOX_H / 2
+            side = max(x1, x2) + 40
             path = f"M{x1:.0f},{y1:.0f} C{side:.0f},{y1:.0f} {side:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
-            lx, ly = side - 10, (y1 + y2) / 2
+            lx, ly, room = side - 8, (y1 + y2) / 2, 16
+        elif depth[target] - depth[source] > 1:  # skips layers: around the left-hand side, not through boxes
+            x1, y1, x2, y2 = sx + BOX_W / 2 - hs, sy + BOX_H / 2, tx + BOX_W / 2 - ht, ty + BOX_H / 2
+            side = min(x1, x2) - 40
+            path = f"M{x1:.0f},{y1:.0f} C{side:.0f},{y1:.0f} {side:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
+            lx, ly, room = 4, (y1 + y2) / 2, 16
         else:
             path = f"M{x1:.0f},{y1:.0f} L{x2:.0f},{y2:.0f}"
-            lx, ly = (x1 + x2) / 2 + 4, (y1 + y2) / 2
+            lx, ly, room = (x1 + x2) / 2 + 4, (y1 + y2) / 2, 40
         parts.append(f'<path class="edge" d="{path}" marker-end="url(#arrow)"/>')
         if when:
-            parts.append(f'<text class="when" x="{lx:.0f}" y="{ly:.0f}">{escape(_short(when))}</text>')
+            parts.append(
+                f'<text class="when" x="{lx:.0f}" y="{ly:.0f}"><title>{escape(when)}</title>'
+                f"{escape(_short(when, room))}</text>"
+            )
     for name, (x, y) in at.items():
         if name in (START, END):
             label, cls = ("start" if name == START else "end"), "terminal"
@@ -79,6 +90,11 @@ def graph_svg(spec: GraphSpec) -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _half(name: str) -> float:
+    """Half the width of a node's shape (the start and the end are small ellipses)."""
+    return 36 if name in (START, END) else BOX_W / 2
 
 
 def _short(text: str, limit: int = 40) -> str:

@@ -80,6 +80,8 @@ class HealthView:
                     "mcp": ", ".join(agent.mcp_servers or []),
                     "confirm": ", ".join(agent.require_confirmation),
                     "tools": [t.name for t in agent.tools(self.tools)],
+                    "allow": ", ".join(agent.allow) if agent.allow is not None else "",
+                    "deny": ", ".join(agent.deny),
                     "keywords": list(triggers.keywords) if triggers else [],
                     "patterns": list(triggers.patterns) if triggers else [],
                     "priority": triggers.priority if triggers else 50,

@@ -34,7 +34,7 @@ class WebEnv(Env):
         super().__init__(make_settings)
         self.edits: list[str] = []
 
-    def configure_web(self, **web: Any) -> Settings:
+    def configure_web(self, agents_dir: str | None = None, **web: Any) -> Settings:
         admin, viewer = hashes()
         section = {
             "enabled": True,
@@ -50,6 +50,7 @@ class WebEnv(Env):
             routing={"strategy": "rule"},
             http={"enabled": True, "port": 0},
             web=section,
+            **({"agents": {"dirs": [agents_dir]}} if agents_dir else {}),
         )
         return self.settings
 

@@ -7,6 +7,7 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -15,6 +16,7 @@ from agents.models.scripted import ScriptedModel, call
 from bot.config.settings import Settings, load_settings
 from bot.errors import ConfigError
 from bot.web.auth import LoginLimiter, hash_password, verify_password
+from tests.bot.test_graphs import files
 from tests.bot.test_plans_and_questions import plan, respond
 from tests.channels.test_telegram import ALICE, approve, started
 from tests.web.harness import NONCE, VIEWER_PASSWORD, WEB_TOKEN, Browserless, WebEnv, base_url
@@ -383,6 +385,23 @@ async def test_chats_conversation_trace_agents_and_health(env: WebEnv, client_fo
     assert status == 200 and "telegram" in text and "Requests waiting on a person" in text
     assert "injected" in text  # the model's calls by provider
     model.assert_complete()
+
+
+async def test_agents_page_draws_a_graph_and_names_broken_files(
+    env: WebEnv, client_for: Callable[..., Browserless], tmp_path: Path
+) -> None:
+    folder = files(tmp_path)
+    (folder / "broken.md").write_text("---\nname: broken\nrunner: react\ntools: {allow: 5}\n---\nx\n")
+    env.configure_web(agents_dir=str(folder))
+    gateway = await env.start(ScriptedModel([]))
+    web = client_for(gateway)
+    await web.login()
+    status, text, _r = await web.get("/web/agents")
+    assert status == 200 and "@debug-flow" in text and "broken.md" in text
+    graph = text[text.index('id="agent-debug-flow"') :]
+    assert "<svg" in graph and "analyze: analyzer" in graph and "review.answer == &#39;again&#39;" in graph
+    assert "flowchart TD" in graph  # the Mermaid text beside the drawing
+    assert "Finds the cause of a failure." in text and "inspect" in text
 
 
 async def test_live_updates_over_server_sent_events(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
