@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
+from bot.aio import cancel_and_wait
 from bot.config.settings import ConfigError, Settings
 from bot.delivery import Delivery
 from bot.gateway.intake import DurableInbox
@@ -178,8 +179,7 @@ class ScaleOut:
 
     async def stop_receiving(self) -> None:
         if self._sweep is not None:
-            self._sweep.cancel()
-            await asyncio.gather(self._sweep, return_exceptions=True)
+            await cancel_and_wait(self._sweep)
         if self.exclusive is not None:
             await self.exclusive.stop()
 

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bot.aio import cancel_and_wait
 from bot.bus import Handler, Lanes, Urgent
 from bot.events import InboundEvent
 from bot.scale.leases import Leases
@@ -125,12 +126,10 @@ class PartitionConsumer:
         reading, upkeep, balancing = self._tasks or (None, None, None)
         for task in (reading, balancing):
             if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+                await cancel_and_wait(task)
         await self._lanes.join(timeout)  # the leases are still renewed meanwhile: nobody else starts on these chats
         if upkeep is not None:
-            upkeep.cancel()
-            await asyncio.gather(upkeep, return_exceptions=True)
+            await cancel_and_wait(upkeep)
         held = sorted(self.held)
         self.owned.clear()
         self.readable.clear()

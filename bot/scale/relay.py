@@ -19,6 +19,7 @@ import asyncio
 import logging
 from typing import Any
 
+from bot.aio import cancel_and_wait
 from bot.events import OutboundMessage
 from bot.ids import new_id
 from bot.scale.streams import PREFIX, ensure_group, text_of
@@ -110,8 +111,7 @@ class OutboundRelay:
 
     async def stop(self, timeout: float = 5.0) -> None:
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await cancel_and_wait(self._task)
         if self._inflight:
             await asyncio.wait(set(self._inflight), timeout=timeout)
 

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any, Protocol
 
+from bot.aio import cancel_and_wait
 from bot.config.settings import Settings, TracingSection
 from bot.store.ops import Step, utcnow
 from bot.store.sql import SqlStore
@@ -265,8 +266,7 @@ class Tracing:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await cancel_and_wait(self._task)
             self._task = None
         try:
             await self.flush()
