@@ -318,8 +318,8 @@ class WebConsole:
                 elif quiet >= 15:
                     quiet = 0.0
                     await response.write(b": still here\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:
+            pass  # the browser went away
         return response
 
     # -- chats, runs -------------------------------------------------------------------------

@@ -79,7 +79,7 @@ class HealthView:
                     "model": agent.model,
                     "mcp": ", ".join(agent.mcp_servers or []),
                     "confirm": ", ".join(agent.require_confirmation),
-                    "tools": [t.name for t in agent.tools(self.tools)],
+                    "tools": [t.name for t in agent.tools(self.tools)] if agent.runs_as.uses_tools else [],
                     "allow": ", ".join(agent.allow) if agent.allow is not None else "",
                     "deny": ", ".join(agent.deny),
                     "keywords": list(triggers.keywords) if triggers else [],
