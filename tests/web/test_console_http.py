@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -436,3 +438,17 @@ def test_password_hashes_and_config_checks(make_settings: Callable[..., Settings
         make_settings(web={"users": [{"name": "a", "password_hash": "hunter2"}]})
     settings = load_settings(None, env={"BOT_WEB__ENABLED": "true", "BOT_WEB__TOKEN": WEB_TOKEN}, overrides={})
     assert settings.web.enabled and WEB_TOKEN in settings.secrets()
+
+
+def test_the_console_benchmark_runs_and_prints_one_json_line() -> None:
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "bench/console.py", "--pending", "5", "--answers", "3"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    assert figures["pending"] == 5 and figures["answers"]["count"] == 3
