@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agents.results import Resolution
 from bot.events import ConsoleInput
+from bot.interrupts.text import SHOW_ALL
 from bot.store.runs import InterruptRow
 
 CONSOLE_CHOICES = {
@@ -21,9 +22,21 @@ CONSOLE_CHOICES = {
 MAX_TEXT = 4000
 
 
-def console_refusal(row: InterruptRow, choice: str, console: ConsoleInput, offered: set[str]) -> str | None:
+def console_choices(row: InterruptRow) -> list[tuple[str, str]]:
+    """The buttons the chat offers for ``row`` once everything is shown (a locked confirmation's real choices,
+    not 📄 Show all): the console shows all of it from the start."""
+    full = row.payload.get("full_choices") or row.choices
+    return [(str(label), str(value)) for label, value in full if value != SHOW_ALL]
+
+
+def console_offers(row: InterruptRow) -> set[str]:
+    """Every choice a console press may make on ``row``."""
+    return {value for _label, value in console_choices(row)} | CONSOLE_CHOICES.get(row.kind, set())
+
+
+def console_refusal(row: InterruptRow, choice: str, console: ConsoleInput) -> str | None:
     """Why a console press on ``row`` is refused, or None."""
-    if choice not in offered | CONSOLE_CHOICES.get(row.kind, set()):
+    if choice not in console_offers(row):
         return "That choice does not fit this request."
     if choice in ("edit", "answer") and not (console.text or "").strip():
         return "Type the answer (or what to change) first."

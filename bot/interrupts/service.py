@@ -82,11 +82,9 @@ class InterruptService:
             return NOT_PENDING, None, ""
         if not self._may_answer(row, action.sender):
             return NOT_YOURS, row, press.choice
-        offered = {value for _label, value in row.choices}
         if action.console is not None:
-            refusal = console_refusal(row, press.choice, action.console, offered)
-            return refusal, row, press.choice
-        if press.choice not in offered:
+            return console_refusal(row, press.choice, action.console), row, press.choice
+        if press.choice not in {value for _label, value in row.choices}:
             return NOT_PENDING, row, press.choice
         return None, row, press.choice
 

@@ -19,7 +19,7 @@ from typing import Any
 from agents.tools.base import Tool, ToolError
 from bot.events import Action, ChatKey, ConsoleInput, Sender, event_key
 from bot.ids import new_id
-from bot.interrupts.console import CONSOLE_CHOICES, MAX_TEXT
+from bot.interrupts.console import MAX_TEXT, console_offers
 from bot.interrupts.text import encode_payload
 from bot.routing import STRATEGIES
 from bot.routing.policy import GLOBAL
@@ -95,8 +95,7 @@ class ConsoleActions:
             return Outcome(False, answered_already(row), 409)
         if nonce != row.nonce:
             return Outcome(False, "This page showed an older version of the request; look again.", 409)
-        offered = {value for _label, value in row.choices}
-        if choice not in offered | CONSOLE_CHOICES.get(row.kind, set()):
+        if choice not in console_offers(row):
             return Outcome(False, "That choice does not fit this request.", 422)
         text = (text or "").strip() or None
         if choice in ("edit", "answer") and text is None:

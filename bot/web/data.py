@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from agents.messages import Message
+from bot.interrupts.console import console_choices
 from bot.routing.policy import ROUTING_KEYS, RoutePolicy
 from bot.runs.catalog import AgentCatalog
 from bot.store.ops import utcnow
@@ -126,6 +127,7 @@ class ConsoleData:
                 }
                 for c in payload.get("calls", [])
             ]
+            view.options = console_choices(row)
         elif row.kind == "plan_approval":
             steps = payload.get("plan", [])
             view.plan = [s if isinstance(s, str) else json.dumps(s, ensure_ascii=False) for s in steps]

@@ -14,9 +14,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from agents.models.scripted import ScriptedModel, call
+from agents.models.scripted import ScriptedModel, call, calls
 from bot.config.settings import Settings, load_settings
 from bot.errors import ConfigError
+from bot.gateway.app import Gateway
+from bot.store.rows import InterruptRow
 from bot.web.auth import LoginLimiter, hash_password, verify_password
 from tests.bot.test_graphs import files
 from tests.bot.test_plans_and_questions import plan, respond
@@ -41,6 +43,16 @@ async def client_for() -> AsyncIterator[Callable[..., Browserless]]:
     yield make
     for c in made:
         await c.close()
+
+
+async def next_pending(gateway: Gateway) -> InterruptRow:
+    """The chat's pending request, once it is there."""
+    for _ in range(200):
+        rows = await gateway.runs.all_pending()
+        if rows:
+            return rows[0]
+        await asyncio.sleep(0.025)
+    raise AssertionError("no request became pending")
 
 
 async def pending_id(env: WebEnv) -> str:
@@ -247,6 +259,42 @@ async def test_edit_arguments_rechecked_and_shown_in_the_chat_as_what_ran(
     last = model.requests[-1].messages
     made = [c for m in last for c in m.tool_calls]
     assert made[-1].args == {"path": "/tmp/build/old", "keep_days": 7}
+    model.assert_complete()
+
+
+async def test_the_console_offers_what_the_chat_does_one_call_of_two_and_always_allow(
+    env: WebEnv, client_for: Callable[..., Browserless]
+) -> None:
+    model = ScriptedModel(
+        [
+            calls(("delete_cache", {"path": "/tmp/a"}, "c1"), ("delete_cache", {"path": "/tmp/b"}, "c2")),
+            "Deleted b only.",
+            call("delete_cache", {"path": "/tmp/c"}, id="c3"),
+            "Deleted c.",
+            call("delete_cache", {"path": "/tmp/d"}, id="c4"),
+            "Deleted d without asking.",
+        ]
+    )
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("@react delete a and b"))
+    await env.prompt()
+    web = client_for(gateway)
+    await web.login()
+    text = (await web.get("/web/"))[1]
+    assert "Only 1: delete_cache" in text and "Only 2: delete_cache" in text and "Always allow delete_cache" in text
+    [row] = await gateway.runs.all_pending()
+    assert (await web.post(f"/web/inbox/{row.id}", {"nonce": row.nonce, "choice": "o2"}))[0] == 303
+    await env.reply("Deleted b only.")
+    assert env.runs == ["/tmp/b"]
+    env.fake.push(env.fake.message("@react delete c"))
+    row = await next_pending(gateway)
+    assert (await web.post(f"/web/inbox/{row.id}", {"nonce": row.nonce, "choice": "g"}))[0] == 303
+    await env.reply("Deleted c.")
+    assert (await gateway.store.chat_settings(f"telegram:{ALICE}"))["grants"] == ["delete_cache"]
+    assert any(a["name"] == "grants" and a["actor"] == "web:alice" for a in await gateway.runs.audit_log())
+    env.fake.push(env.fake.message("@react delete d"))
+    await env.reply("Deleted d without asking.")
+    assert env.runs == ["/tmp/b", "/tmp/c", "/tmp/d"]
     model.assert_complete()
 
 

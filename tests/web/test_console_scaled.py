@@ -1,0 +1,74 @@
+"""Scaled out (PostgreSQL, Redis): an answer given in the console of the gateway process goes through the chat's
+partition stream and is resolved and resumed by the worker that handles the chat, not by the gateway."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from agents.models.scripted import ScriptedModel, call
+from agents.tools.base import Tool, tool
+from bot.config.settings import Settings
+from bot.gateway.app import Gateway
+from channels.telegram import TelegramChannel
+from tests.channels.test_telegram import started
+from tests.fakes.servers import PostgresServer, RedisServer
+from tests.web.harness import Browserless, WebEnv
+
+
+@pytest.fixture
+async def env(make_settings: Callable[..., Settings]) -> AsyncIterator[WebEnv]:
+    async with started(WebEnv(make_settings)) as running:
+        yield running
+
+
+def wrong_place(ran: list[str]) -> list[Tool]:
+    @tool(risk="medium", confirm=True)
+    async def delete_cache(path: str, keep_days: int = 0) -> str:
+        """Delete a build cache directory."""
+        ran.append(f"in the gateway: {path}")
+        return "not here"
+
+    return [delete_cache]
+
+
+async def test_a_console_answer_is_resumed_by_the_worker(
+    env: WebEnv, postgres: PostgresServer, redis: RedisServer
+) -> None:
+    redis.flush()
+    base = env.configure_web()
+    settings = base.model_copy(
+        update={
+            "store": base.store.model_copy(update={"url": postgres.url(postgres.create_database())}),
+            "bus": base.bus.model_copy(update={"url": redis.url(), "partitions": 4, "lease_ms": 1500}),
+        }
+    )
+    gateway = Gateway(
+        settings,
+        model=ScriptedModel([]),
+        channels=[TelegramChannel(settings.channels.telegram)],
+        tools=wrong_place(env.runs),
+        role="gateway",
+    )
+    model = ScriptedModel([call("delete_cache", {"path": "/tmp/build"}), "Deleted /tmp/build."])
+    worker = Gateway(settings, model=model, tools=env.tools(), role="worker")
+    await worker.start()
+    env.running.append(worker)
+    await gateway.start()
+    env.running.append(gateway)
+
+    env.fake.push(env.fake.message("@react delete the build cache"))
+    await env.prompt()
+    web = Browserless(gateway)
+    try:
+        await web.login()
+        [row] = await gateway.runs.all_pending()
+        status, text, _r = await web.post(f"/web/inbox/{row.id}", {"nonce": row.nonce, "choice": "a"})
+        assert status == 303, text
+        await env.reply("Deleted /tmp/build.")
+    finally:
+        await web.close()
+    assert env.runs == ["/tmp/build"]  # the worker's tool; the gateway's was never called
+    assert any("Approved by alice (web)" in t for t in env.edited_texts())
+    model.assert_complete()
