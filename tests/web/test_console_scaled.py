@@ -3,6 +3,7 @@ partition stream and is resolved and resumed by the worker that handles the chat
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -12,7 +13,7 @@ from agents.tools.base import Tool, tool
 from bot.config.settings import Settings
 from bot.gateway.app import Gateway
 from channels.telegram import TelegramChannel
-from tests.channels.test_telegram import started
+from tests.channels.test_telegram import ALICE, started
 from tests.fakes.servers import PostgresServer, RedisServer
 from tests.web.harness import Browserless, WebEnv
 
@@ -67,6 +68,17 @@ async def test_a_console_answer_is_resumed_by_the_worker(
         status, text, _r = await web.post(f"/web/inbox/{row.id}", {"nonce": row.nonce, "choice": "a"})
         assert status == 303, text
         await env.reply("Deleted /tmp/build.")
+        # The read side on PostgreSQL: the search (LIKE … ESCAPE), the conversation, the run's timeline.
+        await worker.tracing.flush()
+        status, text, _r = await web.get("/web/chats?q=build+cache")
+        assert status == 200 and f"telegram:{ALICE}" in text
+        assert "No chat matches" in (await web.get("/web/chats?q=100%25_"))[1]
+        status, text, _r = await web.get(f"/web/chats/telegram:{ALICE}")
+        assert status == 200 and "Deleted /tmp/build." in text
+        run_id = re.search(r'/web/runs/([A-Za-z0-9]+)"', text)
+        assert run_id is not None
+        status, text, _r = await web.get(f"/web/runs/{run_id.group(1)}")
+        assert status == 200 and 'data-type="tool_call"' in text
     finally:
         await web.close()
     assert env.runs == ["/tmp/build"]  # the worker's tool; the gateway's was never called
