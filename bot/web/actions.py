@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,8 @@ from bot.store.rows import InterruptRow
 from bot.store.runs import RunStore
 from bot.store.sql import SqlStore
 from bot.web.auth import WebUserSession
+
+log = logging.getLogger(__name__)
 
 Submit = Callable[[Action], Awaitable[None]]
 ToolsOf = Callable[[str], Awaitable[Sequence[Tool]]]
@@ -116,7 +119,16 @@ class ConsoleActions:
             payload=encode_payload(row.id, row.nonce, choice),
             console=ConsoleInput(user=session.user, text=text, arguments=edited),
         )
-        await self.submit(action)
+        try:
+            await self.submit(action)
+        except Exception as exc:  # the store or the bus refused it: nothing is lost, the request still waits
+            log.warning("web console: could not hand on an answer to %s: %s", row.id, exc)
+            return Outcome(
+                False,
+                f"The gateway could not take the answer just now ({exc}). If it was stored it is applied shortly; "
+                "look at the inbox again before answering once more.",
+                503,
+            )
         return await self._settled(row.id, event_key(action), session.actor)
 
     async def _edited(self, row: InterruptRow, raw: dict[str, str]) -> tuple[str | None, dict[str, dict[str, Any]]]:
