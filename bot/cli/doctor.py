@@ -57,7 +57,7 @@ async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, 
         ]
     lines = [_layers(settings, config, env)]
     lines += [Line(False, f"config: {w}", "move the value to the environment") for w in settings.warnings]
-    checks: list[Check] = [_channels, _http, _store, _redis, _models, _mcp, _agents]
+    checks: list[Check] = [_channels, _http, _web, _store, _redis, _models, _mcp, _agents]
     for check in checks:
         try:
             lines += await asyncio.wait_for(check(settings), timeout_s * 4)
@@ -113,7 +113,7 @@ def _fix(problem: str) -> str:
 async def _http(settings: Settings) -> list[Line]:
     webhooks = [n for n in settings.channels.enabled() if _needs_http(settings, n)]
     http = settings.http
-    if not http.enabled and not webhooks:
+    if not http.enabled and not webhooks and not settings.web.enabled:
         return [Line(True, "http: off (no webhooks; /healthz, /readyz and /metrics need http.enabled)")]
     where = f"{http.host}:{http.port}"
     running = await asyncio.to_thread(_health, http.host, http.port)
@@ -126,6 +126,28 @@ async def _http(settings: Settings) -> list[Line]:
         return [Line(False, f"http: cannot listen on {where}: {exc.strerror}", "choose another http.port")]
     note = f"; webhooks of {', '.join(webhooks)} need a public HTTPS proxy to it" if webhooks else ""
     return [Line(True, f"http: {where} is free{note}")]
+
+
+async def _web(settings: Settings) -> list[Line]:
+    web = settings.web
+    if not web.enabled:
+        return []
+    admins = sum(1 for u in web.users if u.role == "admin")
+    who = f"{admins} admin(s), {len(web.users) - admins} viewer(s)" + (", an admin token" if web.token else "")
+    where = f"http://{settings.http.host}:{settings.http.port}{web.path}"
+    lines = [Line(True, f"web: the console at {where} ({who})")]
+    if web.token and len(web.token) < 16:
+        lines.append(
+            Line(False, "web: the admin token is short enough to guess", "set BOT_WEB__TOKEN to 16+ random characters")
+        )
+    if not admins and not web.token:
+        lines.append(Line(False, "web: nobody can act in the console (viewers only)", "give a user role: admin"))
+    public = settings.http.host not in ("127.0.0.1", "localhost", "::1")
+    if public and web.secure_cookies != "always" and not web.trust_proxy:
+        what = f"web: served on {settings.http.host} over plain HTTP: passwords and sessions cross the network"
+        fix = "put it behind an HTTPS proxy and set web.trust_proxy: true (or web.secure_cookies: always)"
+        lines.append(Line(False, what, fix))
+    return lines
 
 
 def _needs_http(settings: Settings, name: str) -> bool:

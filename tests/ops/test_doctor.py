@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from bot.cli.doctor import Line, diagnose
 from bot.store.migrate import head_revision, migrate_url
+from bot.web.auth import hash_password
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.mcp_gateway import STDIO_FAKE
@@ -176,6 +177,22 @@ async def test_a_broken_setup_names_each_problem_and_its_fix(tmp_path: Path, fak
     fakes["gemini"].reply_text("OK")
     lines = await diagnose(config, timeout_s=5, env={**environment(fakes), "TELEGRAM_WEBHOOK_SECRET": "s3cret-hook"})
     assert by_text(lines, "telegram webhook").what.endswith("is not HTTPS")
+
+
+async def test_the_web_console_is_checked(tmp_path: Path) -> None:
+    admin = hash_password("correct horse battery")
+    base = {"store": {"data_dir": str(tmp_path / "d")}, "agents": {"dirs": []}, "http": {"port": 0}}
+    config = tmp_path / "web.yaml"
+    config.write_text(yaml.safe_dump({**base, "web": {"enabled": True, "users": [
+        {"name": "alice", "role": "admin", "password_hash": admin}]}}))  # fmt: skip
+    lines = await diagnose(config, timeout_s=5, env={"BOT_WEB__TOKEN": "short"})
+    assert by_text(lines, "web: the console").what.endswith("(1 admin(s), 0 viewer(s), an admin token)")
+    assert not by_text(lines, "web: the admin token").ok
+    config.write_text(yaml.safe_dump({**base, "http": {"host": "0.0.0.0", "port": 0}, "web": {"enabled": True,
+        "users": [{"name": "victor", "role": "viewer", "password_hash": admin}]}}))  # fmt: skip
+    lines = await diagnose(config, timeout_s=5, env={})
+    assert not by_text(lines, "web: nobody can act").ok
+    assert by_text(lines, "web: served on 0.0.0.0").fix.startswith("put it behind an HTTPS proxy")
 
 
 def test_cli_exit_codes_and_a_config_that_does_not_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
