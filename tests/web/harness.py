@@ -3,6 +3,7 @@ HTTP client that signs in like a browser (cookies, the CSRF token from the page)
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
 from functools import cache
@@ -14,6 +15,7 @@ from agents.models.scripted import ScriptedModel
 from agents.tools.base import Tool, tool
 from bot.config.settings import Settings
 from bot.gateway.app import Gateway
+from bot.store.rows import InterruptRow
 from bot.web.auth import hash_password
 from channels.telegram import TelegramChannel
 from tests.channels.test_telegram import ALICE, Env
@@ -119,3 +121,20 @@ class Browserless:
         if status == 303:
             await self.get(response.headers["Location"])  # the inbox, for its CSRF token
         return status
+
+
+async def next_pending(gateway: Gateway) -> InterruptRow:
+    """The chat's pending request, once it is there."""
+    for _ in range(200):
+        rows = await gateway.runs.all_pending()
+        if rows:
+            return rows[0]
+        await asyncio.sleep(0.025)
+    raise AssertionError("no request became pending")
+
+
+async def pending_id(env: WebEnv) -> str:
+    gateway = env.running[-1]
+    rows = await gateway.runs.all_pending()
+    assert len(rows) == 1
+    return rows[0].id

@@ -5,24 +5,15 @@ the browser's answer refused; CSRF and signed-out requests are refused; every pa
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-
 import pytest
 from playwright.async_api import Page, async_playwright, expect
 
 from agents.models.scripted import ScriptedModel, call
-from bot.config.settings import Settings
-from tests.channels.test_telegram import ALICE, approve, started
+from tests.channels.test_telegram import ALICE, approve
 from tests.web.browser import artifacts, need_chromium
 from tests.web.harness import ADMIN_PASSWORD, WebEnv, base_url
 
 pytestmark = pytest.mark.timeout(600)  # chromium may be installed first (about 2 minutes)
-
-
-@pytest.fixture
-async def env(make_settings: Callable[..., Settings]) -> AsyncIterator[WebEnv]:
-    async with started(WebEnv(make_settings)) as running:
-        yield running
 
 
 async def pending_card(page: Page, env: WebEnv) -> str:

@@ -4,24 +4,14 @@ partition stream and is resolved and resumed by the worker that handles the chat
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
-
-import pytest
 
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
-from bot.config.settings import Settings
 from bot.gateway.app import Gateway
 from channels.telegram import TelegramChannel
-from tests.channels.test_telegram import ALICE, started
+from tests.channels.test_telegram import ALICE
 from tests.fakes.servers import PostgresServer, RedisServer
 from tests.web.harness import Browserless, WebEnv
-
-
-@pytest.fixture
-async def env(make_settings: Callable[..., Settings]) -> AsyncIterator[WebEnv]:
-    async with started(WebEnv(make_settings)) as running:
-        yield running
 
 
 def wrong_place(ran: list[str]) -> list[Tool]:
