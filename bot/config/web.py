@@ -68,3 +68,10 @@ class WebSection(_Section):
 
     def user(self, name: str) -> WebUser | None:
         return next((u for u in self.users if u.name == name), None)
+
+    def role_of(self, name: str) -> str | None:
+        """What ``name`` may do now (``token``: the admin token's sessions); None: nobody by that name."""
+        if name == "token":
+            return "admin" if self.token else None
+        user = self.user(name)
+        return user.role if user is not None else None

@@ -109,9 +109,7 @@ class Supervisor:
     def console_sender(self, console: ConsoleInput) -> Sender | None:
         """The web console's signed-in admin as a sender (None: no longer an admin there)."""
         web = self.settings.web
-        user = web.user(console.user)
-        admin = (console.user == "token" and bool(web.token)) or (user is not None and user.role == "admin")
-        if not (web.enabled and admin):
+        if not (web.enabled and web.role_of(console.user) == "admin"):
             return None
         return Sender(id=f"web:{console.user}", name=f"{console.user} (web)", is_admin=True)
 

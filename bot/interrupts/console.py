@@ -54,10 +54,6 @@ def console_resolution(row: InterruptRow, choice: str, console: ConsoleInput, pr
     ids = tuple(str(c["id"]) for c in row.payload.get("calls", []))
     if choice == "e":
         return Resolution(approved=ids, choice="e", edited=dict(console.arguments))
-    if choice == "a":
-        return Resolution(approved=ids, choice="a")
-    if choice == "g":
-        return Resolution(approved=ids, grant=True, choice="g")
     if choice == "edit":
         return Resolution(choice="edit", feedback=console.text)
     if choice == "answer":

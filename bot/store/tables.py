@@ -328,6 +328,5 @@ class WebSession(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=64)
     user_name: str = Field(max_length=64)
-    role: str = Field(max_length=16)
     created_at: datetime = Field(sa_type=DateTime)
     expires_at: datetime = Field(sa_type=DateTime, index=True)

@@ -63,12 +63,13 @@ def _memory(d: dict[str, Any]) -> str:
     if d.get("summary_chars"):
         parts.append(f"summary {d['summary_chars']} chars")
     if isinstance(d.get("session"), dict):
-        shown = "; ".join(f"{k}={_short(str(v)) if v else '(not set)'}" for k, v in d["session"].items())
+        shown = "; ".join(f"{k}={shorten(str(v)) if v else '(not set)'}" for k, v in d["session"].items())
         parts.append(f"session: {shown}")
     return ", ".join(parts) or "nothing recalled"
 
 
-def _short(text: str, limit: int = 60) -> str:
+def shorten(text: str, limit: int = 60) -> str:
+    """``text``, cut to ``limit`` characters with an ellipsis when longer."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from agents.tools.base import Tool, ToolError
 from bot.events import Action, ChatKey, ConsoleInput, Sender, event_key
 from bot.ids import new_id
-from bot.interrupts.console import MAX_TEXT, console_offers
+from bot.interrupts.console import console_offers, console_refusal
 from bot.interrupts.text import encode_payload
 from bot.routing import STRATEGIES
 from bot.routing.policy import GLOBAL
@@ -33,8 +33,6 @@ log = logging.getLogger(__name__)
 
 Submit = Callable[[Action], Awaitable[None]]
 ToolsOf = Callable[[str], Awaitable[Sequence[Tool]]]
-
-WORDS = {"a": "approve", "d": "deny", "g": "always allow", "e": "approve with edited arguments"}
 
 
 @dataclass(frozen=True)
@@ -98,26 +96,24 @@ class ConsoleActions:
             return Outcome(False, answered_already(row), 409)
         if nonce != row.nonce:
             return Outcome(False, "This page showed an older version of the request; look again.", 409)
-        if choice not in console_offers(row):
-            return Outcome(False, "That choice does not fit this request.", 422)
-        text = (text or "").strip() or None
-        if choice in ("edit", "answer") and text is None:
-            return Outcome(False, "Type the answer (or what to change) first.", 422)
-        if text is not None and len(text) > MAX_TEXT:
-            return Outcome(False, f"The text is too long (at most {MAX_TEXT:,} characters).", 422)
-        edited: dict[str, dict[str, Any]] = {}
-        if choice == "e":
+        console = ConsoleInput(user=session.user, text=(text or "").strip() or None)
+        if choice == "e" and choice in console_offers(row):
             problem, edited = await self._edited(row, raw)
             if problem:
                 return Outcome(False, problem, 422)
-            if not edited:
+            if edited:
+                console = console.model_copy(update={"arguments": edited})
+            else:
                 choice = "a"  # nothing changed: a plain approval
+        # The chat's turn checks the same again (it is authoritative); here it answers at once.
+        if refusal := console_refusal(row, choice, console):
+            return Outcome(False, refusal, 422)
         action = Action(
             id=f"web-{new_id()}",
             chat=row.chat,
             sender=Sender(id=session.actor, name=f"{session.user} (web)"),
             payload=encode_payload(row.id, row.nonce, choice),
-            console=ConsoleInput(user=session.user, text=text, arguments=edited),
+            console=console,
         )
         try:
             await self.submit(action)

@@ -16,6 +16,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 
 from bot.config.web import WebSection
 from bot.store.ops import Step, utcnow
@@ -53,8 +54,11 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(got, expected)
 
 
-_DUMMY = hash_password("not-a-real-password")
-"""Checked against for an unknown name, so the answer takes as long as for a known one."""
+@cache
+def _dummy() -> str:
+    """Checked against for an unknown name, so the answer takes as long as for a known one (made on first use:
+    a hash costs 40 ms, and most gateways never serve the console)."""
+    return hash_password("not-a-real-password")
 
 
 @dataclass(frozen=True)
@@ -93,15 +97,17 @@ class Sessions:
         self.store = store
 
     def check(self, name: str, password: str) -> str | None:
-        """The role of ``name`` when ``password`` is theirs (or the admin token), else None."""
+        """Who signs in with ``name`` and ``password`` (``token`` for the admin token, given with no name or
+        ``token``), else None."""
         token = self.config.token
         if token and hmac.compare_digest(password.encode(), token.encode()) and name in ("", "token"):
-            return "admin"
+            return "token"
         user = self.config.user(name)
-        ok = verify_password(password, user.password_hash if user else _DUMMY)
-        return user.role if ok and user is not None else None
+        ok = verify_password(password, user.password_hash if user else _dummy())
+        return name if ok and user is not None else None
 
-    async def open(self, name: str, role: str) -> WebUserSession:
+    async def open(self, name: str) -> WebUserSession:
+        """A new session for ``name`` (``token`` for the admin token's)."""
         token = secrets.token_urlsafe(32)
         now = utcnow()
         expires = now + timedelta(hours=self.config.session_hours)
@@ -109,31 +115,23 @@ class Sessions:
             [
                 Step("DELETE FROM web_sessions WHERE expires_at < ?", (now,)),
                 Step(
-                    "INSERT INTO web_sessions (id, user_name, role, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-                    (_digest(token), name or "token", role, now, expires),
+                    "INSERT INTO web_sessions (id, user_name, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                    (_digest(token), name, now, expires),
                 ),
             ]
         )
-        return WebUserSession(name or "token", role, token)
+        return WebUserSession(name, self.config.role_of(name) or "viewer", token)
 
     async def find(self, token: str) -> WebUserSession | None:
+        """The session of a cookie's token; its rights are what the configuration says now (a user removed or
+        made a viewer since signing in loses them at once)."""
         if not token or len(token) > 128:
             return None
         rows = await self.store.read(
-            "SELECT user_name, role FROM web_sessions WHERE id = ? AND expires_at > ?", (_digest(token), utcnow())
+            "SELECT user_name FROM web_sessions WHERE id = ? AND expires_at > ?", (_digest(token), utcnow())
         )
-        if not rows:
-            return None
-        name, _role = rows[0]
-        # A user removed from the configuration (or made a viewer) loses what the session said at sign-in.
-        if name == "token":
-            current = "admin" if self.config.token else None
-        else:
-            user = self.config.user(name)
-            current = user.role if user is not None else None
-        if current is None:
-            return None
-        return WebUserSession(name, current, token)
+        role = self.config.role_of(rows[0][0]) if rows else None
+        return WebUserSession(rows[0][0], role, token) if role is not None else None
 
     async def close(self, token: str) -> None:
         await self.store.write([Step("DELETE FROM web_sessions WHERE id = ?", (_digest(token),))])

@@ -184,8 +184,9 @@ class WebConsole:
         return self._redirect(f"{self.root}/")
 
     async def _page(self, name: str, session: WebUserSession, page: str, **values: Any) -> web.Response:
-        pending = len(await self.data.runs.all_pending())
-        return self._render(name, session, page=page, pending_count=pending, **values)
+        if "pending_count" not in values:  # the inbox counts what it shows
+            values["pending_count"] = await self.data.pending_count()
+        return self._render(name, session, page=page, **values)
 
     # -- sign-in ------------------------------------------------------------------------------
 
@@ -222,15 +223,15 @@ class WebConsole:
             )
             response.headers["Retry-After"] = str(int(wait) + 1)
             return response
-        role = await asyncio.to_thread(self.sessions.check, name, password)
-        if role is None:
+        user = await asyncio.to_thread(self.sessions.check, name, password)
+        if user is None:
             self.limiter.failed(*keys)
             await self.actions.audit(f"web:{name or '?'}", "web", "web.login", self._client(request), "refused")
             log.warning("web console: failed sign-in for %r from %s", name, self._client(request))
             return await self._login_page(request, status=401, flash="Wrong name or password.")
         self.limiter.succeeded(*keys)
-        session = await self.sessions.open(name if name != "token" else "", role)
-        await self.actions.audit(session, "web", "web.login", self._client(request), role)
+        session = await self.sessions.open(user)
+        await self.actions.audit(session, "web", "web.login", self._client(request), session.role)
         nxt = str(form.get("next", ""))
         target = nxt if nxt.startswith(self.root + "/") and not nxt.startswith("//") else f"{self.root}/"
         response = self._redirect(target)
@@ -268,7 +269,14 @@ class WebConsole:
             if row is not None and row.status != "pending":
                 flash = f"Answered: {row.kind.replace('_', ' ')} in {row.chat_key} ({row.status} by {row.resolved_by})."
         response = await self._page(
-            "inbox.html", session, "inbox", title="Inbox", items=items, flash=flash, flash_ok=ok
+            "inbox.html",
+            session,
+            "inbox",
+            title="Inbox",
+            items=items,
+            pending_count=len(items),
+            flash=flash,
+            flash_ok=ok,
         )
         response.set_status(status)
         return response

@@ -18,7 +18,7 @@ from bot.store.sql import SqlStore
 from bot.tracing.event import TraceEvent
 from bot.tracing.recorder import Tracing
 from bot.tracing.replay import detail
-from bot.tracing.timeline import describe, human_duration
+from bot.tracing.timeline import describe, human_duration, shorten
 
 PAGE = 100
 """Rows per list (chats, runs, messages, audit)."""
@@ -58,10 +58,6 @@ class Pending:
     question: str = ""
     options: list[tuple[str, str]] = field(default_factory=list)
 
-    @property
-    def channel(self) -> str:
-        return self.row.chat_key.split(":", 1)[0]
-
 
 @dataclass
 class ChatLine:
@@ -99,6 +95,10 @@ class ConsoleData:
         rows = sorted(await self.runs.all_pending(), key=lambda r: r.created_at, reverse=True)
         agents = await self._agents_of([r.run_id for r in rows])
         return [self.pending(r, agents.get(r.run_id, "?")) for r in rows]
+
+    async def pending_count(self) -> int:
+        [(count,)] = await self.store.read("SELECT COUNT(*) FROM interrupts WHERE status = 'pending'")
+        return int(count)
 
     async def version(self) -> str:
         """Changes whenever the inbox does (for the live updates): the pending ids."""
@@ -239,8 +239,7 @@ class ConsoleData:
 def _short(value: Any, limit: int = 80) -> str:
     if value is None:
         return ""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str), limit)
 
 
 def timeline(events: list[TraceEvent]) -> list[dict[str, str]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 
 from agents.specs.graph import END, GraphSpec
+from bot.tracing.timeline import shorten
 
 START = "(start)"
 """Not a node name (the pattern refuses parentheses)."""
@@ -74,7 +75,7 @@ def graph_svg(spec: GraphSpec) -> str:
         if when:
             parts.append(
                 f'<text class="when" x="{lx:.0f}" y="{ly:.0f}"><title>{escape(when)}</title>'
-                f"{escape(_short(when, room))}</text>"
+                f"{escape(shorten(when, room))}</text>"
             )
     for name, (x, y) in at.items():
         if name in (START, END):
@@ -86,7 +87,7 @@ def graph_svg(spec: GraphSpec) -> str:
             parts.append(f'<rect class="{cls}" x="{x:.0f}" y="{y:.0f}" width="{BOX_W}" height="{BOX_H}" rx="6"/>')
         parts.append(
             f'<text class="label" x="{x + BOX_W / 2:.0f}" y="{y + BOX_H / 2 + 5:.0f}" text-anchor="middle">'
-            f"{escape(_short(label, 26))}</text>"
+            f"{escape(shorten(label, 26))}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -95,7 +96,3 @@ def graph_svg(spec: GraphSpec) -> str:
 def _half(name: str) -> float:
     """Half the width of a node's shape (the start and the end are small ellipses)."""
     return 36 if name in (START, END) else BOX_W / 2
-
-
-def _short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,5 +1,5 @@
 """Web console sessions: a signed-in person's session, by the SHA-256 of its cookie (the cookie itself is never
-stored).
+stored); what the person may do is read from the configuration at each request.
 
 Revision ID: 0011
 Revises: 0010
@@ -19,7 +19,6 @@ def upgrade() -> None:
         "web_sessions",
         sa.Column("id", sa.String(64), primary_key=True),
         sa.Column("user_name", sa.String(64), nullable=False),
-        sa.Column("role", sa.String(16), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("expires_at", sa.DateTime(), nullable=False),
     )
