@@ -14,6 +14,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from bot import fencing
 from bot.events import OutboundMessage
 from bot.ops.metrics import Metrics
 
@@ -60,7 +61,11 @@ class Delivery:
         self._channels[channel.name] = channel
 
     async def send(self, message: OutboundMessage) -> str | None:
-        """Send; the platform's message reference, or None (typing, no reference, or a failure, logged)."""
+        """Send; the platform's message reference, or None (typing, no reference, or a failure, logged).
+
+        Inside a partition's work whose lease is known lost: :class:`~bot.fencing.LeaseLost`, nothing sent.
+        """
+        fencing.check(f"a {message.kind} message")
         channel = self._channels.get(message.chat.channel)
         if channel is None:
             log.error(
@@ -99,7 +104,12 @@ class Delivery:
     async def deliver(
         self, outbox_id: int, message: OutboundMessage, interrupt: InterruptRow | str | None = None
     ) -> str | None:
-        """Send a committed outbox entry, then mark it sent (a prompt's reference lands on ``interrupt``)."""
+        """Send a committed outbox entry, then mark it sent (a prompt's reference lands on ``interrupt``).
+
+        Inside a partition's work whose lease is known lost: :class:`~bot.fencing.LeaseLost`; the entry stays
+        unsent for the partition's next owner to send.
+        """
+        fencing.check(f"a committed {message.kind} message")
         channel = self._channels.get(message.chat.channel)
         if isinstance(channel, MarksSent):
             interrupt_id = interrupt if interrupt is None or isinstance(interrupt, str) else interrupt.id

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from agents.models.scripted import ScriptedModel
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import Settings, load_settings
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender
 from bot.gateway.app import Gateway
@@ -22,6 +23,7 @@ from bot.inbox import Inbox, Receipt
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.servers import PostgresServer, RedisServer, postgres_server, redis_server
+from tests.waiting import CEILING_S
 
 
 def need_bwrap() -> None:
@@ -160,7 +162,7 @@ class RecordingChannel:
     def texts(self, chat: ChatKey | None = None) -> list[str]:
         return [m.text for m in self.sent if m.kind != "typing" and (chat is None or m.chat == chat)]
 
-    async def wait_for(self, count: int, timeout: float = 5.0) -> list[str]:
+    async def wait_for(self, count: int, timeout: float = CEILING_S) -> list[str]:
         async def enough() -> None:
             async with self.received:
                 await self.received.wait_for(lambda: len(self.texts()) >= count)
@@ -181,7 +183,7 @@ class RecordingInbox:
             async with self._published:
                 await self._published.wait_for(lambda: len(self.events) >= count)
 
-        await asyncio.wait_for(enough(), 5)
+        await asyncio.wait_for(enough(), CEILING_S)
 
     async def submit(self, event: InboundEvent) -> Receipt:
         async with self._published:
@@ -232,8 +234,8 @@ class Harness:
         """Publish one event and wait until it was handled; returns the texts sent for it."""
         before = len(self.channel.texts())
         await self.gateway.inbox.submit(event)
-        await asyncio.wait_for(self.gateway.bus.join(), 10)
-        await asyncio.wait_for(self.gateway.inbox.settled(), 10)
+        await asyncio.wait_for(self.gateway.bus.join(), CEILING_S)
+        await asyncio.wait_for(self.gateway.inbox.settled(), CEILING_S)
         return self.channel.texts()[before:]
 
     async def say(self, text: str, **kw: Any) -> list[str]:
@@ -258,14 +260,19 @@ class Harness:
     async def click(self, label_start: str, *, user: str = "u1", **kw: Any) -> list[str]:
         return await self.send(self.press(self.payload(label_start), user=user, **kw))
 
-    async def restart(self, model: Any, tools: Any = None, *, before_stop: Any = None) -> None:
-        """Stop the gateway and start a new one on the same database and settings (a new channel too)."""
+    async def restart(self, model: Any, tools: Any = None, *, before_stop: Any = None, down: Any = None) -> None:
+        """Stop the gateway and start a new one on the same database, settings and clock (a new channel too).
+
+        ``down``: awaited while no gateway runs (e.g. the fake clock moving past a deadline).
+        """
         settings = self.gateway.settings
         if before_stop is not None:
             before_stop(self.gateway)
         await self.gateway.stop(timeout=5)
+        if down is not None:
+            await down()
         self.channel = RecordingChannel("console")
-        self.gateway = Gateway(settings, model=model, channels=[self.channel], tools=tools)
+        self.gateway = Gateway(settings, model=model, channels=[self.channel], tools=tools, clock=self.gateway.clock)
         await self.gateway.start()
 
     def edits(self) -> list[OutboundMessage]:
@@ -291,6 +298,7 @@ async def make_harness(
         admins: list[str] | None = None,
         mention_policy: str = "mention",
         tools: Any = None,
+        clock: Clock = SYSTEM_CLOCK,
         **overrides: Any,
     ) -> Harness:
         channels = overrides.pop("channels", {})
@@ -305,7 +313,7 @@ async def make_harness(
         }
         settings = make_settings(channels={"console": console, **channels}, **overrides)
         channel = RecordingChannel("console")
-        gateway = Gateway(settings, model=model, channels=[channel], tools=tools)
+        gateway = Gateway(settings, model=model, channels=[channel], tools=tools, clock=clock)
         await gateway.start()
         harness = Harness(gateway, channel)
         started.append(harness)

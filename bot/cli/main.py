@@ -330,7 +330,7 @@ def route(
 
 
 async def _route_all(settings: Settings, messages: list[str], strategy: str | None, as_json: bool) -> int:
-    from bot.gateway.app import build_model
+    from bot.gateway.parts import build_model
     from bot.routing import Router, parse_target
     from bot.runs.catalog import AgentCatalog
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from agents.models.base import Model
 from agents.react import ASK_USER_TOOL
 from agents.tools.base import Tool
 from bot.bus import Bus, InMemoryBus
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.commands.admin import register_admin_commands
 from bot.commands.builtin import register_builtin_commands
 from bot.commands.context import CommandContext
@@ -19,14 +19,16 @@ from bot.commands.jobs import register_job_commands
 from bot.commands.memory import register_memory_commands
 from bot.commands.registry import CommandRegistry
 from bot.commands.usage import register_usage_commands
-from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
+from bot.config.settings import ConfigError, Settings
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, event_key
+from bot.fencing import NO_FENCES, Fences
 from bot.gateway.http import HttpServer
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
 from bot.gateway.models import ModelCatalog
 from bot.gateway.ops import OpsEndpoints
+from bot.gateway.parts import build_channels, builtin_tools, warn_unknown_references
 from bot.gateway.scaled import ROLES, Role, ScaleOut, connect_redis, make_bus
 from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
@@ -53,7 +55,6 @@ from bot.web.console import WebConsole
 from bot.web.data import ConsoleData
 from bot.web.health import HealthView
 from channels.base import (
-    BuildContext,
     Channel,
     Closable,
     ForgetsMessages,
@@ -64,54 +65,6 @@ from channels.base import (
 from channels.registry import PLUGINS
 
 log = logging.getLogger(__name__)
-
-
-def build_model(settings: Settings) -> Model:
-    """The main model (with its fallbacks): Gemini when its key is set, OpenAI-compatible when configured,
-    else the labelled offline model."""
-    return ModelCatalog(settings).main
-
-
-def builtin_tools(settings: Settings) -> list[Tool]:
-    """The built-in toolset, configured by the ``tools`` section (``run_command``'s sandbox masks the bot's files)."""
-    from agents.tools import builtin_toolset
-    from agents.tools.sandbox import SandboxUnavailable
-
-    try:
-        return list(builtin_toolset(settings.tools, hidden=own_files(settings)).tools)
-    except SandboxUnavailable as exc:
-        raise ConfigError(f"tools.run_command.sandbox is bwrap, but {exc}") from None
-
-
-def own_files(settings: Settings) -> list[Path]:
-    """What a sandboxed command must not see: the data dir (database), configuration files, agent files."""
-    paths = [settings.store.data_dir, USER_CONFIG.expanduser().parent, PROJECT_CONFIG.parent, settings.agents.user_dir]
-    paths += settings.agents.dirs
-    return [Path(p).expanduser() for p in paths]
-
-
-def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers: set[str]) -> None:
-    """Log what an agent file names that does not exist here (a misspelt tool in ``tools.allow`` would
-    otherwise just never be offered); the agent still loads."""
-    from agents.spec import check_references
-    from bot.cli.agents import known_tool_names
-
-    known = tools | known_tool_names()
-    for agent in catalog.agents.values():
-        if agent.spec is None:
-            continue
-        for problem in check_references(agent.spec, catalog.agents, known, mcp_servers):
-            log.warning("agent %s: %s", agent.name, problem)
-
-
-def build_channels(
-    settings: Settings,
-    join: Callable[[], Awaitable[None]] | None = None,
-    rate_limited: Callable[[str], None] | None = None,
-) -> list[Channel]:
-    """An adapter for every enabled channel section, from its plugin (platform libraries load only then)."""
-    context = BuildContext(settled=join, rate_limited=rate_limited)
-    return [PLUGINS[name].build(settings.channels.section(name), context) for name in settings.channels.enabled()]
 
 
 class Gateway:
@@ -129,8 +82,12 @@ class Gateway:
         progress: Progress | None = None,
         role: Role = "all",
         redis: Any = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        """``clock``: everything that waits on time (expiry, scheduled messages, jobs, leases, rate limits,
+        streaming, retention and flushes) reads and waits on it; tests pass a :class:`~bot.clock.FakeClock`."""
         self.settings = settings
+        self.clock = clock
         self.progress = progress or (lambda _line: None)
         """Start-up progress lines, for a person waiting at a terminal."""
         if role not in ROLES:
@@ -141,6 +98,8 @@ class Gateway:
                 "and store.url (postgresql://…, or DATABASE_URL)"
             )
         self.role = role
+        self.fences = Fences(settings.bus.partitions, clock.monotonic) if settings.bus.url else NO_FENCES
+        """The partitions this process holds and their fencing tokens (scaled out; nothing fenced otherwise)."""
         self.scale = ScaleOut(self, role, redis or connect_redis(settings.bus.url)) if settings.bus.url else None
         self.metrics = Metrics()
         self.models = ModelCatalog(settings, model, self.metrics)
@@ -151,6 +110,7 @@ class Gateway:
             shared=self.scale is not None,
             secrets=settings.secrets(),
             commit_timer=self._commit_timed,
+            clock=clock,
         )
         self.runs = RunStore(
             self.store, runs_days=settings.store.runs_retention_days, audit_days=settings.store.audit_retention_days
@@ -159,7 +119,7 @@ class Gateway:
             otel = OtelSink.from_config(settings.tracing)
             trace_sinks = [otel] if otel is not None else []
         self.tracing = Tracing(
-            self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks, self.metrics.observe
+            self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks, self.metrics.observe, clock
         )
         self.bus: Bus = (
             make_bus(settings, self.scale.redis)
@@ -175,8 +135,8 @@ class Gateway:
                 if channels is not None
                 else build_channels(settings, self.settled, self.metrics.platform_rate_limited)
             )
-        self.scheduled = ScheduledMessages(self.runs, self.delivery)
-        self.media = MediaService(settings, self.model, self.delivery)
+        self.scheduled = ScheduledMessages(self.runs, self.delivery, clock, self.fences)
+        self.media = MediaService(settings, self.model, self.delivery, clock)
         self.jobs = (
             JobService(
                 settings.jobs,
@@ -184,6 +144,7 @@ class Gateway:
                 deliver=self.delivery.deliver,
                 publish=self._publish_job_event,
                 zone_of=self._zone_of,
+                clock=clock,
                 counted=self.metrics.job_fired,
             )
             if settings.jobs.enabled
@@ -210,13 +171,13 @@ class Gateway:
         )
         self.router = Router(self.catalog.targets(), self.models.get(settings.routing.llm.model or None))
         self.routes = RoutePolicy(settings, self.store, self.catalog, self.router)
-        self.mcp = McpPool(settings, self.delivery.send)
+        self.mcp = McpPool(settings, self.delivery.send, clock)
         self.budgets = (
-            Budgets(settings.budgets, self.store, refused=self.metrics.budget_refused)
+            Budgets(settings.budgets, self.store, clock=clock, refused=self.metrics.budget_refused)
             if settings.budgets.enabled
             else None
         )
-        self.timers = ExpiryTimers()
+        self.timers = ExpiryTimers(clock)
         self.manager = RunManager(
             settings=settings,
             store=self.store,
@@ -238,8 +199,9 @@ class Gateway:
             prints_as_written=frozenset(
                 c.name for c in self.channels if isinstance(c, PrintsAsWritten) and c.prints_as_written
             ),
+            clock=clock,
         )
-        self.interrupts = InterruptService(self.runs, self.manager, self.delivery, self.timers)
+        self.interrupts = InterruptService(self.runs, self.manager, self.delivery, self.timers, self.fences)
         self.commands = CommandRegistry()
         context = CommandContext(
             settings=settings,
@@ -280,6 +242,7 @@ class Gateway:
             press_check=self.supervisor.check_press if role == "all" else None,
             handled_here=self.scale is None,
             metrics=self.metrics,
+            clock=clock.monotonic,
         )
         self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.http: HttpServer | None = None
@@ -310,8 +273,9 @@ class Gateway:
             self.settings.web,
             data=ConsoleData(self.store, self.runs, self.tracing, self.routes),
             actions=ConsoleActions(self.store, self.runs, self._submit_console, self._tools_of),
-            sessions=Sessions(self.settings.web, self.store),
+            sessions=Sessions(self.settings.web, self.store, self.clock),
             health=health,
+            clock=self.clock,
         )
 
     async def _submit_console(self, action: Action) -> None:

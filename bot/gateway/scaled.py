@@ -15,8 +15,10 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 
 from bot.aio import cancel_and_wait
+from bot.clock import Clock
 from bot.config.settings import ConfigError, Settings
 from bot.delivery import Delivery
+from bot.fencing import Fences
 from bot.gateway.intake import DurableInbox
 from bot.gateway.starter import ChannelStarter
 from bot.gateway.supervisor import Supervisor
@@ -29,7 +31,6 @@ from bot.scale.consumer import PartitionConsumer, owner_of
 from bot.scale.leases import Leases, process_name
 from bot.scale.relay import OutboundRelay, RemoteChannel
 from bot.scale.streams import PREFIX, RedisBus
-from bot.store.ops import utcnow
 from bot.store.runs import RunStore
 from bot.store.sql import SqlStore
 from channels.base import Exclusive
@@ -48,6 +49,8 @@ class ScaleHost(Protocol):
     inbox: DurableInbox
     delivery: Delivery
     starter: ChannelStarter
+    fences: Fences
+    clock: Clock
 
 
 log = logging.getLogger(__name__)
@@ -55,6 +58,8 @@ log = logging.getLogger(__name__)
 Role = Literal["all", "gateway", "worker"]
 ROLES: tuple[Role, ...] = ("all", "gateway", "worker")
 SWEEP_LEASE = PREFIX + "lease:sweep"
+REDIS_READ_TIMEOUT_S = 90.0
+"""Longer than any blocking call the bus makes (a worker waits up to 30 s for a gateway's answer)."""
 
 
 def connect_redis(url: str) -> Any:
@@ -66,8 +71,16 @@ def connect_redis(url: str) -> Any:
         raise ConfigError(
             "bus.url is set but the Redis client is not installed: pip install 'supervisor-bot[scale]'"
         ) from None
+    # redis-py 8 reads with a 5 s socket timeout by default, which cut the worker's 30 s wait for its gateway's
+    # answer short (and the chat's next message went first): reads may take as long as the longest block.
     pool = aioredis.BlockingConnectionPool.from_url(
-        url, max_connections=512, timeout=20, socket_connect_timeout=5, health_check_interval=30
+        url,
+        max_connections=512,
+        timeout=20,
+        socket_connect_timeout=5,
+        socket_timeout=REDIS_READ_TIMEOUT_S,
+        socket_keepalive=True,
+        health_check_interval=30,
     )
     return aioredis.Redis(connection_pool=pool)
 
@@ -119,6 +132,9 @@ class ScaleOut:
             on_release=self._drop,
             max_concurrent=g.settings.bus.max_concurrent_chats,
             max_pending=g.settings.bus.max_pending,
+            fences=g.fences,
+            raise_fence=g.store.raise_fence,
+            clock=g.clock,
         )
         await self.consumer.start()
 
@@ -132,13 +148,19 @@ class ScaleOut:
             [c.name for c in channels],
             name=self.name,
             max_concurrent=g.settings.bus.max_concurrent_chats,
+            clock=g.clock,
         )
         await self.relay.start()
         exclusive = self.exclusive_channels(channels)
         await g.starter.start_all(skip=exclusive)
         if exclusive:
             self.exclusive = ExclusiveConnections(
-                self.redis, owner=self.name, lease_ms=self.lease_ms, starter=g.starter, channels=exclusive
+                self.redis,
+                owner=self.name,
+                lease_ms=self.lease_ms,
+                starter=g.starter,
+                channels=exclusive,
+                clock=g.clock,
             )
             await self.exclusive.start()
         self._sweep = asyncio.create_task(self._sweep_loop(), name="inbox-sweep")
@@ -148,7 +170,7 @@ class ScaleOut:
         g = self.gateway
         owns = owner_of(self.partitions, partitions)
         g.store.forget_chats(owns)
-        report = await recover(g.runs, g.manager, g.interrupts, owns)
+        report = await recover(g.runs, g.manager, g.interrupts, owns, g.fences)
         report.late_scheduled = await g.scheduled.adopt(owns)
         if report.resent or report.resumed or report.rerun or report.reported or report.expired:
             log.info("partitions %s taken over: %s", sorted(partitions), report)
@@ -164,11 +186,11 @@ class ScaleOut:
         """Republish inbox rows committed long ago and never handled (Redis lost them); one gateway at a time."""
         leases = Leases(self.redis, self.name, int(self.sweep_s * 1000))
         while True:
-            await asyncio.sleep(self.sweep_s)
+            await self.gateway.clock.sleep(self.sweep_s)
             try:
                 if not await leases.acquire(SWEEP_LEASE):
                     continue
-                before = utcnow() - timedelta(seconds=2 * self.sweep_s)
+                before = self.gateway.clock.utcnow() - timedelta(seconds=2 * self.sweep_s)
                 count = await self.gateway.inbox.recover(received_before=before)
                 if count:
                     log.warning("inbox sweep: %d events stored long ago and not handled were published again", count)

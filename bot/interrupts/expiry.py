@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
-from bot.store.ops import utcnow
+from bot.clock import SYSTEM_CLOCK, Clock, Timer
 
 
 class ExpiryTimers:
-    def __init__(self) -> None:
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
+        self._timers: dict[str, Timer] = {}
         self._due: asyncio.Queue[str] = asyncio.Queue()
 
     def schedule(self, interrupt_id: str, expires_at: datetime | None) -> None:
@@ -23,8 +24,8 @@ class ExpiryTimers:
         if expires_at is None:
             return
         self.unschedule(interrupt_id)
-        delay = max(0.0, (expires_at - utcnow()).total_seconds())
-        self._timers[interrupt_id] = asyncio.get_running_loop().call_later(delay, self._fire, interrupt_id)
+        delay = max(0.0, (expires_at - self.clock.utcnow()).total_seconds())
+        self._timers[interrupt_id] = self.clock.call_later(delay, lambda: self._fire(interrupt_id))
 
     def _fire(self, interrupt_id: str) -> None:
         self._timers.pop(interrupt_id, None)

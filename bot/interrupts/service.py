@@ -22,13 +22,13 @@ from agents.react import describe_call
 from agents.results import Resolution
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.interrupts.console import console_refusal, console_resolution
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, parse_payload, yes_no
 from bot.runs.checkpoints import closed_messages, load_checkpoint
 from bot.runs.manager import NEVER_GRANTED, RunManager
 from bot.store.base import StoreError
-from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunStore
 
 log = logging.getLogger(__name__)
@@ -52,11 +52,20 @@ class TextOutcome:
 class InterruptService:
     """Everything that ends a pending interrupt."""
 
-    def __init__(self, runs: RunStore, manager: RunManager, delivery: Delivery, timers: ExpiryTimers) -> None:
+    def __init__(
+        self,
+        runs: RunStore,
+        manager: RunManager,
+        delivery: Delivery,
+        timers: ExpiryTimers,
+        fences: Fences = NO_FENCES,
+    ) -> None:
+        """``fences``: an expiry acts for its chat only while this process holds the chat's partition."""
         self.runs = runs
         self.manager = manager
         self.delivery = delivery
         self.timers = timers
+        self.fences = fences
         self._expiring: set[asyncio.Task[None]] = set()
         self._watcher: asyncio.Task[None] | None = None
 
@@ -337,12 +346,16 @@ class InterruptService:
         if row is None or row.status != "pending":
             return
         text = "⌛ Expired: not confirmed in time, nothing was run." if row.kind == "tool_confirm" else "⌛ Expired."
-        await self.end(row, "expired", DENIED_EXPIRED, text)
+        with fenced(self.fences.fence_for(row.chat_key)):
+            try:
+                await self.end(row, "expired", DENIED_EXPIRED, text)
+            except LeaseLost:
+                log.info("interrupt %s of %s: its partition moved; its new owner expires it", row.id, row.chat_key)
 
     async def reconcile(self, now: datetime | None = None, owns: Callable[[str], bool] | None = None) -> list[str]:
         """Schedule every pending interrupt (of the chats ``owns`` selects); expire those whose time passed
         while nobody watched them.  Expiring is a conditional update: once, whoever else has a timer."""
-        now = now or utcnow()
+        now = now or self.timers.clock.utcnow()
         expired = []
         for row in await self.runs.all_pending():
             if owns is not None and not owns(row.chat_key):

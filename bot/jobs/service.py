@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from bot.aio import cancel_and_wait
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.jobs import JobsSection
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender, event_key
 from bot.jobs.triggers import Trigger, TriggerError, zone
@@ -50,7 +50,7 @@ class JobService:
         deliver: Callable[[int, OutboundMessage], Awaitable[object]],
         publish: Callable[[InboundMessage], Awaitable[None]],
         zone_of: Callable[[ChatKey], Awaitable[str]],
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         counted: Callable[[str], None] | None = None,
     ) -> None:
         """``deliver``: send a committed outbox row; ``publish``: hand a committed inbox event to the bus;
@@ -68,7 +68,7 @@ class JobService:
         self._task: asyncio.Task[None] | None = None
 
     def now(self) -> datetime:
-        return datetime.fromtimestamp(self.clock(), UTC)
+        return self.clock.now()
 
     # -- making jobs -------------------------------------------------------------------------------
 
@@ -162,10 +162,7 @@ class JobService:
             soonest = await self._soonest()
             wait = POLL_S if soonest is None else (soonest - self.now()).total_seconds()
             self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), max(0.0, min(POLL_S, wait)))
-            except TimeoutError:
-                pass
+            await self.clock.wait(self._wake, max(0.0, min(POLL_S, wait)))
 
     async def _soonest(self) -> datetime | None:
         try:

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from agents.models.base import ModelError, ModelResponse, Usage
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.ops import BudgetsSection, Limits
 from bot.events import ChatKey
 from bot.store.sql import SqlStore
@@ -70,7 +70,7 @@ class Budgets:
         config: BudgetsSection,
         store: SqlStore,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         refused: Callable[[str], None] | None = None,
     ) -> None:
         """``refused``: told the scope kind (``user``, ``chat``) of every refusal (a metric)."""
@@ -130,7 +130,7 @@ class Budgets:
     async def _flush_every(self) -> None:
         try:
             while self._pending:
-                await asyncio.sleep(FLUSH_S)
+                await self.clock.sleep(FLUSH_S)
                 await self.flush()
         finally:
             self._flusher = None
@@ -138,7 +138,7 @@ class Budgets:
     # -- periods ---------------------------------------------------------------------------------
 
     def now(self) -> datetime:
-        return datetime.fromtimestamp(self.clock(), self.zone)
+        return datetime.fromtimestamp(self.clock.time(), self.zone)
 
     def periods(self, now: datetime | None = None) -> tuple[str, str]:
         """Today's and this month's period keys."""
@@ -208,7 +208,7 @@ class Budgets:
 
     async def _rows(self, scopes: tuple[str, ...], periods: tuple[str, ...]) -> dict[tuple[str, str], Spent]:
         """The stored rows, from :attr:`_stored` while it may be believed, else read (in one query)."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         keys = [(s, p) for s in scopes for p in periods]
         fresh = {k: v for k in keys if (v := self._stored.get(k)) and (not self.store.shared or now - v[1] < FLUSH_S)}
         if len(fresh) == len(keys):

@@ -28,6 +28,7 @@ from agents.messages import Message, ToolCall, fit_context, recent_media
 from agents.models.base import Generation, Model, ModelError
 from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
 from agents.tools.base import RISK_ORDER, Tool
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
@@ -43,7 +44,6 @@ from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoi
 from bot.runs.ledger import RunLedger
 from bot.runs.legs import Leg, guard, own_turns
 from bot.runs.streaming import ReplyStream
-from bot.store.ops import utcnow
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
 from bot.tracing.context import correlated
@@ -79,9 +79,11 @@ class RunManager:
     """Token and cost budgets: every model call of a run is checked and counted (None: unlimited, uncounted)."""
     metrics: Metrics | None = None
     text_limits: dict[str, int | None] = field(default_factory=dict)
+    """The longest text one message holds, per channel (None: no limit): longer confirmations are locked."""
     prints_as_written: frozenset[str] = frozenset()
     """Channels that show an answer's text as it comes (a terminal)."""
-    """The longest text one message holds, per channel (None: no limit): longer confirmations are locked."""
+    clock: Clock = SYSTEM_CLOCK
+    """Deadlines of pauses, streaming intervals and the run context's clock."""
 
     # -- context -------------------------------------------------------------------------
 
@@ -292,12 +294,10 @@ class RunManager:
         section = getattr(self.settings.channels, run.chat.channel, None)
         if section is None or not section.streaming:
             return None
-        limit = self.text_limits.get(run.chat.channel)
-        if run.chat.channel in self.prints_as_written:  # a terminal: every piece at once, nothing appended
-            return ReplyStream(
-                self.delivery, run.chat, reply_to=run.reply_to, limit=limit, first_s=0, every_s=0, more=""
-            )
-        return ReplyStream(self.delivery, run.chat, reply_to=run.reply_to, limit=limit)
+        limit, terminal = self.text_limits.get(run.chat.channel), run.chat.channel in self.prints_as_written
+        return ReplyStream(
+            self.delivery, run.chat, reply_to=run.reply_to, limit=limit, terminal=terminal, clock=self.clock
+        )
 
     async def _drive(self, run: RunRow, leg: Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         with correlated(run.correlation_id):
@@ -429,7 +429,7 @@ class RunManager:
             choices=[list(c) for c in choices],
             nonce=nonce,
             requester=run.user_id,
-            expires_at=utcnow() + timedelta(seconds=timeout),
+            expires_at=self.clock.utcnow() + timedelta(seconds=timeout),
         )
         text = shown + hint(request.kind, bool(choices), locked=SHOW_ALL in (v for _l, v in choices))
         prompt = OutboundMessage(

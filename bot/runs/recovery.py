@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from agents.results import Resolution
 from bot.events import OutboundMessage
+from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.ids import new_id
 from bot.interrupts.service import DENIED_EXPIRED, InterruptService
 from bot.runs.manager import RunManager
@@ -42,28 +43,46 @@ class RecoveryReport:
 
 
 async def recover(
-    runs: RunStore, manager: RunManager, interrupts: InterruptService, owns: Callable[[str], bool] | None = None
+    runs: RunStore,
+    manager: RunManager,
+    interrupts: InterruptService,
+    owns: Callable[[str], bool] | None = None,
+    fences: Fences = NO_FENCES,
 ) -> RecoveryReport:
-    """Recover everything (one process), or only the chats ``owns`` selects (the partitions a worker just took)."""
+    """Recover everything (one process), or only the chats ``owns`` selects (the partitions a worker just took).
+
+    Each chat's part runs fenced by its partition (``fences``): a partition lost meanwhile refuses its writes and
+    sends, and its next owner recovers it instead.
+    """
     report = RecoveryReport()
     mine = owns or (lambda _chat_key: True)
     for entry in await runs.unsent():
         if not mine(entry.chat_key):
             continue
         outbound = OutboundMessage.model_validate_json(entry.message)
-        await manager.delivery.deliver(entry.id, outbound, entry.interrupt_id)
+        with fenced(fences.fence_for(entry.chat_key)):
+            try:
+                await manager.delivery.deliver(entry.id, outbound, entry.interrupt_id)
+            except LeaseLost:
+                continue
         report.resent += 1
     for run in await runs.runs_with_status("running", "paused"):
         if not mine(run.chat_key):
             continue
-        try:
-            await _recover_run(run, runs, manager, report)
-        except Exception:
-            # One broken run must not keep the gateway from starting: it ends as failed, and its chat is told.
-            log.exception("recovery: run %s of %s could not be recovered", run.id, run.chat_key)
-            notice = OutboundMessage(chat=run.chat, text=LOST, kind="notice")
-            await manager.finish(run, "failed", [], notice)
-            report.reported.append(run.id)
+        with fenced(fences.fence_for(run.chat_key)):
+            try:
+                await _recover_run(run, runs, manager, report)
+            except LeaseLost:
+                log.info("recovery: run %s of %s is left to the partition's next owner", run.id, run.chat_key)
+            except Exception:
+                # One broken run must not keep the gateway from starting: it ends as failed, and its chat is told.
+                log.exception("recovery: run %s of %s could not be recovered", run.id, run.chat_key)
+                notice = OutboundMessage(chat=run.chat, text=LOST, kind="notice")
+                try:
+                    await manager.finish(run, "failed", [], notice)
+                except LeaseLost:
+                    continue
+                report.reported.append(run.id)
     report.expired = await interrupts.reconcile(owns=mine)
     return report
 

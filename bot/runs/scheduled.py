@@ -1,26 +1,28 @@
 """Scheduled messages: the gateway-owned ``schedule_message`` tool and its delivery.
 
-A scheduled message is a row first (it survives restarts), then an
-APScheduler job (job id ``sched:<id>``), reconciled from the table at start-up;
-one that fell due while the gateway was down is sent at start, marked late.
+A scheduled message is a row first (it survives restarts), then a timer on the
+gateway's clock, re-armed from the table at start-up (or when a worker takes the
+chat's partition); one that fell due while the gateway was down is sent at start,
+marked late.
 Sending is exactly once: the row moves from ``pending`` to ``sent`` in the same
 transaction that puts the message in the outbox.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
 from agents.tools.base import Tool, ToolContext, ToolError, tool
+from bot.clock import SYSTEM_CLOCK, Clock, Timer
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
+from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.ids import new_id
-from bot.store.ops import Step, outbox_step, utcnow
+from bot.store.ops import Step, outbox_step
 from bot.store.runs import RunStore
 
 log = logging.getLogger(__name__)
@@ -48,12 +50,18 @@ def parse_when(at: str | None, in_minutes: float | None, now: datetime) -> datet
 
 
 class ScheduledMessages:
-    def __init__(self, runs: RunStore, delivery: Delivery) -> None:
+    def __init__(
+        self, runs: RunStore, delivery: Delivery, clock: Clock = SYSTEM_CLOCK, fences: Fences = NO_FENCES
+    ) -> None:
+        """``fences``: a message is sent for its chat only while this process holds the chat's partition."""
+        self.fences = fences
         self.runs = runs
         self.store = runs.store
         self.delivery = delivery
-        self.scheduler: AsyncIOScheduler | None = None
-        """APScheduler (job id ``sched:<id>``, no misfire grace), from :meth:`start` on."""
+        self.clock = clock
+        self.timers: dict[str, Timer] | None = None
+        """A timer per pending message (by id), from :meth:`start` on."""
+        self._firing: set[asyncio.Task[bool]] = set()
 
     # -- the tool ----------------------------------------------------------------------------
 
@@ -63,7 +71,7 @@ class ScheduledMessages:
             ctx: ToolContext, text: str, at: str | None = None, in_minutes: float | None = None
         ) -> str:
             """Send a message to this chat later: at an ISO 8601 time (with its UTC offset) or in N minutes."""
-            now = utcnow()
+            now = self.clock.utcnow()
             due = parse_when(at, in_minutes, now)
             if due - now > MAX_AHEAD:
                 raise ToolError("that is more than a year ahead")
@@ -83,7 +91,7 @@ class ScheduledMessages:
                 Step(
                     "INSERT INTO scheduled_messages (id, chat_key, text, due_at, status, created_by, created_at) "
                     "VALUES (?, ?, ?, ?, 'pending', ?, ?)",
-                    (sid, chat_key, text, due, by, utcnow()),
+                    (sid, chat_key, text, due, by, self.clock.utcnow()),
                 )
             ]
         )
@@ -110,24 +118,35 @@ class ScheduledMessages:
                 )
             ]
         )
-        if result.ok and self.scheduler is not None and self.scheduler.get_job(f"sched:{sid}"):
-            self.scheduler.remove_job(f"sched:{sid}")
+        if result.ok and self.timers is not None and (timer := self.timers.pop(sid, None)) is not None:
+            timer.cancel()
         return result.ok
 
     # -- delivery -------------------------------------------------------------------------------
 
     def _schedule(self, sid: str, due: datetime) -> None:
-        if self.scheduler is None:
+        if self.timers is None:
             return
-        self.scheduler.add_job(
-            self.fire,
-            "date",
-            run_date=due.replace(tzinfo=UTC),
-            args=[sid],
-            id=f"sched:{sid}",
-            replace_existing=True,
-            misfire_grace_time=None,
-        )
+        old = self.timers.pop(sid, None)
+        if old is not None:
+            old.cancel()
+        delay = (due - self.clock.utcnow()).total_seconds()
+        self.timers[sid] = self.clock.call_later(delay, lambda: self._due(sid))
+
+    def _due(self, sid: str) -> None:
+        if self.timers is not None:
+            self.timers.pop(sid, None)
+        task = asyncio.ensure_future(self._fire_logged(sid))
+        self._firing.add(task)
+        task.add_done_callback(self._firing.discard)
+
+    async def _fire_logged(self, sid: str) -> bool:
+        try:
+            return await self.fire(sid)
+        except Exception:
+            # The row stays pending: the next start (or the partition's next owner) sends it, marked late.
+            log.exception("scheduled message %s could not be sent now", sid)
+            return False
 
     async def fire(self, sid: str, late: bool = False) -> bool:
         rows = await self.store.read("SELECT chat_key, text FROM scheduled_messages WHERE id = ?", (sid,))
@@ -136,6 +155,14 @@ class ScheduledMessages:
         chat_key, text = rows[0]
         body = f"⏰ {text}" + ("\n(delayed: I was offline when this was due)" if late else "")
         message = OutboundMessage(chat=ChatKey.parse(chat_key), text=body)
+        with fenced(self.fences.fence_for(chat_key)):
+            try:
+                return await self._send(sid, chat_key, message)
+            except LeaseLost:
+                log.info("scheduled message %s: its chat's partition moved; its new owner sends it", sid)
+                return False
+
+    async def _send(self, sid: str, chat_key: str, message: OutboundMessage) -> bool:
         result = await self.store.write(
             [
                 Step(
@@ -152,10 +179,9 @@ class ScheduledMessages:
         return True
 
     async def start(self, *, adopt: bool = True) -> int:
-        """Start the scheduler; with ``adopt``, schedule every pending message and send at once (and count)
+        """Start the timers; with ``adopt``, arm one for every pending message and send at once (and count)
         those that fell due while we were down.  A worker adopts per partition instead (:meth:`adopt`)."""
-        self.scheduler = AsyncIOScheduler(timezone="UTC")
-        self.scheduler.start()
+        self.timers = {}
         return await self.adopt(None) if adopt else 0
 
     async def adopt(self, owns: Callable[[str], bool] | None) -> int:
@@ -163,7 +189,7 @@ class ScheduledMessages:
 
         Sending is a conditional update of the row, so a message another worker also scheduled goes once.
         """
-        now = utcnow()
+        now = self.clock.utcnow()
         late = 0
         for row in await self.pending():
             if owns is not None and not owns(row["chat_key"]):
@@ -175,9 +201,10 @@ class ScheduledMessages:
         return late
 
     def stop(self) -> None:
-        if self.scheduler is not None and self.scheduler.running:
-            self.scheduler.shutdown(wait=False)
-        self.scheduler = None
+        """Disarm every timer (the rows stay pending: the next start arms them again)."""
+        for timer in (self.timers or {}).values():
+            timer.cancel()
+        self.timers = None
 
 
 def _when(value: Any) -> datetime:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from channels.formatting import split_markdown
@@ -39,8 +40,14 @@ class ReplyStream:
         first_s: float = 0.25,
         every_s: float = 1.0,
         more: str = MORE,
+        terminal: bool = False,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        """``terminal``: a channel that prints every piece as it comes (no pauses, nothing appended)."""
+        if terminal:
+            first_s, every_s, more = 0, 0, ""
         self.delivery = delivery
+        self.clock = clock
         self.chat = chat
         self.reply_to = reply_to
         self.limit = limit or 4000
@@ -104,12 +111,12 @@ class ReplyStream:
             pass
 
     async def _run(self) -> None:
-        await asyncio.sleep(self.first_s)
+        await self.clock.sleep(self.first_s)
         while True:
             self._more.clear()
             if self.text != self.shown:
                 await self._show(self.text, final=False)
-            await asyncio.sleep(self.every_s)
+            await self.clock.sleep(self.every_s)
             if self.text == self.shown:
                 await self._more.wait()
 

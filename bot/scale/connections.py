@@ -13,6 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.gateway.starter import STANDBY, ChannelStarter
 from bot.scale.leases import Leases
 from bot.scale.streams import PREFIX
@@ -21,8 +22,18 @@ log = logging.getLogger(__name__)
 
 
 class ExclusiveConnections:
-    def __init__(self, redis: Any, *, owner: str, lease_ms: int, starter: ChannelStarter, channels: list[Any]) -> None:
+    def __init__(
+        self,
+        redis: Any,
+        *,
+        owner: str,
+        lease_ms: int,
+        starter: ChannelStarter,
+        channels: list[Any],
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.leases = Leases(redis, owner, lease_ms)
+        self.clock = clock
         self.starter = starter
         self.channels = channels
         self.period_s = lease_ms / 3000
@@ -47,7 +58,7 @@ class ExclusiveConnections:
 
     async def _hold(self, channel: Any) -> None:
         while True:
-            await asyncio.sleep(self.period_s)
+            await self.clock.sleep(self.period_s)
             try:
                 if channel.name not in self._held:
                     await self._try(channel)

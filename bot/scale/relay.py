@@ -20,6 +20,7 @@ import logging
 from typing import Any
 
 from bot.aio import cancel_and_wait
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.events import OutboundMessage
 from bot.ids import new_id
 from bot.scale.streams import PREFIX, ensure_group, text_of
@@ -88,8 +89,10 @@ class OutboundRelay:
         name: str,
         max_concurrent: int = 64,
         claim_idle_ms: int = 30_000,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.redis = redis
+        self.clock = clock
         self.delivery = delivery
         self.marks = marks
         """The :class:`~bot.store.runs.RunStore`: outbox entries are marked sent here, then the worker hears."""
@@ -128,7 +131,7 @@ class OutboundRelay:
                 raise
             except Exception as exc:
                 log.warning("relay: reading the outbound streams failed (retrying): %s", exc)
-                await asyncio.sleep(1.0)
+                await self.clock.sleep(1.0)
                 continue
             for stream, entries in replies or []:
                 for entry_id, fields in entries:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.store.base import Store, StoreError
 from bot.store.sql import SqlStore
 
@@ -27,6 +28,7 @@ def store_from_settings(
     read_only: bool = False,
     shared: bool = False,
     commit_timer: Callable[[float], None] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> SqlStore:
     """The store configured by the ``store:`` section (every key, retention and caches included).
 
@@ -46,4 +48,5 @@ def store_from_settings(
         read_only=read_only,
         shared=shared,
         commit_timer=commit_timer,
+        clock=clock,
     )

@@ -83,7 +83,7 @@ class MemoryStore:
     async def issue_code(self, identity: str, minutes: float) -> str:
         """A one-time code that links the account redeeming it to ``identity``'s person (replaces older ones)."""
         code = "".join(CODE_ALPHABET[ord(c) % len(CODE_ALPHABET)] for c in new_id(8))
-        now = utcnow()
+        now = self.store.clock.utcnow()
         await self.store.write(
             [
                 Step("DELETE FROM link_codes WHERE identity = ? OR expires_at < ?", (identity, now)),
@@ -97,7 +97,8 @@ class MemoryStore:
 
     async def code_owner(self, code: str) -> str | None:
         rows = await self.store.read(
-            "SELECT identity FROM link_codes WHERE code = ? AND expires_at > ?", (code.upper(), utcnow())
+            "SELECT identity FROM link_codes WHERE code = ? AND expires_at > ?",
+            (code.upper(), self.store.clock.utcnow()),
         )
         return str(rows[0][0]) if rows else None
 
@@ -108,7 +109,7 @@ class MemoryStore:
         ``code`` (which must still be valid, and is used up) was not. ``extra`` steps (an audit row) commit with it."""
         one, two = await self.person(first), await self.person(second)
         target = one if one.startswith("person:") else two if two.startswith("person:") else "person:" + new_id(12)
-        now = utcnow()
+        now = self.store.clock.utcnow()
         steps: list[Step] = []
         if code is not None:
             steps.append(

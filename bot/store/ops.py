@@ -27,12 +27,15 @@ class Step:
     result is ``ok=False`` (an event seen before; later, an interrupt that is no
     longer pending).  Put guards first, so a stopped write changed nothing.
     ``returning``: the statement ends with ``RETURNING``; its rows are handed back.
+    ``fence``: a guard that checks a partition's fencing token (:mod:`bot.fencing`); when it stops the write,
+    the result says ``fenced``.
     """
 
     sql: str
     params: tuple[Any, ...] = ()
     guard: bool = False
     returning: bool = False
+    fence: bool = False
 
 
 @dataclass(slots=True)
@@ -43,6 +46,8 @@ class WriteResult:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
     """Rows changed (or returned) by each executed step."""
+    fenced: bool = False
+    """Stopped by a fencing token that is no longer current: the partition has another owner."""
 
 
 OnCommit = Callable[[WriteResult], None]
@@ -142,3 +147,12 @@ def outbox_step(chat_key: str, message_json: str, interrupt_id: str | None = Non
         (chat_key, message_json, interrupt_id, at or utcnow()),
         returning=True,
     )
+
+
+def redact(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` with each of ``secrets`` replaced by ``***`` (only strings change)."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, "***")
+    return value

@@ -139,10 +139,16 @@ class PgWriter(GroupCommit):
             self._conn = await self._connect()  # the server restarted or dropped us
         conn = self._conn
         results = []
+        fences: set[tuple[Any, ...]] = set()
+        """Tokens this transaction checked already: the first check holds a share lock on the fence row until the
+        commit, so it holds for every later write of the batch (one round trip per partition, not per write)."""
         async with conn.transaction():
             for steps in groups:
                 result = WriteResult()
                 for step in steps:
+                    if step.fence and step.params in fences:
+                        result.counts.append(1)
+                        continue
                     if step.returning:
                         rows = [tuple(r) for r in await conn.fetch(numbered(step.sql), *step.params)]
                         count = len(rows)
@@ -152,10 +158,17 @@ class PgWriter(GroupCommit):
                     result.counts.append(count)
                     if step.guard and count == 0:
                         result.ok = False
+                        result.fenced = step.fence
                         break
+                    if step.fence:
+                        fences.add(step.params)
                 results.append(result)
         self.stats.commits += 1
         return results
+
+
+async def _keep_session(_connection: asyncpg.Connection) -> None:
+    return None
 
 
 class PgReader:
@@ -168,7 +181,9 @@ class PgReader:
 
     async def open(self) -> None:
         try:
-            self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=4)
+            # No reset on release: the read path changes no session state (no SET, LISTEN, advisory lock or open
+            # cursor), and asyncpg's default reset is one more round trip after every read.
+            self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=4, reset=_keep_session)
         except (OSError, asyncpg.PostgresError) as exc:
             raise StoreError(f"cannot open the database: {exc}") from exc
 

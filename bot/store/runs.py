@@ -22,6 +22,7 @@ from typing import Any
 from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus
 from bot.store.cache import PendingSlot
+from bot.store.messages import add_rows, insert_messages
 from bot.store.ops import MARK_HANDLED, Step, WriteResult, outbox_step, to_json, utcnow
 from bot.store.rows import (
     INTERRUPT_COLUMNS,
@@ -32,7 +33,7 @@ from bot.store.rows import (
     interrupt_from_row,
     run_from_row,
 )
-from bot.store.sql import SqlStore, add_rows, insert_messages
+from bot.store.sql import SqlStore
 
 __all__ = ["InterruptRow", "OutboxRow", "RunRow", "RunStore", "checkpoint_json"]
 

@@ -18,23 +18,25 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
 from agents.messages import Message
+from bot import fencing
+from bot.clock import SYSTEM_CLOCK, Clock
+from bot.fencing import LeaseLost
+from bot.store import fences
 from bot.store.base import StoreError
 from bot.store.cache import ChatState, ChatStateCache, PendingSlot
 from bot.store.lock import ProcessLock
+from bot.store.messages import add_rows, insert_messages, message_row
 from bot.store.migrate import async_url, migrate_url
 from bot.store.ops import (
     DELETE_HISTORY,
     DELETE_SETTING,
     INSERT_INBOX,
     INSERT_MESSAGE,
-    INSERT_MESSAGES_HEAD,
     MARK_HANDLED,
-    MESSAGE_ROW,
     SELECT_EVENT_STATUS,
     SELECT_HISTORY,
     SELECT_PENDING_EVENTS,
@@ -44,6 +46,7 @@ from bot.store.ops import (
     OnCommit,
     Step,
     WriteResult,
+    redact,
     utcnow,
 )
 from bot.store.retention import Retention, RetentionRule
@@ -94,9 +97,12 @@ class SqlStore:
         read_only: bool = False,
         shared: bool = False,
         commit_timer: Callable[[float], None] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``commit_timer``: told each group commit's duration in seconds (a metric)."""
+        """``commit_timer``: told each group commit's duration in seconds (a metric); ``clock``: when retention
+        passes are due."""
         self.url = url
+        self.clock = clock
         self.commit_timer = commit_timer
         self.shared = shared
         """Other processes write this database too (workers of a scaled-out bot): chat and global settings,
@@ -140,6 +146,7 @@ class SqlStore:
             history_limit=self.history_limit,
             processed_ids_limit=self.processed_ids_limit,
             interval_s=self.retention_interval_s,
+            clock=self.clock.monotonic,
         )
         retention.rules = self._rules  # shared, so rules added later count too
         writer: GroupCommit | None
@@ -224,7 +231,7 @@ class SqlStore:
 
     async def _retain_when_idle(self, retention: Retention) -> None:
         while True:
-            await asyncio.sleep(retention.interval_s)
+            await self.clock.sleep(retention.interval_s)
             if retention.grew() and retention.due():
                 try:
                     await self.prune()
@@ -263,10 +270,19 @@ class SqlStore:
         grows: str | None = None,
         events: int = 0,
     ) -> WriteResult:
-        """Run ``steps`` in the next group commit; returns after the commit."""
+        """Run ``steps`` in the next group commit; returns after the commit.
+
+        Inside a partition's work (:func:`bot.fencing.fenced`) the write first checks the partition's fencing
+        token in the same transaction; :class:`~bot.fencing.LeaseLost` when it is no longer current (nothing
+        was written).
+        """
         if self._writer is None:
             raise StoreError("the store is not started")
-        return await self._writer.submit(self._scrub(steps), on_commit=on_commit, grows=grows, events=events)
+        steps = self._fenced(self._scrub(steps), "the write")
+        result = await self._writer.submit(steps, on_commit=on_commit, grows=grows, events=events)
+        if result.fenced:
+            raise LeaseLost("the partition has another owner: the write was refused")
+        return result
 
     def write_later(self, steps: Sequence[Step], *, what: str = "write", first: bool = False) -> None:
         """Queue ``steps`` for the next group commit without waiting for it.
@@ -279,7 +295,25 @@ class SqlStore:
         """
         if self._writer is None:
             raise StoreError("the store is not started")
-        self._writer.submit_unwaited(self._scrub(steps), what, first=first)
+        self._writer.submit_unwaited(self._fenced(self._scrub(steps), what), what, first=first)
+
+    def _fenced(self, steps: Sequence[Step], what: str) -> Sequence[Step]:
+        """``steps`` behind the current partition's fencing token, if the work running now has one."""
+        return fences.behind(fencing.check(what), steps, self.dialect)
+
+    async def raise_fence(self, partition: int, owner: str) -> int:
+        """A new fencing token for ``partition``, from now on the only one its writes may carry.
+
+        In a transaction of its own (on the read path's connections, not in a group commit): it waits for the
+        batches that hold the old token to commit, and every write that checks the old token afterwards is
+        refused.
+        """
+        if self._reader is None:
+            raise StoreError("the store is not started")
+        params = (partition, owner, utcnow())
+        if self.dialect == "sqlite":  # one writer: its queue is the order
+            return int((await self.write([Step(fences.RAISE_FENCE, params, returning=True)])).rows[0][0])
+        return int((await self._reader.fetch(fences.RAISE_FENCE, params))[0][0])
 
     def _scrub(self, steps: Sequence[Step]) -> Sequence[Step]:
         """``steps`` with known secret values replaced in their text parameters (a model's answer or a
@@ -291,7 +325,7 @@ class SqlStore:
         for i, step in enumerate(out):
             params = step.params
             if any(isinstance(p, str) and any(s in p for s in secrets) for p in params):
-                out[i] = replace(step, params=tuple(_redact(p, secrets) for p in params))
+                out[i] = replace(step, params=tuple(redact(p, secrets) for p in params))
         return out
 
     async def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -330,7 +364,7 @@ class SqlStore:
         now = utcnow()
         steps = [Step(MARK_HANDLED, (event_key, chat_key, now), guard=True)]
         if message is not None:
-            steps.append(Step(INSERT_MESSAGE, _row(chat_key, message, now), returning=True))
+            steps.append(Step(INSERT_MESSAGE, message_row(chat_key, message, now), returning=True))
         steps.extend(extra)
 
         def committed(result: WriteResult) -> None:
@@ -455,38 +489,3 @@ class SqlStore:
         rows = await self.read(SELECT_SETTINGS, (settings_key,))
         self.settings_changes += 1
         return {name: json.loads(value) for name, value in rows}
-
-
-def _redact(value: Any, secrets: Sequence[str]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, "***")
-    return value
-
-
-def _row(chat_key: str, message: Message, at: Any) -> tuple[Any, ...]:
-    return (chat_key, message.role, message.agent, message.model_dump_json(exclude_defaults=True), at)
-
-
-_MESSAGE_ROWS_PER_INSERT = 100
-
-
-def insert_messages(chat_key: str, messages: Sequence[Message], at: Any) -> list[Step]:
-    """Multi-row inserts of ``messages`` (one statement per 100; each row returns its id)."""
-    steps = []
-    for i in range(0, len(messages), _MESSAGE_ROWS_PER_INSERT):
-        chunk = messages[i : i + _MESSAGE_ROWS_PER_INSERT]
-        sql = INSERT_MESSAGES_HEAD + ", ".join([MESSAGE_ROW] * len(chunk)) + " RETURNING id"
-        steps.append(Step(sql, tuple(chain.from_iterable(_row(chat_key, m, at) for m in chunk)), returning=True))
-    return steps
-
-
-def add_rows(state: ChatState, rows: Sequence[tuple[Any, ...]], messages: Sequence[Message]) -> None:
-    """Apply committed message rows to a cached chat state.
-
-    RETURNING does not promise the order of rows, but ids are given in insertion
-    order (one writer), so sorted ids line up with the messages.
-    """
-    for row_id, message in zip(sorted(r[0] for r in rows), messages, strict=True):
-        state.add(row_id, message)

@@ -237,6 +237,7 @@ class SqliteWriter(GroupCommit):
             counts.append(count)
             if step.guard and count == 0:
                 result.ok = False
+                result.fenced = step.fence
                 break
         return result
 

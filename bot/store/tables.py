@@ -330,3 +330,15 @@ class WebSession(SQLModel, table=True):
     user_name: str = Field(max_length=64)
     created_at: datetime = Field(sa_type=DateTime)
     expires_at: datetime = Field(sa_type=DateTime, index=True)
+
+
+class PartitionFence(SQLModel, table=True):
+    """The fencing token of a bus partition (scaled out): raised by each new owner before it handles anything
+    there; every write of a partition's work checks it, so a worker whose lease lapsed cannot commit."""
+
+    __tablename__ = "partition_fences"
+
+    partition: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    token: int = Field(sa_type=BigInteger)
+    owner: str = Field(max_length=255)
+    updated_at: datetime = Field(sa_type=DateTime)

@@ -27,6 +27,7 @@ from itertools import chain
 from typing import Any, Protocol
 
 from bot.aio import cancel_and_wait
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import Settings, TracingSection
 from bot.store.ops import Step, utcnow
 from bot.store.sql import SqlStore
@@ -156,9 +157,12 @@ class Tracing:
         redactor: Redactor | None = None,
         sinks: Sequence[Sink] = (),
         observer: Observer | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``observer``: sees every event, before ``tracing.enabled`` and sampling decide what is kept (metrics)."""
+        """``observer``: sees every event, before ``tracing.enabled`` and sampling decide what is kept (metrics);
+        ``clock``: paces the flushes."""
         self.store = store
+        self.clock = clock
         self.observer = observer
         self.config = config
         self.redactor = redactor or Redactor()
@@ -221,10 +225,7 @@ class Tracing:
 
     async def _flusher(self) -> None:
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), self.config.flush_interval_s)
-            except TimeoutError:
-                pass
+            await self.clock.wait(self._wake, self.config.flush_interval_s)
             self._wake.clear()
             try:
                 await self.flush()

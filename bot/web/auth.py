@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.web import WebSection
-from bot.store.ops import Step, utcnow
+from bot.store.ops import Step
 from bot.store.sql import SqlStore
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
@@ -92,9 +93,11 @@ def _digest(token: str) -> str:
 class Sessions:
     """Sessions in the ``web_sessions`` table (so they survive a restart and work on every gateway)."""
 
-    def __init__(self, config: WebSection, store: SqlStore) -> None:
+    def __init__(self, config: WebSection, store: SqlStore, clock: Clock = SYSTEM_CLOCK) -> None:
+        """``clock``: when sessions expire."""
         self.config = config
         self.store = store
+        self.clock = clock
 
     def check(self, name: str, password: str) -> str | None:
         """Who signs in with ``name`` and ``password`` (``token`` for the admin token, given with no name or
@@ -109,7 +112,7 @@ class Sessions:
     async def open(self, name: str) -> WebUserSession:
         """A new session for ``name`` (``token`` for the admin token's)."""
         token = secrets.token_urlsafe(32)
-        now = utcnow()
+        now = self.clock.utcnow()
         expires = now + timedelta(hours=self.config.session_hours)
         await self.store.write(
             [
@@ -128,7 +131,7 @@ class Sessions:
         if not token or len(token) > 128:
             return None
         rows = await self.store.read(
-            "SELECT user_name FROM web_sessions WHERE id = ? AND expires_at > ?", (_digest(token), utcnow())
+            "SELECT user_name FROM web_sessions WHERE id = ? AND expires_at > ?", (_digest(token), self.clock.utcnow())
         )
         role = self.config.role_of(rows[0][0]) if rows else None
         return WebUserSession(rows[0][0], role, token) if role is not None else None

@@ -19,6 +19,7 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from aiohttp import web
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.web import WebSection
 from bot.events import ChatKey
 from bot.gateway.http import HttpServer
@@ -52,7 +53,9 @@ class WebConsole:
         sessions: Sessions,
         health: HealthView,
         poll_s: float = 1.0,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        """``clock``: the sign-in limiter's windows."""
         self.config = config
         self.root = config.path.rstrip("/")
         self.data = data
@@ -60,7 +63,7 @@ class WebConsole:
         self.sessions = sessions
         self.health = health
         self.poll_s = poll_s
-        self.limiter = LoginLimiter(config.login_attempts, config.login_window_s)
+        self.limiter = LoginLimiter(config.login_attempts, config.login_window_s, clock.monotonic)
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("bot.web", "templates"), autoescape=True, enable_async=False
         )
@@ -305,8 +308,10 @@ class WebConsole:
         from closing the stream."""
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
         response.headers["X-Accel-Buffering"] = "no"
-        await response.prepare(request)
+        # Read before the browser hears the stream is open (it then reads the inbox itself): nothing raised in
+        # between falls through the gap.
         seen = await self.data.version()
+        await response.prepare(request)
         quiet = 0.0
         try:
             await response.write(b"retry: 3000\n\n")

@@ -182,11 +182,9 @@ async def test_client_errors_are_not_retried(gemini_server: FakeGemini, make_mod
 
 
 async def test_timeout_is_a_clear_model_timeout(gemini_server: FakeGemini, make_model: MakeModel) -> None:
-    gemini_server.stall(3.0)
-    started = time.monotonic()
+    gemini_server.stall(60.0)  # never in time: only the client's own limit ends the request
     with pytest.raises(ModelTimeout, match=r"did not answer within 0.3 s"):
         await make_model(timeout_s=0.3).request([Message.user("hi")])
-    assert time.monotonic() - started < 2.0
     assert len(gemini_server.requests) == 1  # a timeout is not retried
 
 

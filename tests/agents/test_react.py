@@ -27,12 +27,20 @@ class Counter:
         self.calls: list[dict[str, Any]] = []
 
 
-def make_tools(counter: Counter, delay: float = 0.0) -> list[Tool]:
+def make_tools(counter: Counter, together: int = 0) -> list[Tool]:
+    """``together``: each ``get_time`` call waits until that many are in flight at once (run one after the
+    other, the first would wait for ever: the test's timeout says so)."""
+    in_flight: list[str] = []
+    all_in = asyncio.Event()
+
     @tool(risk="safe")
     async def get_time(timezone: str = "UTC") -> str:
         """Current time."""
         counter.calls.append({"get_time": timezone})
-        await asyncio.sleep(delay)
+        in_flight.append(timezone)
+        if len(in_flight) >= together:
+            all_in.set()
+        await all_in.wait()
         return f"12:00 {timezone}"
 
     @tool(risk="medium")
@@ -84,10 +92,8 @@ async def test_parallel_safe_calls_run_concurrently() -> None:
         [calls(("get_time", {"timezone": "UTC"}, "a"), ("get_time", {"timezone": "Asia/Tokyo"}, "b")), "done"]
     )
     runner = ReactRunner()
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    result = await runner.run(ctx_for(model, make_tools(counter, delay=0.2)), Message.user("two times"))
-    assert loop.time() - start < 0.35, "safe calls of one turn run concurrently"
+    # Each call waits until both are in flight: they finish only if the runner runs them side by side.
+    result = await runner.run(ctx_for(model, make_tools(counter, together=2)), Message.user("two times"))
     results = model.requests[1].messages[-1].tool_results
     assert [r.call_id for r in results] == ["a", "b"]
     assert isinstance(result, FinalAnswer)

@@ -35,7 +35,8 @@ from bot.inbox import Inbox
 
 COUNT_FILE = Path(os.environ["COUNT_FILE"])
 CRASH_ON = os.environ.get("CRASH_ON", "")
-TOOL_SLEEP = float(os.environ.get("TOOL_SLEEP", "0"))
+TOOL_HANGS = os.environ.get("TOOL_HANGS") == "1"
+"""The tool starts, then never finishes (the test kills the process in it)."""
 
 
 class FunctionModel(Model):
@@ -64,9 +65,9 @@ class FunctionModel(Model):
 @tool(risk="medium", confirm=True)
 async def delete_cache(path: str) -> str:
     """Delete the build cache (counts its runs in COUNT_FILE)."""
-    if TOOL_SLEEP:
+    if TOOL_HANGS:
         _count("started")
-        await asyncio.sleep(TOOL_SLEEP)
+        await asyncio.Event().wait()
     _count(f"deleted {path}")
     return f"deleted {path}"
 

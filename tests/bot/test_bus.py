@@ -8,6 +8,7 @@ import pytest
 
 from bot.bus import BusClosed, InMemoryBus
 from bot.events import ChatKey, InboundEvent, InboundMessage, Sender
+from tests.waiting import CEILING_S
 
 
 def msg(chat: str, n: int) -> InboundMessage:
@@ -31,7 +32,7 @@ async def test_one_chat_in_arrival_order_one_at_a_time() -> None:
     bus.subscribe(handler)
     for n in range(50):
         await bus.publish(msg("a", n))
-    await asyncio.wait_for(bus.join(), 5)
+    await asyncio.wait_for(bus.join(), CEILING_S)
     assert seen == [str(n) for n in range(50)]
     assert peak == 1
 
@@ -51,7 +52,7 @@ async def test_concurrency_capped_across_chats() -> None:
     bus.subscribe(handler)
     for chat in range(10):
         await bus.publish(msg(str(chat), 0))
-    await asyncio.wait_for(bus.join(), 5)
+    await asyncio.wait_for(bus.join(), CEILING_S)
     assert peak == 3
 
 
@@ -75,7 +76,7 @@ async def test_blocked_chat_does_not_block_another() -> None:
         await asyncio.sleep(0.005)
     assert done == ["b"]
     release.set()
-    await asyncio.wait_for(bus.join(), 5)
+    await asyncio.wait_for(bus.join(), CEILING_S)
     assert done == ["b", "a", "a"]
 
 
@@ -95,8 +96,8 @@ async def test_backpressure_waits_and_loses_nothing() -> None:
     await asyncio.sleep(0.05)
     assert not sixth.done(), "a producer past max_pending must wait"
     gate.set()
-    await asyncio.wait_for(sixth, 5)
-    await asyncio.wait_for(bus.join(), 5)
+    await asyncio.wait_for(sixth, CEILING_S)
+    await asyncio.wait_for(bus.join(), CEILING_S)
     assert sorted(handled) == sorted([f"{n}-0" for n in range(5)] + ["x-0"])
 
 
@@ -131,7 +132,7 @@ async def test_handler_error_does_not_stop_the_chat() -> None:
     bus.subscribe(handler)
     await bus.publish(msg("a", 0))
     await bus.publish(msg("a", 1))
-    await asyncio.wait_for(bus.join(), 5)
+    await asyncio.wait_for(bus.join(), CEILING_S)
     assert seen == ["1"]
 
 

@@ -7,14 +7,26 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+import urllib.request
 from pathlib import Path
+
+from tests.waiting import CEILING_S, eventually_sync
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def serving(port: int, proc: subprocess.Popen[str]) -> bool:
+    """Whether the process answers /healthz with 200 (an AssertionError if it exited)."""
+    assert proc.poll() is None, f"exited with {proc.returncode}"
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 def test_run_serves_health_until_sigterm(tmp_path: Path) -> None:
@@ -31,21 +43,11 @@ def test_run_serves_health_until_sigterm(tmp_path: Path) -> None:
         env=env,
     )
     try:
-        health = None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            health = subprocess.run(
-                [sys.executable, "-m", "bot", "health"],
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=tmp_path,
-                timeout=30,
-            )
-            if health.returncode == 0:
-                break
-            time.sleep(0.2)
-        assert health is not None and health.returncode == 0, health.stderr if health else "no health check ran"
+        eventually_sync(lambda: serving(port, proc), every=0.05, what="`bot run` to serve /healthz")
+        health = subprocess.run(
+            [sys.executable, "-m", "bot", "health"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+        )
+        assert health.returncode == 0, health.stderr
         assert '"status": "ok"' in health.stdout
         assert proc.poll() is None, "stdin closed must not stop `bot run`"
         proc.send_signal(signal.SIGTERM)
@@ -60,8 +62,9 @@ def test_run_serves_health_until_sigterm(tmp_path: Path) -> None:
     assert unhealthy.returncode == 1 and "unhealthy" in unhealthy.stderr
 
 
-def test_sigterm_ends_the_process_within_five_seconds_whatever_is_running(tmp_path: Path) -> None:
-    """A model call that never returns, a 1 MB message in the pipe: SIGTERM still ends `bot run` in 5 s."""
+def test_sigterm_ends_the_process_whatever_is_running(tmp_path: Path) -> None:
+    """A model call that never returns, a 1 MB message in the pipe: SIGTERM still ends `bot run` (it drains for
+    at most ``DRAIN_S`` seconds, then cancels what is left: the hung call would otherwise keep it for ever)."""
     hung = socket.socket()
     hung.bind(("127.0.0.1", 0))
     hung.listen(8)  # accepts connections and never answers: a model call that hangs
@@ -87,15 +90,12 @@ def test_sigterm_ends_the_process_within_five_seconds_whatever_is_running(tmp_pa
         proc.stdin.write("x" * 1_000_000 + "\n")  # refused at the door ("too long")
         proc.stdin.write("tell me a story\n")  # its model call hangs
         proc.stdin.flush()
-        hung.settimeout(30)
+        hung.settimeout(CEILING_S)
         connection, _ = hung.accept()  # the model call is in flight now
         too_long = proc.stdout.readline()
         assert "too long" in too_long, too_long
-        started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=10)
-        elapsed = time.monotonic() - started
-        assert elapsed < 5.0, f"took {elapsed:.1f} s to stop"
+        code = proc.wait(timeout=CEILING_S)
         assert code in (0, 1)
         connection.close()
     finally:

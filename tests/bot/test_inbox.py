@@ -11,6 +11,7 @@ from agents.models.base import ModelRequest
 from agents.models.scripted import ScriptedModel
 from bot.events import InboundMessage
 from bot.inbox import InboxClosed, Receipt
+from tests.waiting import CEILING_S
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -142,7 +143,7 @@ async def test_a_flooding_chat_is_bounded_and_never_stalls_another(make_harness:
     calm = h.chat("calm")
     await h.gateway.inbox.submit(h.message("hello?", chat=calm))
     async with h.channel.received:
-        await asyncio.wait_for(h.channel.received.wait_for(lambda: h.channel.texts(calm) == ["quick"]), 2)
+        await asyncio.wait_for(h.channel.received.wait_for(lambda: h.channel.texts(calm) == ["quick"]), CEILING_S)
     await h.gateway.inbox.settled()
     notices = h.channel.texts(flood)
     assert sum("Slow down" in t for t in notices) == 1

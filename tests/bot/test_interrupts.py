@@ -12,8 +12,10 @@ from agents.models.scripted import ScriptedModel, call, calls
 from agents.react import DENIED
 from agents.results import Resolution
 from agents.tools.base import Tool, tool
+from bot.clock import FakeClock
 from bot.interrupts.text import encode_payload, parse_payload
 from tests.conftest import Harness
+from tests.waiting import CEILING_S, eventually
 
 
 class Counter:
@@ -240,15 +242,16 @@ async def test_commands_never_resolve_and_cancel_pending_reset(make_harness: Any
 async def test_expiry_during_runtime_counts_as_denied(make_harness: Any) -> None:
     counter = Counter()
     model = ScriptedModel([DELETE, "I did not delete it (no confirmation)."])
-    h = await confirm_harness(make_harness, model, counter, interrupts={"tool_confirm_timeout_s": 0.3})
+    clock = FakeClock()
+    h = await confirm_harness(make_harness, model, counter, clock=clock)
     await h.say("@react delete the build cache")
-    await h.channel.wait_for(3, timeout=5)
-    for _ in range(100):
-        if h.channel.texts()[-1].startswith("I did not delete"):
-            break
-        await asyncio.sleep(0.05)
+    await h.gateway.store.flush()  # the prompt's reference is marked (so expiry edits the prompt)
+    await clock.advance(3599)
+    assert not any("Expired" in e.text for e in h.edits()), "an hour to answer (interrupts.tool_confirm_timeout_s)"
+    await clock.advance(2)
+    await eventually(lambda: h.channel.texts()[-1].startswith("I did not delete"), what="the run to go on, denied")
     assert h.channel.texts()[-1] == "I did not delete it (no confirmation)."
-    assert any("Expired" in e.text for e in h.edits())
+    await eventually(lambda: any("Expired" in e.text for e in h.edits()), what="the prompt edited to say so")
     assert counter.runs == []
     assert "not confirmed in time" in model.requests[1].messages[-1].tool_results[0].content
     model.assert_complete()
@@ -277,15 +280,13 @@ async def test_expiry_during_downtime_expires_at_start(make_harness: Any) -> Non
     counter = Counter()
     tools = risky_tools(counter)
     model = ScriptedModel([DELETE])
-    h = await make_harness(model, tools=tools, interrupts={"tool_confirm_timeout_s": 0.5})
+    clock = FakeClock()
+    h = await make_harness(model, tools=tools, interrupts={"tool_confirm_timeout_s": 600}, clock=clock)
     await h.say("@react delete the build cache")
     model2 = ScriptedModel(["Not deleted: the confirmation expired."])
 
-    # The gateway goes down before the expiry job fires, and stays down past the deadline.
-    h.gateway.timers.stop()
-    await h.gateway.stop(timeout=5)
-    await asyncio.sleep(0.7)
-    await h.restart(model2, tools)
+    # The gateway goes down before the expiry fires, and stays down past the deadline.
+    await h.restart(model2, tools, down=lambda: clock.advance(601))
     assert h.gateway.recovery is not None and len(h.gateway.recovery.expired) == 1
     assert any(m.edit_of and "Expired" in m.text for m in h.channel.sent)
     assert h.channel.texts()[-1] == "Not deleted: the confirmation expired."
@@ -323,7 +324,7 @@ async def test_an_answer_the_database_did_not_take_changes_nothing(make_harness:
     locker = sqlite3.connect(path, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
     try:
-        await asyncio.wait_for(h.gateway.bus.join(), 10)
+        await asyncio.wait_for(h.gateway.bus.join(), CEILING_S)
     finally:
         locker.execute("ROLLBACK")
         locker.close()

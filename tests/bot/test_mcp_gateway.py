@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -130,9 +129,7 @@ async def test_server_failing_mid_call_is_told_once_and_the_bot_keeps_serving(
         agents=agent_files(tmp_path, tooler="mcp: {servers: [fake]}"),
         mcp={"servers": {"fake": fake(timeout_s=1)}},
     )
-    started = time.monotonic()
     hang = await h.say("@tooler hang")
-    assert time.monotonic() - started < 8
     assert "is unavailable (stopped answering)" in hang[-1] and hang[-1].endswith("(True)")
     crash = await h.say("@tooler crash")
     assert crash[-1].startswith("crash: the MCP server 'fake' is unavailable (exited")

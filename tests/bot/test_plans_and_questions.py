@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 from agents.models.base import ModelResponse
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
+from bot.clock import FakeClock
+from tests.waiting import eventually
 
 
 def plan(*steps: str) -> ModelResponse:
@@ -122,24 +123,22 @@ async def test_ask_user_by_text_and_by_button(make_harness: Any) -> None:
 async def test_scheduled_message_listed_cancelled_and_fired_after_restart(make_harness: Any) -> None:
     model = ScriptedModel(
         [
-            call("schedule_message", {"text": "send the report", "in_minutes": 0.02}, id="s1"),
+            call("schedule_message", {"text": "send the report", "in_minutes": 5}, id="s1"),
             "I'll remind you.",
             call("schedule_message", {"text": "later", "in_minutes": 600}, id="s2"),
             "Scheduled.",
         ]
     )
-    h = await make_harness(model)
+    clock = FakeClock()
+    h = await make_harness(model, clock=clock)
     await h.say("@react remind me in a moment to send the report")
     await h.say("@react remind me in ten hours")
     pending = (await h.say("/pending"))[0]
     assert "later" in pending
     later_id = next(line for line in pending.splitlines() if "later" in line).split("scheduled ")[1].split()[0]
     # The gateway is down when the first one falls due: it is sent at the next start, marked late.
-    h.gateway.scheduled.stop()
-    await h.gateway.stop(timeout=5)
-    await asyncio.sleep(1.5)
     tools: list[Tool] = []
-    await h.restart(ScriptedModel([]), tools)
+    await h.restart(ScriptedModel([]), tools, down=lambda: clock.advance(6 * 60))
     assert h.gateway.recovery is not None and h.gateway.recovery.late_scheduled == 1
     fired = [t for t in h.channel.texts() if t.startswith("⏰ send the report")]
     assert len(fired) == 1 and "offline" in fired[0]
@@ -150,13 +149,16 @@ async def test_scheduled_message_listed_cancelled_and_fired_after_restart(make_h
 
 
 async def test_scheduled_message_fires_while_running(make_harness: Any) -> None:
-    model = ScriptedModel([call("schedule_message", {"text": "stand up", "in_minutes": 0.01}, id="s1"), "ok"])
-    h = await make_harness(model)
+    model = ScriptedModel([call("schedule_message", {"text": "stand up", "in_minutes": 10}, id="s1"), "ok"])
+    clock = FakeClock()
+    h = await make_harness(model, clock=clock)
     await h.say("@react remind me to stand up")
-    for _ in range(100):
-        if "⏰ stand up" in h.channel.texts():
-            break
-        await asyncio.sleep(0.05)
+    await clock.advance(9 * 60)
+    assert "⏰ stand up" not in h.channel.texts()
+    await clock.advance(60)
+    await eventually(lambda: "⏰ stand up" in h.channel.texts(), what="the reminder")
+    await clock.advance(3600)
+    await h.gateway.settled()
     assert h.channel.texts().count("⏰ stand up") == 1
     model.assert_complete()
 

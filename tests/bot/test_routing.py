@@ -128,7 +128,7 @@ async def test_hybrid_llm_failure_keeps_the_rules_guess() -> None:
 
 async def test_llm_timeout_falls_back() -> None:
     async def slow(_req: Any) -> str:
-        await asyncio.sleep(5)
+        await asyncio.Event().wait()  # a model that never answers
         return "late"
 
     model = ScriptedModel([slow])

@@ -13,6 +13,7 @@ from typing import Any
 from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage
 from channels.console import ConsoleChannel
 from tests.conftest import RecordingInbox
+from tests.waiting import CEILING_S
 
 CHAT = ChatKey(channel="console", chat_id="local")
 
@@ -42,7 +43,7 @@ async def test_reads_lines_until_end_of_input() -> None:
     bus = RecordingInbox()
     console = ConsoleChannel(stdin=io.StringIO("hello\n\n  second  \n"), stdout=io.StringIO(), interactive=False)
     await console.start(bus)  # type: ignore[arg-type]
-    await asyncio.wait_for(console.finished.wait(), 5)
+    await asyncio.wait_for(console.finished.wait(), CEILING_S)
     texts = [e.text for e in bus.events if isinstance(e, InboundMessage)]
     assert texts == ["hello", "second"]
     assert len({e.id for e in bus.events}) == 2
@@ -115,7 +116,7 @@ async def test_an_answer_prints_as_the_model_writes_it(make_settings: Any) -> No
     console._join = gateway.settled
     await gateway.start()
     try:
-        await asyncio.wait_for(console.finished.wait(), 10)
+        await asyncio.wait_for(console.finished.wait(), CEILING_S)
     finally:
         await gateway.stop(timeout=5)
     model.assert_complete()

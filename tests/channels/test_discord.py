@@ -32,6 +32,7 @@ from tests.fakes.discord_server import (
     FakeDiscord,
     buttons,
 )
+from tests.waiting import CEILING_S
 
 MENTION = f"<@{BOT_ID}>"
 MESSAGE_CONTENT_INTENT = 1 << 15
@@ -424,7 +425,7 @@ async def test_a_streamed_answer_is_one_message_edited_until_it_is_whole(make_bo
         ScriptedModel([Streamed(("## Answer\nFirst part, ", "second part, ", "and the end."), delay_s=0.7)])
     )
     await fake.message("@chat tell me", dm=True)
-    await fake.wait_for(lambda: any(m.get("content") == whole for m in fake.messages.values()), 10)
+    await fake.wait_for(lambda: any(m.get("content") == whole for m in fake.messages.values()), CEILING_S)
     created = fake.called("POST", rf"^/channels/{DM_CHANNEL_ID}/messages$")
     edits = fake.called("PATCH", rf"^/channels/{DM_CHANNEL_ID}/messages/\d+$")
     assert len(created) == 1 and "…" in created[0].body["content"], "one message, shown while it was written"

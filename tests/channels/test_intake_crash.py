@@ -45,10 +45,14 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from tests.channels._intake_gateway import SLACK_SIGNING_SECRET, WEBHOOK_SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram
+from tests.waiting import CEILING_S
+
+pytestmark = pytest.mark.xdist_group("crash")
 
 SCRIPT = Path(__file__).with_name("_intake_gateway.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,12 +61,13 @@ CHATS = 50
 PER_CHAT = 6
 """300 messages in all, ``c{chat}-m{n}``."""
 LANE_GAP_S = 0.15
-"""Between two messages of one chat (webhooks, Socket Mode): the burst lasts about a second."""
+"""Between two messages of one chat (webhooks, Socket Mode): the platform's pace; the burst lasts about a second."""
 KILL_AFTER = 40
 """Answers seen before the SIGKILL (well before the burst is over)."""
-START_TIMEOUT_S = 20.0
-SETTLE_TIMEOUT_S = 30.0
-"""After the restart: everything delivered and answered within this."""
+START_TIMEOUT_S = CEILING_S * 2
+"""Ceilings, not budgets: a gateway starts in seconds, a busy machine may take many times longer."""
+SETTLE_TIMEOUT_S = CEILING_S * 2
+"""After the restart: everything delivered and answered (seconds on an idle machine)."""
 
 
 @dataclass
@@ -124,7 +129,7 @@ class Gateways:
         assert self.proc is not None
         self.proc.kill()
         # Not proc.wait(): that also waits for stdout to close, and the standby holds it.
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(CEILING_S):
             while self.proc.returncode is None:  # noqa: ASYNC110 - set by asyncio's child watcher
                 await asyncio.sleep(0.01)
         assert self.proc.returncode == -signal.SIGKILL
@@ -155,7 +160,7 @@ class Gateways:
         if self.proc is not None and self.proc.stdin is not None:
             self.proc.stdin.close()  # a standby never started exits at the end of its input
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.proc.wait(), 10)
+                await asyncio.wait_for(self.proc.wait(), CEILING_S)
 
     async def _line(self, *, eof: bool = False) -> Any:
         assert self.proc is not None and self.proc.stdout is not None
@@ -204,7 +209,7 @@ async def deliver_in_lanes(messages: list[Sent], send: Callable[[Sent], Awaitabl
                 except (aiohttp.ClientError, ConnectionError, TimeoutError, RuntimeError):
                     pass
                 await asyncio.sleep(0.05)
-            await asyncio.sleep(LANE_GAP_S)
+            await asyncio.sleep(LANE_GAP_S)  # fake platform: the pace people write at
 
     await asyncio.gather(*(lane(chat) for chat in lanes(messages)))
 
@@ -271,12 +276,11 @@ async def crash_mid_burst(tmp: Path, mode: str, platform: Platform, http_port: i
         await gateways.start()
         mark("ready")
         burst = asyncio.create_task(platform.deliver())
-        async with asyncio.timeout(15):
+        async with asyncio.timeout(CEILING_S):
             while not midway():  # noqa: ASYNC110 - acknowledgements happen here, not in the fake
                 await asyncio.sleep(0.005)
         await gateways.crash()
         mark("killed")
-        await asyncio.sleep(0.2)  # what the gateway sent before it died is still being read here
         at_kill = tally()
         assert at_kill["answered"] < len(messages), "the kill came after the burst"
         assert not burst.done(), "the kill came after every message was delivered"

@@ -27,6 +27,7 @@ from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError
 from channels.slack.inbound import BotIdentity, chat_key, inbound_message, post_from_event
 from tests.conftest import RecordingInbox
 from tests.fakes.slack_server import FakeSlack
+from tests.waiting import CEILING_S
 
 SECRET = "test-signing-secret"
 BOT_TOKEN = "xoxb-test-token"
@@ -422,7 +423,7 @@ async def test_rate_limit_is_waited_out_and_the_reply_still_sent(make_slack: Any
     h = await make_slack("Worth the wait.")
     fake.fail("chat.postMessage", retry_after=1)
     await h.mention("hello")
-    await fake.wait_for(lambda: fake.posts(), timeout=10)
+    await fake.wait_for(lambda: fake.posts(), CEILING_S)
     await h.settle()
     methods = [c.method for c in fake.calls if c.method.startswith("chat.postMessage")]
     assert methods == ["chat.postMessage!429", "chat.postMessage"]
@@ -598,7 +599,7 @@ async def test_a_streamed_answer_is_one_message_updated_until_it_is_whole(make_s
     whole = "First part, second part, and the end."
     h = await make_slack(Streamed(("First part, ", "second part, ", "and the end."), delay_s=0.7))
     await h.message("@chat tell me")
-    await fake.wait_for(lambda: any(c.params.get("text") == whole for c in fake.calls_to("chat.update")), 10)
+    await fake.wait_for(lambda: any(c.params.get("text") == whole for c in fake.calls_to("chat.update")), CEILING_S)
     await h.settle()
     posts = fake.posts()
     assert len(posts) == 1 and "…" in posts[0]["text"], "one message, shown while it was written"

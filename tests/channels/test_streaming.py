@@ -11,6 +11,7 @@ from agents.models.scripted import ScriptedModel, Streamed
 from agents.tools.base import Tool, tool
 from bot.config.settings import Settings
 from tests.channels.test_telegram import ALICE, GROUP, Env, started
+from tests.waiting import CEILING_S
 
 
 @pytest.fixture
@@ -48,7 +49,7 @@ async def test_a_group_sees_one_message_edited_as_it_grows(env: Env) -> None:
     env.configure(mention_policy="all")
     await env.start(ScriptedModel([Streamed(ANSWER, delay_s=0.6)]))
     env.fake.push(env.fake.message("@chat help me with my trip", chat_id=GROUP))
-    await env.fake.wait_for(lambda: WHOLE in texts_of(env, "editMessageText", GROUP), 15)
+    await env.fake.wait_for(lambda: WHOLE in texts_of(env, "editMessageText", GROUP), CEILING_S)
     previews = texts_of(env, "sendMessage", GROUP)
     assert len(previews) == 1 and "…" in previews[0], "one message, shown before the answer was complete"
     edits = texts_of(env, "editMessageText", GROUP)
@@ -94,7 +95,7 @@ async def test_a_long_streamed_answer_fills_the_preview_then_continues(env: Env)
     chunks = tuple(p + "\n\n" for p in paragraphs)
     await env.start(ScriptedModel([Streamed(chunks, delay_s=0.15)]))
     env.fake.push(env.fake.message("@chat write a lot", chat_id=GROUP))
-    await env.fake.wait_for(lambda: any("Paragraph 8" in t for t in texts_of(env, "sendMessage", GROUP)), 20)
+    await env.fake.wait_for(lambda: any("Paragraph 8" in t for t in texts_of(env, "sendMessage", GROUP)), CEILING_S)
     shown = [m["text"] for (chat, _), m in sorted(env.fake.messages.items()) if chat == GROUP]
     assert len(shown) >= 2 and all(len(t) <= 4096 and "…" not in t for t in shown)
     assert [w for t in shown for w in t.split()] == "".join(chunks).split(), "every word once, in order"
@@ -105,6 +106,6 @@ async def test_a_429_during_edits_delays_them_and_the_final_text_arrives(env: En
     env.fake.fail("editMessageText", status=429, retry_after=1)
     await env.start(ScriptedModel([Streamed(ANSWER, delay_s=0.6)]))
     env.fake.push(env.fake.message("@chat help me with my trip", chat_id=GROUP))
-    await env.fake.wait_for(lambda: WHOLE in texts_of(env, "editMessageText", GROUP), 20)
+    await env.fake.wait_for(lambda: WHOLE in texts_of(env, "editMessageText", GROUP), CEILING_S)
     assert [m["text"] for (chat, _), m in env.fake.messages.items() if chat == GROUP] == [WHOLE]
     assert any(c.status == 429 for c in env.fake.of("editMessageText", ok=None)), "the platform refused once"

@@ -264,7 +264,7 @@ class FakeDiscord:
     async def _send(self, conn: _Connection, event: str, data: dict[str, Any]) -> None:
         await conn.ws.send_json({"op": 0, "t": event, "s": next(conn.seq), "d": data})
 
-    async def wait_identified(self, count: int = 1, timeout: float = 10) -> None:
+    async def wait_identified(self, count: int = 1, timeout: float = 60) -> None:
         """Until ``count`` IDENTIFYs were answered (READY and GUILD_CREATE sent)."""
         await self.wait_for(lambda: self.identifies >= count, timeout)
 
@@ -536,7 +536,7 @@ class FakeDiscord:
 
     # -- for assertions -----------------------------------------------------------------
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10) -> None:
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 60) -> None:
         async def until() -> None:
             async with self._changed:
                 await self._changed.wait_for(predicate)

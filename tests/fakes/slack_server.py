@@ -112,7 +112,7 @@ class FakeSlack:
             c.params for c in self.calls_to("chat.postMessage") if channel is None or c.params["channel"] == channel
         ]
 
-    async def wait_for(self, check: Callable[[], Any], timeout: float = 5.0) -> Any:
+    async def wait_for(self, check: Callable[[], Any], timeout: float = 60.0) -> Any:
         """Wait until ``check()`` is truthy (re-checked on every call) and return its value."""
 
         async def until() -> Any:

@@ -308,7 +308,7 @@ class FakeTelegram:
             c.params["text"] for c in self.of("sendMessage") if chat_id is None or int(c.params["chat_id"]) == chat_id
         ]
 
-    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
         """Wait until ``predicate()`` is truthy (checked after every call) and return its value."""
 
         async def until() -> Any:

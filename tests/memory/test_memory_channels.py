@@ -18,6 +18,7 @@ from channels.telegram import TelegramChannel
 from tests.channels.test_telegram import ALICE, Env, started
 from tests.conftest import RecordingChannel
 from tests.fakes.telegram_server import TOKEN
+from tests.waiting import CEILING_S
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ async def console_says(gateway: Gateway, console: RecordingChannel, text: str, n
         is_direct=True,
     )
     await gateway.inbox.submit(event)
-    await asyncio.wait_for(gateway.settled(), 10)
+    await asyncio.wait_for(gateway.settled(), CEILING_S)
     return console.texts()[before:]
 
 

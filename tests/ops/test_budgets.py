@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 from agents.models.base import ModelResponse, Usage
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
+from bot.clock import FakeClock
 from bot.ops.budgets import BudgetExceeded, Budgets, Payer
 
 
@@ -105,9 +106,9 @@ async def test_limits_reset_at_midnight_in_the_configured_zone(make_harness: Any
         ScriptedModel([]), budgets={"timezone": "Europe/Berlin", "user": {"daily_tokens": 100, "monthly_tokens": 1000}}
     )
     berlin = ZoneInfo("Europe/Berlin")
-    now = [datetime(2026, 3, 28, 23, 59, tzinfo=berlin).timestamp()]  # the night before summer time
+    clock = FakeClock(datetime(2026, 3, 28, 23, 59, tzinfo=berlin))  # the night before summer time
     store = h.gateway.store
-    guard = Budgets(h.gateway.settings.budgets, store, clock=lambda: now[0])
+    guard = Budgets(h.gateway.settings.budgets, store, clock=clock)
     payer = Payer("console:u9", "console:c9")
     await guard.spend(payer, answer("x", 150), "m")
     try:
@@ -116,13 +117,13 @@ async def test_limits_reset_at_midnight_in_the_configured_zone(make_harness: Any
         assert "midnight Europe/Berlin, in 1 min" in str(exc)
     else:
         raise AssertionError("over the daily budget")
-    now[0] = datetime(2026, 3, 29, 0, 1, tzinfo=berlin).timestamp()  # a new day there (22:01 UTC the day before)
+    await clock.advance_to(datetime(2026, 3, 29, 0, 1, tzinfo=berlin))  # a new day there (22:01 UTC the day before)
     await guard.check(payer)
     assert guard.periods() == ("d2026-03-29", "m2026-03")
     await guard.spend(payer, answer("x", 450), "m")
-    now[0] = datetime(2026, 3, 30, 12, 0, tzinfo=berlin).timestamp()
+    await clock.advance_to(datetime(2026, 3, 30, 12, 0, tzinfo=berlin))
     await guard.spend(payer, answer("x", 450), "m")
-    now[0] = datetime(2026, 3, 31, 10, 0, tzinfo=berlin).timestamp()  # nothing today; 1,050 this month
+    await clock.advance_to(datetime(2026, 3, 31, 10, 0, tzinfo=berlin))  # nothing today; 1,050 this month
     try:
         await guard.check(payer)
     except BudgetExceeded as exc:
@@ -130,5 +131,5 @@ async def test_limits_reset_at_midnight_in_the_configured_zone(make_harness: Any
         assert "resets at 2026-04-01 00:00 Europe/Berlin, in 14 h 0 min" in str(exc)
     else:
         raise AssertionError("over the monthly budget")
-    now[0] = datetime(2026, 4, 1, 0, 0, 1, tzinfo=berlin).timestamp()
+    await clock.advance_to(datetime(2026, 4, 1, 0, 0, 1, tzinfo=berlin))
     await guard.check(payer)

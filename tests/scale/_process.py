@@ -73,7 +73,7 @@ async def main() -> None:
         "bus": {
             "url": os.environ["REDIS_URL"],
             "partitions": int(os.environ.get("PARTITIONS", "16")),
-            "lease_ms": int(os.environ.get("LEASE_MS", "1500")),
+            "lease_ms": int(os.environ.get("LEASE_MS", "5000")),
         },
         "agents": {"dirs": []},
         "log": {"level": os.environ.get("LOG_LEVEL", "WARNING")},

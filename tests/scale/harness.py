@@ -16,6 +16,7 @@ import aiohttp
 from tests.channels._intake_gateway import WEBHOOK_SECRET
 from tests.channels.test_intake_crash import free_port
 from tests.fakes.telegram_server import FakeTelegram
+from tests.waiting import CEILING_S, eventually
 
 SCRIPT = Path(__file__).with_name("_process.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ class Cluster:
         )
         log.close()
         assert proc.stdout is not None
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(CEILING_S * 2):  # ready in seconds; a busy machine may take many times longer
             line = await proc.stdout.readline()
         if not line:
             raise AssertionError(
@@ -65,7 +66,7 @@ class Cluster:
     async def kill(self, name: str) -> None:
         proc = self.procs.pop(name)
         proc.send_signal(signal.SIGKILL)
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(CEILING_S):
             await proc.wait()
 
     async def stop_all(self) -> None:
@@ -74,7 +75,7 @@ class Cluster:
                 proc.send_signal(signal.SIGTERM)
         for name, proc in list(self.procs.items()):
             try:
-                async with asyncio.timeout(20):
+                async with asyncio.timeout(CEILING_S):
                     await proc.wait()
             except TimeoutError:
                 proc.kill()
@@ -94,13 +95,9 @@ class Cluster:
         except (aiohttp.ClientError, TimeoutError):
             return False
 
-    async def deliver(self, update: dict[str, Any], attempts: int = 100) -> None:
+    async def deliver(self, update: dict[str, Any]) -> None:
         """Until answered 200 (Telegram's retries, the same update id)."""
-        for _ in range(attempts):
-            if await self.post(update):
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"update {update.get('update_id')} was never accepted")
+        await eventually(lambda: self.post(update), every=0.05, what=f"update {update.get('update_id')} accepted")
 
     def log(self, name: str) -> str:
         return (self.tmp / f"{name}.log").read_text()

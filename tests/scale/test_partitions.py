@@ -21,8 +21,12 @@ from bot.scale.consumer import PartitionConsumer
 from bot.scale.leases import Leases
 from bot.scale.streams import GROUP, QUEUED, RedisBus, encode, inbound_stream, partition_lease, partition_of
 from tests.fakes.servers import RedisServer
+from tests.waiting import eventually
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)
+
+LONG_LEASE_MS = 10_000
+"""Where a lapse is not what a test is about: a loaded machine's pauses stay well inside it."""
 
 
 def message(chat: str, n: int) -> InboundMessage:
@@ -45,10 +49,8 @@ class Recorder:
         self.taken.append(set(partitions))
 
 
-async def until(predicate: Callable[[], bool], timeout: float) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110 - state changed by other tasks of this loop
-            await asyncio.sleep(0.02)
+async def until(predicate: Callable[[], bool]) -> None:
+    await eventually(predicate, every=0.02)
 
 
 @pytest.fixture
@@ -90,8 +92,7 @@ async def test_leases_are_held_by_one_owner() -> None:
     a, b = Leases(redis, "a", 300), Leases(redis, "b", 300)
     assert await a.acquire("k") and not await b.acquire("k")
     assert await b.renew(["k"]) == [False] and not await b.release("k"), "b can neither extend nor drop a's lease"
-    await asyncio.sleep(0.4)
-    assert await b.acquire("k"), "a lease not renewed lapses"
+    await eventually(lambda: b.acquire("k"), what="a lease not renewed to lapse")
     assert not await a.release("k"), "a's late release does not drop b's"
 
 
@@ -101,16 +102,16 @@ async def test_two_workers_share_the_partitions_and_keep_each_chat_in_order(redi
     one, two = Recorder("one"), Recorder("two")
     # A lease long enough that a loaded machine's pauses do not let one lapse: this is about the orderly
     # hand-over (a lapsed lease may hand an entry to two workers; the inbox guard makes that one handling).
-    first = consumer(client(redis_url), one, lease_ms=2000)
+    first = consumer(client(redis_url), one, lease_ms=LONG_LEASE_MS)
     await first.start()
     assert first.owned == set(range(8)), "alone, a worker holds every partition"
-    second = consumer(client(redis_url), two, lease_ms=2000)
+    second = consumer(client(redis_url), two, lease_ms=LONG_LEASE_MS)
     await second.start()
     for n in range(20):
         for chat in ("a", "b", "c", "d", "e", "f"):
             await bus.publish(message(chat, n))
-    await until(lambda: len(one.seen) + len(two.seen) >= 120, 20)
-    await until(lambda: len(first.owned) + len(second.owned) == 8 and bool(first.owned and second.owned), 10)
+    await until(lambda: len(one.seen) + len(two.seen) >= 120)
+    await until(lambda: len(first.owned) + len(second.owned) == 8 and bool(first.owned and second.owned))
     assert not first.owned & second.owned, "a partition has one owner"
     for chat in ("a", "b", "c", "d", "e", "f"):
         texts = [t for c, t in one.seen + two.seen if c == chat]
@@ -137,13 +138,13 @@ async def test_a_dead_workers_entries_are_claimed_by_the_next_owner(redis_url: s
     await dead.start()
     for n in range(5):
         await bus.publish(message("z", n))
-    await until(lambda: dead.active_chats > 0, 5)
+    await until(lambda: dead.active_chats > 0)
     for task in dead._tasks:  # it "dies": no reads, no renewals, no acknowledgements
         task.cancel()
     alive = Recorder("alive")
     heir = consumer(client(redis_url), alive)
     await heir.start()
-    await until(lambda: len(alive.seen) >= 5, 10)
+    await until(lambda: len(alive.seen) >= 5)
     assert alive.seen == [("z", f"m{n}") for n in range(5)], "claimed in order after the lease lapsed"
     assert alive.taken and partition_of("console:z", 8) in set().union(*alive.taken)
     assert stuck.seen == []
@@ -164,9 +165,11 @@ async def test_an_entry_read_by_a_worker_that_lost_its_lease_is_rescued(redis_ur
         pipe.xadd(stream, encode(event))
         pipe.xreadgroup(GROUP, "zombie", {stream: ">"}, count=10)
         await pipe.execute()
-    await until(lambda: alive.seen == [("y", "m0")], 15)
+    await until(lambda: alive.seen == [("y", "m0")])
     assert owner.claimed == 1
-    async with asyncio.timeout(5):  # the handler has seen it; the acknowledgement follows it
-        while (await redis.xpending(stream, GROUP))["pending"]:  # noqa: ASYNC110 - Redis state, polled
-            await asyncio.sleep(0.02)
+
+    async def acknowledged() -> bool:  # the handler has seen it; the acknowledgement follows it
+        return not (await redis.xpending(stream, GROUP))["pending"]
+
+    await eventually(acknowledged)
     await owner.stop(2)

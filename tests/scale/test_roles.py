@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ import pytest
 from bot.config.settings import ConfigError, load_settings
 from tests.bot.test_cli_run import free_port
 from tests.fakes.servers import PostgresServer, RedisServer
+from tests.waiting import eventually_sync
 
 
 def bot(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -27,6 +28,14 @@ def bot(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[s
         timeout=60,
         stdin=subprocess.DEVNULL,
     )
+
+
+def holds_all(port: int, partitions: int = 8) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            return bool(json.loads(response.read()).get("partitions") == partitions)
+    except OSError:
+        return False
 
 
 def test_a_worker_needs_the_bus(tmp_path: Path) -> None:
@@ -84,13 +93,9 @@ def test_a_worker_from_the_command_line_holds_every_partition(
         env={**clean, "HOME": str(tmp_path), **env},
     )
     try:
-        body: dict[str, object] = {}
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline and body.get("partitions") != 8:
-            health = bot(tmp_path, "health", "--url", f"http://127.0.0.1:{port}/healthz")
-            if health.returncode == 0:
-                body = json.loads(health.stdout)
-            time.sleep(0.3)
+        eventually_sync(lambda: holds_all(port), every=0.05, what="the worker to hold all 8 partitions")
+        health = bot(tmp_path, "health", "--url", f"http://127.0.0.1:{port}/healthz")
+        body = json.loads(health.stdout)
         assert body.get("status") == "ok" and body.get("role") == "worker" and body.get("partitions") == 8, body
     finally:
         proc.send_signal(15)

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from agents.messages import Message
+from bot.clock import FakeClock
 from bot.store.lock import DatabaseInUse
 from bot.store.ops import Step, utcnow
 from bot.store.runs import RunRow, RunStore
 from bot.store.sql import SqlStore
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,15 +85,17 @@ async def test_finished_runs_their_interrupts_and_ledger_and_old_audit_rows_are_
 
 
 async def test_history_is_cut_to_its_limit_even_when_nothing_more_is_written(tmp_path: Path) -> None:
-    store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}", history_limit=3, retention_interval_s=0.2)
+    clock = FakeClock()
+    store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}", history_limit=3, retention_interval_s=5, clock=clock)
     await store.start()
     try:
         await store.append("c", [Message.user(f"m{i}") for i in range(10)])
-        for _ in range(50):  # no write follows: the idle pass does it
-            await asyncio.sleep(0.1)
-            if (await store.read("SELECT count(*) FROM session_messages"))[0][0] == 3:
-                break
-        assert (await store.read("SELECT count(*) FROM session_messages"))[0][0] == 3
+        await clock.advance(5)  # no write follows: the idle pass does it
+
+        async def cut() -> bool:
+            return (await store.read("SELECT count(*) FROM session_messages"))[0][0] == 3
+
+        await eventually(cut, what="the history cut to its limit")
     finally:
         await store.close()
 
@@ -126,12 +130,11 @@ def test_a_second_bot_run_exits_at_once_with_a_clear_message(tmp_path: Path) -> 
         deadline = time.monotonic() + 30
         lock = tmp_path / "data" / "bot.db.lock"
         while not (lock.exists() and lock.stat().st_size) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        started = time.monotonic()
-        second = subprocess.run(
+            time.sleep(0.1)  # polls: the first process's start-up
+        second = subprocess.run(  # waiting for the lock instead would run into this timeout
             [sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
         )
-        assert second.returncode != 0 and time.monotonic() - started < 20
+        assert second.returncode != 0
         assert "in use by another bot process" in second.stderr and f"pid {first.pid}" in second.stderr
         assert "bot.db" in second.stderr
     finally:

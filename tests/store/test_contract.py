@@ -10,6 +10,7 @@ import asyncpg
 import pytest
 
 from agents.messages import Message, ToolCall, ToolResult
+from bot.clock import FakeClock
 from bot.store import StoreError
 from bot.store.ops import Step
 from bot.store.sql import SqlStore
@@ -156,14 +157,14 @@ async def test_history_retention_runs_in_the_writer_not_per_message(make_store, 
 
 
 async def test_retention_runs_on_its_interval(make_store) -> None:
-    store = await make_store(history_limit=3, retention_interval_s=0.05)
+    clock = FakeClock()
+    store = await make_store(history_limit=3, retention_interval_s=5, clock=clock)
     for i in range(10):
         await store.append("c", [Message.user(f"m{i}")])
-    for _ in range(100):
-        await asyncio.sleep(0.06)
-        await store.flush()  # any write lets the writer notice the pass is due
-        if await _count(store, "session_messages") == 3:
-            break
+    await store.flush()
+    assert await _count(store, "session_messages") == 10, "not due yet"
+    await clock.advance(5)
+    await store.flush()  # any write lets the writer notice the pass is due
     assert await _count(store, "session_messages") == 3
     assert store.stats()["retention_passes"] >= 1
 

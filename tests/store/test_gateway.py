@@ -13,6 +13,7 @@ import pytest
 
 from agents.models.base import ModelRequest
 from bot.inbox import NotStored
+from tests.waiting import CEILING_S
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -49,7 +50,7 @@ async def test_locked_database_at_accept_sends_no_reply(make_harness, scripted) 
     locker = sqlite3.connect(_db_path(h), isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")  # ...and the database refuses the write that would act on it
     try:
-        await asyncio.wait_for(h.gateway.bus.join(), 10)
+        await asyncio.wait_for(h.gateway.bus.join(), CEILING_S)
     finally:
         locker.execute("ROLLBACK")
         locker.close()

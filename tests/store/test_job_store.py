@@ -91,13 +91,14 @@ async def test_one_time_job_is_done_after_its_fire_and_pause_resume(make_store: 
 
 async def test_two_processes_fire_a_job_once(make_store: Any) -> None:
     """Two job services (as two workers) on one database see the same fire due; one makes it."""
+    from bot.clock import FakeClock
     from bot.config.jobs import JobsSection
     from bot.events import ChatKey, InboundMessage, OutboundMessage
     from bot.jobs.service import JobService
 
     sent: list[tuple[str, OutboundMessage]] = []
     published: list[InboundMessage] = []
-    now = [datetime(2026, 11, 26, 7, 0, 30, tzinfo=UTC).timestamp()]
+    clock = FakeClock(datetime(2026, 11, 26, 7, 0, 30, tzinfo=UTC))
 
     def service(store: Any, name: str) -> JobService:
         async def deliver(outbox_id: int, message: OutboundMessage) -> None:
@@ -109,7 +110,7 @@ async def test_two_processes_fire_a_job_once(make_store: Any) -> None:
         async def zone_of(chat: ChatKey) -> str:
             return "Europe/Berlin"
 
-        return JobService(JobsSection(), store, deliver=deliver, publish=publish, zone_of=zone_of, clock=lambda: now[0])
+        return JobService(JobsSection(), store, deliver=deliver, publish=publish, zone_of=zone_of, clock=clock)
 
     one, two = service(await make_store(), "one"), service(await make_store(), "two")
     chat = ChatKey(channel="console", chat_id="c1")

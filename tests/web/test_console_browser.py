@@ -10,16 +10,20 @@ from playwright.async_api import Page, async_playwright, expect
 
 from agents.models.scripted import ScriptedModel, call
 from tests.channels.test_telegram import ALICE, approve
+from tests.waiting import CEILING_S
 from tests.web.browser import artifacts, need_chromium
 from tests.web.harness import ADMIN_PASSWORD, WebEnv, base_url
 
 pytestmark = pytest.mark.timeout(600)  # chromium may be installed first (about 2 minutes)
 
+# Ceilings, not budgets: a busy machine renders slowly (Playwright's own default is 5 s per assertion).
+expect.set_options(timeout=CEILING_S * 1000)
+
 
 async def pending_card(page: Page, env: WebEnv) -> str:
     """Wait for the one pending request to appear on the open inbox (live, no reload); its card's selector."""
     card = page.locator("article.pending")
-    await expect(card).to_have_count(1, timeout=15_000)
+    await expect(card).to_have_count(1)
     rows = await env.running[-1].runs.all_pending()
     assert len(rows) == 1
     return f"#i-{rows[0].id}"
@@ -44,6 +48,7 @@ async def test_the_console_in_a_browser(env: WebEnv) -> None:
         browser = await p.chromium.launch(executable_path=chromium)
         try:
             page = await browser.new_page()
+            page.set_default_timeout(CEILING_S * 1000)
             # Signed out: every page leads to the sign-in form.
             await page.goto(root + "/health")
             await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()

@@ -17,6 +17,7 @@ from agents.models.scripted import ScriptedModel, call, calls
 from tests.bot.test_graphs import files
 from tests.bot.test_plans_and_questions import plan, respond
 from tests.channels.test_telegram import ALICE, approve
+from tests.waiting import CEILING_S
 from tests.web.harness import NONCE, Browserless, WebEnv, next_pending, pending_id
 
 
@@ -308,7 +309,7 @@ async def test_live_updates_over_server_sent_events(env: WebEnv, client_for: Cal
         assert stream.status == 200 and stream.headers["Content-Type"].startswith("text/event-stream")
         env.fake.push(env.fake.message("@react delete the build cache"))
         seen = b""
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(CEILING_S):
             while b"event: inbox" not in seen:
                 seen += await stream.content.readany()
     ref, buttons = await env.prompt()

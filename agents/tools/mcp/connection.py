@@ -22,6 +22,7 @@ import itertools
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -74,9 +75,11 @@ _Item = _Call | str
 class ServerConnection:
     """The client side of one configured MCP server."""
 
-    def __init__(self, name: str, config: McpServerConfig) -> None:
+    def __init__(self, name: str, config: McpServerConfig, backoff_clock: Callable[[], float] = time.monotonic) -> None:
+        """``backoff_clock``: the monotonic clock reconnect back-offs are measured on (tests move a fake one)."""
         self.name = name
         self.config = config
+        self._backoff_clock = backoff_clock
         self.state: State = "idle"
         self.outage: Outage | None = None
         self.detail = ""
@@ -108,7 +111,7 @@ class ServerConnection:
         """
         if self._closing:
             raise ServerUnavailable(self._stopped())
-        if self.state == "down" and time.monotonic() < self._retry_at and self.outage is not None:
+        if self.state == "down" and self._backoff_clock() < self._retry_at and self.outage is not None:
             raise ServerUnavailable(self.outage)
         self._ensure_owner()
         future: asyncio.Future[tuple[ListedTool, ...]] = asyncio.get_running_loop().create_future()
@@ -145,7 +148,7 @@ class ServerConnection:
     def retry_in(self) -> float | None:
         if self.state != "down":
             return None
-        return max(0.0, self._retry_at - time.monotonic())
+        return max(0.0, self._retry_at - self._backoff_clock())
 
     async def aclose(self) -> None:
         """Stop the server (or close the HTTP session) and fail whatever still waits."""
@@ -185,7 +188,7 @@ class ServerConnection:
     def _lose(self, reason: str, detail: str) -> Outage:
         """The working connection broke: declare, allow an immediate reconnect, end the serving loop."""
         outage = self._declare(reason, detail)
-        self._failures, self._retry_at = 0, time.monotonic()
+        self._failures, self._retry_at = 0, self._backoff_clock()
         if self._serving:
             self._queue.put_nowait(_LOST)
         return outage
@@ -194,7 +197,7 @@ class ServerConnection:
         outage = self._declare(reason, detail)
         self._failures += 1
         delay = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self._failures - 1))
-        self._retry_at = time.monotonic() + delay
+        self._retry_at = self._backoff_clock() + delay
         log.info("MCP server %s: next connect attempt in %gs", self.name, delay)
         return outage
 
@@ -234,7 +237,7 @@ class ServerConnection:
                 fail(item.future, ServerUnavailable(self._current()))
                 continue
             while item == _LIST and self._waiters and not self._closing:
-                if self.state == "down" and time.monotonic() < self._retry_at:
+                if self.state == "down" and self._backoff_clock() < self._retry_at:
                     self._fail_waiters(ServerUnavailable(self._current()))
                     break
                 await self._connect_and_serve()

@@ -12,7 +12,7 @@ import asyncio
 import importlib
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from agents.tools.base import Tool
@@ -59,10 +59,17 @@ class ServerStatus:
 class McpManager:
     """The configured servers, one :class:`McpToolset` (and connection) each."""
 
-    def __init__(self, servers: Mapping[str, McpServerConfig], *, on_fault: FaultHook | None = None) -> None:
+    def __init__(
+        self,
+        servers: Mapping[str, McpServerConfig],
+        *,
+        on_fault: FaultHook | None = None,
+        backoff_clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``backoff_clock``: the monotonic clock the servers' reconnect back-offs are measured on."""
         self.configs = dict(servers)
         self.toolsets = {
-            name: McpToolset(ServerConnection(name, config), on_fault=on_fault)
+            name: McpToolset(ServerConnection(name, config, backoff_clock), on_fault=on_fault)
             for name, config in servers.items()
             if config.enabled
         }

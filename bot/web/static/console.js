@@ -30,4 +30,6 @@
   }
   var source = new EventSource(root + "/events");
   source.addEventListener("inbox", refresh);
+  // The stream says what changed after it opened: whatever came while it was (re)connecting is read now.
+  source.addEventListener("open", refresh);
 })();

@@ -72,11 +72,11 @@ async def _start(host: str) -> tuple[Server, web.AppRunner]:
         raise web.HTTPFound(f"/chain/{left - 1}")
 
     async def slow_chain(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # fake platform: a slow site
         raise web.HTTPFound("/slow-chain")
 
     async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(10)
+        await asyncio.sleep(10)  # fake platform: a slow site
         return web.Response(text="late")
 
     async def drip(request: web.Request) -> web.StreamResponse:
@@ -84,7 +84,7 @@ async def _start(host: str) -> tuple[Server, web.AppRunner]:
         await response.prepare(request)
         for _ in range(100):
             await response.write(b"x")
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # fake platform: a slow site
         return response
 
     routes = [
@@ -395,12 +395,11 @@ async def test_redirect_limit(tmp_path: Path, local: Server) -> None:
 async def test_total_time_limit(tmp_path: Path, local: Server, path: str) -> None:
     # /slow never answers in time, /drip trickles its body, /slow-chain redirects forever, 0.3 s a hop:
     # the limit covers the whole fetch, not each read or each hop.
+    # Only the whole fetch's limit gives this error: per read or per hop, /drip would finish after 10 s and
+    # /slow-chain stop at "too many redirects" after 6 s.
     get = http_get(tmp_path, allow_private=["127.0.0.1"], timeout_s=0.8, max_redirects=20)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     with pytest.raises(ToolError, match=r"timed out after 0\.8 s"):
         await get.invoke({"url": local.url(path)})
-    assert loop.time() - started < 2.5
 
 
 async def test_connection_refused_is_a_tool_error(tmp_path: Path) -> None:

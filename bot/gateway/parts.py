@@ -1,0 +1,66 @@
+"""Building blocks the composition root (:mod:`bot.gateway.app`) puts together: the model, the built-in tools,
+the channel adapters, and a check of what agent files name."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from agents.models.base import Model
+from agents.tools.base import Tool
+from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
+from bot.gateway.models import ModelCatalog
+from bot.runs.catalog import AgentCatalog
+from channels.base import BuildContext, Channel
+from channels.registry import PLUGINS
+
+log = logging.getLogger(__name__)
+
+
+def build_model(settings: Settings) -> Model:
+    """The main model (with its fallbacks): Gemini when its key is set, OpenAI-compatible when configured,
+    else the labelled offline model."""
+    return ModelCatalog(settings).main
+
+
+def builtin_tools(settings: Settings) -> list[Tool]:
+    """The built-in toolset, configured by the ``tools`` section (``run_command``'s sandbox masks the bot's files)."""
+    from agents.tools import builtin_toolset
+    from agents.tools.sandbox import SandboxUnavailable
+
+    try:
+        return list(builtin_toolset(settings.tools, hidden=own_files(settings)).tools)
+    except SandboxUnavailable as exc:
+        raise ConfigError(f"tools.run_command.sandbox is bwrap, but {exc}") from None
+
+
+def own_files(settings: Settings) -> list[Path]:
+    """What a sandboxed command must not see: the data dir (database), configuration files, agent files."""
+    paths = [settings.store.data_dir, USER_CONFIG.expanduser().parent, PROJECT_CONFIG.parent, settings.agents.user_dir]
+    paths += settings.agents.dirs
+    return [Path(p).expanduser() for p in paths]
+
+
+def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers: set[str]) -> None:
+    """Log what an agent file names that does not exist here (a misspelt tool in ``tools.allow`` would
+    otherwise just never be offered); the agent still loads."""
+    from agents.spec import check_references
+    from bot.cli.agents import known_tool_names
+
+    known = tools | known_tool_names()
+    for agent in catalog.agents.values():
+        if agent.spec is None:
+            continue
+        for problem in check_references(agent.spec, catalog.agents, known, mcp_servers):
+            log.warning("agent %s: %s", agent.name, problem)
+
+
+def build_channels(
+    settings: Settings,
+    join: Callable[[], Awaitable[None]] | None = None,
+    rate_limited: Callable[[str], None] | None = None,
+) -> list[Channel]:
+    """An adapter for every enabled channel section, from its plugin (platform libraries load only then)."""
+    context = BuildContext(settled=join, rate_limited=rate_limited)
+    return [PLUGINS[name].build(settings.channels.section(name), context) for name in settings.channels.enabled()]

@@ -1,0 +1,38 @@
+"""Rows of a chat's history: statements that insert messages, and applying the committed rows to a cached state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+from agents.messages import Message
+from bot.store.cache import ChatState
+from bot.store.ops import INSERT_MESSAGES_HEAD, MESSAGE_ROW, Step
+
+
+def message_row(chat_key: str, message: Message, at: Any) -> tuple[Any, ...]:
+    return (chat_key, message.role, message.agent, message.model_dump_json(exclude_defaults=True), at)
+
+
+_MESSAGE_ROWS_PER_INSERT = 100
+
+
+def insert_messages(chat_key: str, messages: Sequence[Message], at: Any) -> list[Step]:
+    """Multi-row inserts of ``messages`` (one statement per 100; each row returns its id)."""
+    steps = []
+    for i in range(0, len(messages), _MESSAGE_ROWS_PER_INSERT):
+        chunk = messages[i : i + _MESSAGE_ROWS_PER_INSERT]
+        sql = INSERT_MESSAGES_HEAD + ", ".join([MESSAGE_ROW] * len(chunk)) + " RETURNING id"
+        steps.append(Step(sql, tuple(chain.from_iterable(message_row(chat_key, m, at) for m in chunk)), returning=True))
+    return steps
+
+
+def add_rows(state: ChatState, rows: Sequence[tuple[Any, ...]], messages: Sequence[Message]) -> None:
+    """Apply committed message rows to a cached chat state.
+
+    RETURNING does not promise the order of rows, but ids are given in insertion
+    order (one writer), so sorted ids line up with the messages.
+    """
+    for row_id, message in zip(sorted(r[0] for r in rows), messages, strict=True):
+        state.add(row_id, message)
