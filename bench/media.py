@@ -47,6 +47,16 @@ class MemoryFetcher:
         return None
 
 
+class OneFetcher:
+    """The downloader of every channel."""
+
+    def __init__(self, fetcher: MemoryFetcher) -> None:
+        self.fetcher = fetcher
+
+    async def get(self, channel: str) -> MemoryFetcher:
+        return self.fetcher
+
+
 def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -55,7 +65,7 @@ async def main(rounds: int) -> None:
     result: dict[str, object] = {"peak_rss_mb_before": round(peak_mb(), 1)}
     with tempfile.TemporaryDirectory() as tmp:
         for mb in (1, 10, 19):
-            intake = MediaIntake(MediaSection(), Path(tmp), {"telegram": MemoryFetcher(mb * 1024 * 1024)})
+            intake = MediaIntake(MediaSection(), Path(tmp), OneFetcher(MemoryFetcher(mb * 1024 * 1024)))
             samples = []
             for n in range(rounds):
                 event = InboundMessage(

@@ -166,6 +166,11 @@ class ChannelPlugin:
         channel: Channel = _factory(self.adapter)(settings, context)
         return channel
 
+    def load_fetcher(self) -> None:
+        """Import the fetcher's module (and its platform library): slow, so callers run it on a thread."""
+        if self.fetcher is not None:
+            import_module(self.fetcher.partition(":")[0])
+
     def build_fetcher(self, settings: ChannelSection) -> MediaFetcher | None:
         if self.fetcher is None:
             return None

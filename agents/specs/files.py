@@ -17,6 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from agents.specs.model import SECTIONS, AgentSpec, Scope
+from agents.yaml_safe import FAST, load
 
 # The closing fence is a line of exactly three dashes; `----` or `--- x` inside the YAML do not end it.
 _FRONT_MATTER = re.compile(
@@ -56,6 +57,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """Safe YAML that refuses a key given twice (PyYAML would silently keep the last one)."""
 
 
+class _FastUniqueKeyLoader(FAST):  # type: ignore[valid-type,misc]
+    """The same on libyaml's parser."""
+
+
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
@@ -71,6 +76,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_FastUniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
@@ -122,7 +128,7 @@ def parse_agent_text(text: str, *, source: str = "<text>", scope: Scope = "proje
     if match is None:
         raise SpecFileError(source, [("front matter", _NO_FRONT_MATTER)])
     try:
-        data = yaml.load(match["front"], Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
+        data = load(match["front"], fast=_FastUniqueKeyLoader, exact=_UniqueKeyLoader)  # safe: no arbitrary objects
     except yaml.YAMLError as exc:
         raise SpecFileError(source, [("front matter", _yaml_problem(exc))]) from None
     if data is None:

@@ -8,6 +8,7 @@ code, never a traceback: 0 all good, 1 problems found, 2 wrong usage or config.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from dataclasses import dataclass
 from enum import StrEnum
@@ -37,7 +38,8 @@ agents_app = typer.Typer(
 )
 
 
-def known_tool_names() -> set[str]:
+@functools.cache
+def known_tool_names() -> frozenset[str]:
     """The tool names an agent file may use: the built-in tools and the gateway's (``ask_user``,
     ``schedule_message``, ``schedule_job``, ``send_file``, the memory tools).
 
@@ -49,7 +51,7 @@ def known_tool_names() -> set[str]:
 
     # Every tool, enabled or not: an agent may name run_command before the operator turns it on
     # (or before a sandbox for it is installed).
-    return {t.name for t in builtin_toolset(ToolsConfig()).tools} | {
+    return frozenset({t.name for t in builtin_toolset(ToolsConfig()).tools}) | {
         ASK_USER,
         "schedule_message",
         "schedule_job",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from agents import yaml_safe
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
 from bot.config.checks import bus_url_problem, interpolate, literal_secrets, store_url_problem
@@ -365,7 +366,7 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any], layer: str, origins: di
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml_safe.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
     except OSError as exc:
@@ -388,7 +389,7 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
             continue
         raw = env[name]
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            value = yaml_safe.load(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
         nested: dict[str, Any] = {}

@@ -19,9 +19,10 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from agents.messages import Media, MediaKind, Message
 from agents.models.base import Model
@@ -55,12 +56,18 @@ class Refused(Exception):
     """A file not taken; the message says why (too large, not a kind the model reads)."""
 
 
+class FetcherSource(Protocol):
+    """Where the downloader of a channel comes from (made on first use)."""
+
+    async def get(self, channel: str) -> MediaFetcher | None: ...
+
+
 class MediaIntake:
     def __init__(
         self,
         settings: MediaSection,
         root: Path,
-        fetchers: Mapping[str, MediaFetcher],
+        fetchers: FetcherSource,
         transcribe: Callable[[Media], Awaitable[str | None]] | None = None,
     ) -> None:
         self.settings = settings
@@ -117,7 +124,7 @@ class MediaIntake:
             raise Refused(
                 f"{_mb(attachment.size)}, more than the {_mb(self.settings.limit(claimed or 'document'))} I take"
             )
-        fetcher = self.fetchers.get(channel)
+        fetcher = await self.fetchers.get(channel)
         if fetcher is None:
             raise FetchError(f"downloads from {channel} are not available")
         self.root.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 from agents.models.base import Model
 from agents.tools.base import Tool, ToolContext, ToolError, tool
 from agents.tools.files import Workspace
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundFile, OutboundMessage
@@ -28,21 +29,50 @@ PHOTO_MAX_BYTES = 10 * 1024 * 1024
 SWEEP_EVERY_S = 3600.0
 
 
+class Fetchers:
+    """Each enabled channel's downloader, made when the first file from it comes: a platform library (aiogram
+    takes seconds to import) loads only in a process that downloads from that platform, and on a thread."""
+
+    def __init__(self, settings: Settings) -> None:
+        enabled = settings.channels.enabled() if settings.media.enabled else []
+        self._sections = {name: settings.channels.section(name) for name in enabled}
+        self._made: dict[str, MediaFetcher | None] = {}
+        self._making = asyncio.Lock()
+
+    async def get(self, channel: str) -> MediaFetcher | None:
+        """The downloader for ``channel`` (None: media off, or the channel has none or cannot make one)."""
+        if channel in self._made:
+            return self._made[channel]
+        async with self._making:
+            if channel not in self._made:
+                self._made[channel] = await self._build(channel)
+        return self._made[channel]
+
+    async def _build(self, channel: str) -> MediaFetcher | None:
+        section = self._sections.get(channel)
+        if section is None:
+            return None
+        plugin = PLUGINS[channel]
+        try:
+            await asyncio.to_thread(plugin.load_fetcher)
+            return plugin.build_fetcher(section)
+        except Exception as exc:  # a bad token is the adapter's to report; files from it are refused
+            log.warning("media: no downloads from %s (%s)", channel, type(exc).__name__)
+            return None
+
+    async def close(self) -> None:
+        for fetcher in self._made.values():
+            if fetcher is not None:
+                await fetcher.close()
+
+
 class MediaService:
-    def __init__(self, settings: Settings, model: Model, delivery: Delivery) -> None:
+    def __init__(self, settings: Settings, model: Model, delivery: Delivery, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
+        self.clock = clock
         self.root = settings.store.data_dir.expanduser() / "media"
         self.delivery = delivery
-        self.fetchers: dict[str, MediaFetcher] = {}
-        if settings.media.enabled:
-            for name in settings.channels.enabled():
-                try:
-                    fetcher = PLUGINS[name].build_fetcher(settings.channels.section(name))
-                except Exception as exc:  # a bad token is the adapter's to report; files from it are refused
-                    log.warning("media: no downloads from %s (%s)", name, type(exc).__name__)
-                    continue
-                if fetcher is not None:
-                    self.fetchers[name] = fetcher
+        self.fetchers = Fetchers(settings)
         transcriber = model_transcriber(model) if model.understands else None
         self.intake = MediaIntake(settings.media, self.root, self.fetchers, transcriber)
         self._sweeper: asyncio.Task[None] | None = None
@@ -55,15 +85,14 @@ class MediaService:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
-        for fetcher in self.fetchers.values():
-            await fetcher.close()
+        await self.fetchers.close()
 
     async def _sweep_now_and_then(self) -> None:
         while True:
             removed = await asyncio.to_thread(sweep, self.root, self.settings.media.keep_hours)
             if removed:
                 log.info("media: deleted %d file(s) older than %g h", removed, self.settings.media.keep_hours)
-            await asyncio.sleep(SWEEP_EVERY_S)
+            await self.clock.sleep(SWEEP_EVERY_S)
 
     # -- send_file
 

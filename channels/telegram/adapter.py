@@ -52,7 +52,7 @@ from bot.events import Action, ChatKey, InboundEvent, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.base import BuildContext
 from channels.formatting import TelegramText, rendered
-from channels.telegram.delivery import Api, TelegramDeliveryError
+from channels.telegram.delivery import Api, TelegramDeliveryError, keep_response_model
 from channels.telegram.inbound import (
     UPDATE_TYPES,
     BotIdentity,
@@ -188,6 +188,7 @@ class TelegramChannel:
         while True:
             method = GetUpdates(offset=offset, timeout=timeout, allowed_updates=list(UPDATE_TYPES))
             try:
+                keep_response_model(method)
                 updates = await self.bot(method, request_timeout=timeout + 15)
             except TelegramRetryAfter as exc:
                 self.api.limited()
@@ -468,6 +469,7 @@ class TelegramChannel:
         try:
             while loop.time() < deadline:
                 try:
+                    keep_response_model(method)
                     await self.bot(method)
                 except TelegramAPIError as exc:
                     log.debug("telegram: typing indicator failed: %s", self.api.redact(str(exc)))

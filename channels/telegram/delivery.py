@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from aiogram import Bot
 from aiogram.exceptions import (
@@ -24,7 +24,7 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
-from aiogram.methods.base import TelegramMethod
+from aiogram.methods.base import Response, TelegramMethod
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,18 @@ class Pacer:
         bucket.blocked_until = max(bucket.blocked_until, time.monotonic() + seconds)
 
 
+_RESPONSE_MODELS: dict[Any, Any] = {}
+
+
+def keep_response_model(method: TelegramMethod[Any]) -> None:
+    """aiogram reads every answer with ``Response[T]``, a pydantic generic model that pydantic caches only
+    weakly: after each garbage collection the next call built it again (measured: a fifth of a busy gateway's
+    time in Telegram calls went to making these classes).  Held here, each is made once per process."""
+    returning = method.__returning__
+    if returning not in _RESPONSE_MODELS:
+        _RESPONSE_MODELS[returning] = Response[returning]  # type: ignore[valid-type]
+
+
 class Api:
     """One place that calls the Bot API: pacing, 429 waits and network retries, errors without the token."""
 
@@ -129,6 +141,7 @@ class Api:
             if paced:
                 await self.pacer.wait(chat)
             try:
+                keep_response_model(method)
                 return await self.bot(method)
             except TelegramRetryAfter as exc:
                 self.limited()
