@@ -5,8 +5,10 @@ A worker has no platform connections: its :class:`~bot.delivery.Delivery` sends 
 waits for the platform's message reference on a reply list.  Gateways read those streams in the
 consumer group ``gateways`` (:class:`OutboundRelay`), send each message with their own adapters and
 answer.  A worker waits for each answer before it sends the chat's next message, so a chat's
-messages arrive in order.  An entry is acknowledged after it was sent; one a gateway read and
-did not acknowledge (it died) is claimed by another after ``claim_idle_ms``.
+messages arrive in order; a typing indicator has no answer to wait for, so it is only added, and the
+gateway sends what one read brought of a chat in stream order (the indicator before the reply that ends
+it).  An entry is acknowledged after it was sent; one a gateway read and did not acknowledge (it died)
+is claimed by another after ``claim_idle_ms``.
 
 What must survive a worker's crash was committed to the outbox first, as in one process: the
 worker marks it sent when the reference comes back, and a partition's next owner sends what is
@@ -17,9 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from bot.aio import cancel_and_wait
+from bot.bus import Lanes
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.events import OutboundMessage
 from bot.ids import new_id
@@ -35,6 +39,15 @@ def outbound_stream(channel: str) -> str:
     return f"{PREFIX}out:{channel}"
 
 
+@dataclass(slots=True)
+class _Out:
+    """An outbound entry read from a stream."""
+
+    stream: Any
+    entry_id: Any
+    fields: dict[Any, Any]
+
+
 class RemoteChannel:
     """The sending side of a channel whose adapter lives in a gateway process."""
 
@@ -45,6 +58,10 @@ class RemoteChannel:
         self.maxlen = maxlen
 
     async def send(self, message: OutboundMessage) -> str | None:
+        if message.kind == "typing":  # nothing comes back: no round trip to wait for
+            fields = {"message": message.model_dump_json(), "chat": str(message.chat)}
+            await self.redis.xadd(outbound_stream(self.name), fields, maxlen=self.maxlen, approximate=True)
+            return None
         return await self._ask(message, {})
 
     async def deliver(self, outbox_id: int, message: OutboundMessage, interrupt_id: str | None) -> str | None:
@@ -58,7 +75,7 @@ class RemoteChannel:
         reply = f"{PREFIX}reply:{new_id(16)}"
         await self.redis.xadd(
             outbound_stream(self.name),
-            {"message": message.model_dump_json(), "reply": reply, **extra},
+            {"message": message.model_dump_json(), "chat": str(message.chat), "reply": reply, **extra},
             maxlen=self.maxlen,
             approximate=True,
         )
@@ -88,6 +105,7 @@ class OutboundRelay:
         *,
         name: str,
         max_concurrent: int = 64,
+        max_pending: int = 10_000,
         claim_idle_ms: int = 30_000,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
@@ -102,7 +120,9 @@ class OutboundRelay:
         self.name = name
         self.claim_idle_ms = claim_idle_ms
         self._cap = asyncio.Semaphore(max_concurrent)
-        self._inflight: set[asyncio.Task[None]] = set()
+        self._room = asyncio.Semaphore(max_pending)
+        self._lanes: Lanes[_Out] = Lanes(self._run, self._finished)
+        """A chat's entries one at a time, in stream order; chats side by side (up to ``max_concurrent``)."""
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -115,8 +135,7 @@ class OutboundRelay:
     async def stop(self, timeout: float = 5.0) -> None:
         if self._task is not None:
             await cancel_and_wait(self._task)
-        if self._inflight:
-            await asyncio.wait(set(self._inflight), timeout=timeout)
+        await self._lanes.join(timeout)
 
     async def _loop(self) -> None:
         streams = {outbound_stream(c): ">" for c in self.channels}
@@ -135,10 +154,7 @@ class OutboundRelay:
                 continue
             for stream, entries in replies or []:
                 for entry_id, fields in entries:
-                    await self._cap.acquire()
-                    task = asyncio.ensure_future(self._send(stream, entry_id, fields))
-                    self._inflight.add(task)
-                    task.add_done_callback(self._inflight.discard)
+                    await self._push(stream, entry_id, fields)
 
     async def _send_plain(self, message: OutboundMessage) -> str | None:
         ref: str | None = await self.delivery.send(message)
@@ -165,10 +181,19 @@ class OutboundRelay:
             )
             for entry_id, fields in reply[1]:
                 if fields:
-                    await self._cap.acquire()
-                    task = asyncio.ensure_future(self._send(stream, entry_id, fields))
-                    self._inflight.add(task)
-                    task.add_done_callback(self._inflight.discard)
+                    await self._push(stream, entry_id, fields)
+
+    async def _push(self, stream: Any, entry_id: Any, fields: dict[Any, Any]) -> None:
+        await self._room.acquire()
+        chat = fields.get(b"chat", fields.get("chat"))
+        self._lanes.push(text_of(chat) if chat is not None else "", _Out(stream, entry_id, fields))
+
+    async def _run(self, _chat: str, out: _Out) -> None:
+        async with self._cap:
+            await self._send(out.stream, out.entry_id, out.fields)
+
+    def _finished(self, _out: _Out) -> None:
+        self._room.release()
 
     async def _send(self, stream: Any, entry_id: Any, fields: dict[Any, Any]) -> None:
         def field(name: str) -> str | None:
@@ -195,5 +220,3 @@ class OutboundRelay:
                 await pipe.execute()
         except Exception as exc:
             log.warning("relay: could not finish outbound entry %s: %s", entry_id, exc)
-        finally:
-            self._cap.release()

@@ -43,14 +43,6 @@ async def cluster(tmp_path: Path, fake: FakeTelegram, postgres: PostgresServer, 
     await group.stop_all()
 
 
-async def test_a_message_goes_through_gateway_and_worker(cluster: Cluster, fake: FakeTelegram) -> None:
-    await cluster.start("gateway", "gateway")
-    await cluster.start("worker-1", "worker")
-    update = {"update_id": 1, **fake.message("hello there", chat_id=7, user_id=7)}
-    await cluster.deliver(update)
-    await fake.wait_for(lambda: "echo: hello there" in fake.sent_texts(7), CEILING_S)
-
-
 def prompt_of(fake: FakeTelegram, chat_id: int) -> tuple[str, str] | None:
     """The message reference and Approve payload of the chat's confirmation prompt, once it was sent."""
     for (chat, message_id), message in fake.messages.items():
@@ -65,8 +57,12 @@ def prompt_of(fake: FakeTelegram, chat_id: int) -> tuple[str, str] | None:
 async def test_a_prompt_raised_by_a_killed_worker_is_resumed_by_another(
     cluster: Cluster, fake: FakeTelegram, tmp_path: Path
 ) -> None:
+    """A message goes through gateway and worker; a confirmation the worker raised is pressed while no worker
+    runs, and resumed by the next one."""
     await cluster.start("gateway", "gateway")
     await cluster.start("worker-1", "worker")
+    await cluster.deliver({"update_id": 1, **fake.message("hello there", chat_id=7, user_id=7)})
+    await fake.wait_for(lambda: "echo: hello there" in fake.sent_texts(7), CEILING_S)
     await cluster.deliver({"update_id": 10, **fake.message("@react confirm wipe", chat_id=8, user_id=8)})
     prompt = await fake.wait_for(lambda: prompt_of(fake, 8), CEILING_S)
     await cluster.kill("worker-1")
