@@ -6,8 +6,10 @@ Environment:
 - ``DATA_DIR``: where the SQLite database lives (the same across restarts);
 - ``HTTP_PORT``: the shared HTTP server's port (webhook and Slack HTTP modes).
 
-The model answers ``echo: <the last user text>`` at once; routing is by rule; everyone is
-allowed and the fairness limits are out of the way.  Once started it prints one JSON line:
+The model answers ``echo: <the last user text>`` at once, except texts ending in ``HOLD_SUFFIX``: those
+wait until the file ``RELEASE_FILE`` exists (so some messages are surely acknowledged and not answered when the
+test kills the gateway); routing is by rule; everyone is allowed and the fairness limits are out of the way.
+Once started it prints one JSON line:
 ``{"ready": true, "recovery": {..., "inbox": <events recovered from the inbox>}, "pid": ...}``.
 SIGTERM stops it gracefully (SIGKILL is the crash under test).  With ``STANDBY`` set, it first forks a
 standby (its pid is the first line printed) that starts a second gateway on the same database when it
@@ -37,6 +39,10 @@ WEBHOOK_SECRET = "intake-webhook-secret"
 SLACK_SIGNING_SECRET = "intake-signing-secret"
 
 
+HOLD_SUFFIX = os.environ.get("HOLD_SUFFIX") or None
+RELEASE_FILE = Path(os.environ.get("RELEASE_FILE") or os.devnull)
+
+
 class EchoModel(Model):
     name = "echo"
 
@@ -49,6 +55,9 @@ class EchoModel(Model):
         response_schema: dict[str, Any] | None = None,
     ) -> ModelResponse:
         text = next((m.text for m in reversed(messages) if m.role == "user" and m.text), "")
+        if HOLD_SUFFIX and text.endswith(HOLD_SUFFIX):
+            while not RELEASE_FILE.exists():  # noqa: ASYNC110 - another process makes the file
+                await asyncio.sleep(0.01)
         return ModelResponse(text="echo: " + text)
 
 
