@@ -85,6 +85,9 @@ class Budgets:
         self._writing: dict[tuple[str, str], Spent] = {}
         """Being written (still counted by checks until the write committed)."""
         self._flusher: asyncio.Task[None] | None = None
+        self._io = asyncio.Lock()
+        """Held by a flush's write and a read of the rows: a read that saw a write commit while the written
+        counts were still in ``_writing`` counted them twice (seen under load)."""
         self._flushes = 0
         """Writes so far: a read that a write overtook is not kept."""
         self._stored: dict[tuple[str, str], tuple[Spent, float]] = {}
@@ -110,22 +113,23 @@ class Budgets:
     async def flush(self) -> None:
         if not self._pending:
             return
-        self._writing, self._pending = self._pending, {}
-        try:
-            await self.store.write(self.usage.add_steps(list(self._writing.values())))
-            self._flushes += 1
-            for key, spent in self._writing.items():
-                if key in self._stored:
-                    row, read_at = self._stored[key]
-                    self._stored[key] = (row + spent, read_at)
-        except Exception:
-            log.exception(
-                "budgets: could not write the usage of %d scope(s); kept for the next write", len(self._writing)
-            )
-            for key, spent in self._writing.items():
-                self._pending[key] = spent + self._pending[key] if key in self._pending else spent
-        finally:
-            self._writing = {}
+        async with self._io:
+            self._writing, self._pending = self._pending, {}
+            try:
+                await self.store.write(self.usage.add_steps(list(self._writing.values())))
+                self._flushes += 1
+                for key, spent in self._writing.items():
+                    if key in self._stored:
+                        row, read_at = self._stored[key]
+                        self._stored[key] = (row + spent, read_at)
+            except Exception:
+                log.exception(
+                    "budgets: could not write the usage of %d scope(s); kept for the next write", len(self._writing)
+                )
+                for key, spent in self._writing.items():
+                    self._pending[key] = spent + self._pending[key] if key in self._pending else spent
+            finally:
+                self._writing = {}
 
     async def _flush_every(self) -> None:
         try:
@@ -213,8 +217,9 @@ class Budgets:
         fresh = {k: v for k in keys if (v := self._stored.get(k)) and (not self.store.shared or now - v[1] < FLUSH_S)}
         if len(fresh) == len(keys):
             return {k: row for k, (row, _at) in fresh.items()}
-        flushes = self._flushes
-        read = await self.usage.spent(scopes, periods)
+        async with self._io:  # not while a flush writes: the read could hold its counts and `_writing` too
+            flushes = self._flushes
+            read = await self.usage.spent(scopes, periods)
         if len(self._stored) > CACHED_ROWS:
             self._stored.clear()
         out = {key: read.get(key) or Spent(*key) for key in keys}

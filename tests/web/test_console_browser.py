@@ -97,13 +97,16 @@ async def test_the_console_in_a_browser(env: WebEnv) -> None:
             assert env.runs == ["/tmp/build", "/tmp/build/old"]
             assert any('delete_cache(path="/tmp/build/old")' in t for t in env.edited_texts())
 
-            # 3. Pressed in Telegram first: the browser's answer is refused, the tool ran once.
+            # 3. Pressed in Telegram first: the browser's answer is refused, the tool ran once.  (The card is
+            # stale: the live inbox would remove it, so its refresh is held back meanwhile.)
             env.fake.push(env.fake.message("@react delete three"))
             ref3, buttons3 = await env.prompt()
             card = await pending_card(page, env)
+            await page.route("**/inbox/items", lambda route: route.abort())
             env.fake.push(env.fake.press(ref3, approve(buttons3)))
             await env.reply("Deleted three.")
             await page.locator(card).get_by_role("button", name="❌ Deny").click()
+            await page.unroute("**/inbox/items")
             await expect(page.locator(".flash.bad")).to_contain_text(f"already answered by {ALICE} in telegram")
             await page.screenshot(path=shots / "04-refused.png", full_page=True)
             assert env.runs == ["/tmp/build", "/tmp/build/old", "/tmp/three"]
