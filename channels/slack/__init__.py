@@ -9,7 +9,9 @@ committed its event; if that fails or the gateway is stopping, bolt answers with
 sends it again.  A user's name and whether the bot is in a thread are looked up (cached) within
 :data:`LOOKUP_BUDGET_S`, so the acknowledgement stays well inside Slack's 3 seconds.  ``block_actions``
 presses go through the inbox's ``check_press``: a refusal is shown to the presser only (ephemeral), anything else
-is handed on as an :class:`~bot.events.Action`.  ``/bot <command>`` runs ``/<command>``.
+is handed on as an :class:`~bot.events.Action`.  ``/bot <command>`` runs ``/<command>``.  In HTTP mode every
+request passes :mod:`channels.slack.gate` before bolt sees it: size (413), signature (401), then a body Slack
+would send (400), each refusal one sparse log line.
 
 Outbound (:mod:`channels.slack.delivery`): mrkdwn, long texts split, buttons as Block Kit with the
 payload in ``value``, ``chat.update`` for edits, 429 ``Retry-After`` honoured.  Slack has no typing

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.authorization import AuthorizeResult
@@ -25,6 +25,7 @@ from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.base import BuildContext
 from channels.formatting import rendered
 from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError, WebApi, api_url, blocks, render
+from channels.slack.gate import WALL_CLOCK, Clock, Refused, RequestGate
 from channels.slack.inbound import (
     CHANNEL,
     BotIdentity,
@@ -89,10 +90,15 @@ class SlackChannel:
     text_limit = SECTION_LIMIT
     """The longest text one message holds (a longer confirmation is shown in full on request)."""
 
-    def __init__(self, cfg: SlackSettings, *, on_rate_limit: Callable[[], None] | None = None) -> None:
-        """``on_rate_limit``: called for each 429 the Web API answers."""
+    def __init__(
+        self, cfg: SlackSettings, *, on_rate_limit: Callable[[], None] | None = None, clock: Clock = WALL_CLOCK
+    ) -> None:
+        """``on_rate_limit``: called for each 429 the Web API answers; ``clock``: the time HTTP requests' timestamps
+        are checked against, and the pace of the log lines about refused requests."""
         _check(cfg)
         self.cfg = cfg
+        self.gate = RequestGate(cfg.signing_secret, clock) if cfg.mode == "http" else None
+        """HTTP mode: what every request passes first (and its count of refused requests, by reason)."""
         self.me: BotIdentity | None = None
         base_url = api_url(cfg.api_base)
         # Retries are WebApi's (bounded, Retry-After aware), not the SDK's on top of them.
@@ -105,6 +111,8 @@ class SlackChannel:
             client=AsyncWebClient(base_url=base_url),
             authorize=self._authorizer(),
             signing_secret=cfg.signing_secret,
+            # HTTP requests are verified by the gate before bolt sees them (Socket Mode needs no signature).
+            request_verification_enabled=False,
             # Listeners only hand work to tasks, so bolt answers right after them: that is the "ack at once".
             process_before_response=True,
         )
@@ -173,6 +181,8 @@ class SlackChannel:
         """Stop receiving (requests in flight are answered with an error: Slack retries them), then let go."""
         self._receiving = False
         self._inbox = None
+        if self.gate is not None:
+            self.gate.close()
         await self._close_socket()
         if self._tasks:
             _, pending = await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S)
@@ -222,11 +232,12 @@ class SlackChannel:
     async def _http(self, request: web.Request) -> web.Response:
         if not self._receiving:  # starting or stopping: Slack retries later
             return web.Response(status=503, text="not receiving", headers={"Retry-After": "1"})
+        assert self.gate is not None  # mounted in HTTP mode only
         try:
-            response = await self.app.async_dispatch(await to_bolt_request(request))
-        except RecursionError:  # a body nested beyond reason: refused, not a traceback
-            return web.Response(status=400, text="malformed request body")
-        return await to_aiohttp_response(response)
+            admitted = await self.gate.admit(request)  # signature, then size and shape (logged sparingly)
+        except Refused as refused:
+            return refused.response()
+        return await to_aiohttp_response(await self.app.async_dispatch(admitted))
 
     async def _on_message_event(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         event = body.get("event") or {}
@@ -441,17 +452,12 @@ class _BoltNoise(logging.Filter):
 
     - "As you gave `client` as well, `token` will be unused": bolt reads SLACK_BOT_TOKEN from the
       environment itself; the adapter hands it a client and an authorizer, and that is right.
-    - "Invalid request signature detected (… body: …)": a forged request's body is a message's text,
-      which stays out of logs; the fact is logged, not the body.
+
+    (Forged requests never reach bolt: :mod:`channels.slack.gate` refuses them with one line, without the body.)
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if "`token` will be unused" in message:
-            return False
-        if message.startswith("Invalid request signature detected"):
-            record.msg, record.args = "slack: refused a request with an invalid signature", None
-        return True
+        return "`token` will be unused" not in record.getMessage()
 
 
 def _bolt_logger() -> logging.Logger:

@@ -19,6 +19,7 @@ import pytest
 
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import ConfigError, Settings
 from bot.events import Button, ChatKey, OutboundMessage
 from bot.gateway.app import Gateway
@@ -66,9 +67,9 @@ class SlackHarness:
         self.model = ScriptedModel()
         self._n = itertools.count(1)
 
-    async def start(self, model: ScriptedModel, tools: list[Tool] | None = None) -> None:
+    async def start(self, model: ScriptedModel, tools: list[Tool] | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.model = model
-        self.channel = SlackChannel(self.settings.channels.slack)
+        self.channel = SlackChannel(self.settings.channels.slack, clock=clock)
         self.gateway = Gateway(self.settings, model=model, channels=[self.channel], tools=tools or [])
         await self.gateway.start()
 
@@ -185,11 +186,14 @@ async def fake() -> AsyncIterator[FakeSlack]:
 async def make_slack(
     fake: FakeSlack, make_settings: Callable[..., Settings], scripted: Any
 ) -> AsyncIterator[Callable[..., Any]]:
-    """``await make_slack(*steps, tools=..., **slack_keys)`` → a started :class:`SlackHarness` (HTTP mode)."""
+    """``await make_slack(*steps, tools=..., clock=..., **slack_keys)`` → a started :class:`SlackHarness` (HTTP mode;
+    ``clock``: the channel's)."""
     harnesses: list[SlackHarness] = []
     async with aiohttp.ClientSession() as http:
 
-        async def make(*steps: Any, tools: list[Tool] | None = None, **slack: Any) -> SlackHarness:
+        async def make(
+            *steps: Any, tools: list[Tool] | None = None, clock: Clock = SYSTEM_CLOCK, **slack: Any
+        ) -> SlackHarness:
             section = {
                 "enabled": True,
                 "mode": "http",
@@ -201,7 +205,7 @@ async def make_slack(
             }
             settings = make_settings(channels={"slack": section}, routing={"strategy": "rule"}, http={"port": 0})
             harness = SlackHarness(fake, settings, http)
-            await harness.start(scripted(*steps), tools)
+            await harness.start(scripted(*steps), tools, clock)
             harnesses.append(harness)
             return harness
 
