@@ -297,9 +297,10 @@ class ReactRunner:
         return results
 
     async def _execute(self, ctx: RunContext, call: ToolCall, tools: dict[str, Tool]) -> ToolResult:
-        entry = await ctx.ledger.get(ctx.run_id, call.id)
+        entry = await ctx.ledger.get(ctx.run_id, call)
         if entry is not None and entry.result is not None:
-            return entry.result
+            # Ran before (a resumed or re-run run): its result, under this call's id.
+            return entry.result.model_copy(update={"call_id": call.id})
         tool = tools.get(call.name)
         if tool is None:
             return ToolResult(call_id=call.id, name=call.name, content=f"unknown tool {call.name!r}", is_error=True)
@@ -312,10 +313,11 @@ class ReactRunner:
                 "it may or may not have taken effect",
                 is_error=True,
             )
-            await ctx.ledger.finished(ctx.run_id, result)
+            await ctx.ledger.finished(ctx.run_id, call, result)
             await ctx.emit(f"⚠️ {describe_call(call)} was interrupted by a restart and was not retried.")
             return result
-        await ctx.ledger.started(ctx.run_id, call)
+        if RISK_ORDER[tool.risk] > 0:  # a safe call cut off is simply run again: no write before it
+            await ctx.ledger.started(ctx.run_id, call)
         started = ctx.clock()
         try:
             content = await tool.invoke(
@@ -330,7 +332,7 @@ class ReactRunner:
         except Exception as exc:  # a tool's bug must reach the model as a result, not crash the run
             log.exception("tool %s failed", call.name)
             result = ToolResult(call_id=call.id, name=call.name, content=f"{type(exc).__name__}: {exc}", is_error=True)
-        await ctx.ledger.finished(ctx.run_id, result)
+        await ctx.ledger.finished(ctx.run_id, call, result)
         ctx.tracer.event(
             "tool_call",
             agent=self.name,

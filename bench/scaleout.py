@@ -7,7 +7,10 @@ from the webhook request to the answer reaching the (fake) Telegram API, p50 / p
 - ``redis_hop_us``: what the Redis bus adds per message over the in-process bus (publish, read by a
   partition consumer, acknowledge; a no-op handler), in one process;
 - ``partition_move_s``: after SIGKILL of one of two workers, the time until the survivor holds every
-  partition (the lease time, ``--lease-ms``, plus a renewal period at most).
+  partition (the lease time, ``--lease-ms``, plus a renewal period at most);
+- ``failover``: one gateway and three workers under the closed loop; one worker is SIGKILLed, and for each
+  partition it held: seconds from the kill to its new owner's lease and to the first answer in it
+  (median and worst), and whether any answer was lost or sent twice.
 
 On a 2-core machine expect the mechanism, not linear gains: the gateway, the workers, PostgreSQL,
 Redis and the fake platform share the cores.  Prints ONE JSON line.
@@ -24,6 +27,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +39,7 @@ from bot.bus import InMemoryBus
 from bot.events import ChatKey, InboundEvent, InboundMessage, Sender
 from bot.gateway.scaled import connect_redis
 from bot.scale.consumer import PartitionConsumer
-from bot.scale.streams import RedisBus, partition_lease
+from bot.scale.streams import RedisBus, partition_lease, partition_of
 from tests.fakes.servers import postgres_server, redis_server
 from tests.fakes.telegram_server import FakeTelegram
 from tests.scale.harness import Cluster
@@ -154,41 +158,127 @@ async def partition_move(cluster: Cluster, url: str, partitions: int) -> float:
     return round(moved, 2)
 
 
+async def failover(cluster: Cluster, fake: TimedTelegram, url: str, partitions: int, chats: int) -> dict[str, Any]:
+    """Kill one of three workers under load; per partition it held: time to a new lease and to the first answer."""
+    await cluster.start("gateway", "gateway")
+    await asyncio.gather(*(cluster.start(f"w-{n}", "worker") for n in range(3)))
+    redis = aioredis.Redis.from_url(url)
+    keys = [partition_lease(p) for p in range(partitions)]
+    async with asyncio.timeout(60):
+        while len({h for h in await redis.mget(keys) if h}) < 3 or None in await redis.mget(keys):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    answered: dict[str, list[float]] = {}
+    sent: dict[str, int] = {}
+    stopping = False
+    original = fake._api_sendMessage
+
+    async def noting(params: dict[str, Any]) -> Any:
+        text = str(params.get("text", ""))
+        answered.setdefault(text, []).append(time.monotonic())
+        return await original(params)
+
+    fake._api_sendMessage = noting  # type: ignore[method-assign]
+
+    async def chat(n: int) -> None:
+        chat_id, i = 70_000 + n, 0
+        while not stopping:
+            text = f"f{chat_id}-{i}"
+            await cluster.deliver(
+                {"update_id": chat_id * 100_000 + i, **fake.message(text, chat_id=chat_id, user_id=chat_id)}
+            )
+            sent[text] = chat_id
+            async with asyncio.timeout(120):
+                while "echo: " + text not in answered:  # noqa: ASYNC110 - filled by the fake server's handler
+                    await asyncio.sleep(0.002)
+            i += 1
+
+    loops = [asyncio.create_task(chat(n)) for n in range(chats)]
+    await asyncio.sleep(3)
+    victim = cluster.procs["w-0"].pid
+    owners = await redis.mget(keys)
+    orphaned = [p for p, o in enumerate(owners) if o and f"-{victim}-".encode() in o]
+    killed = time.monotonic()
+    await cluster.kill("w-0")
+    moved: dict[int, float] = {}
+    first: dict[int, float] = {}
+    chat_partition = {70_000 + n: partition_of(f"telegram:{70_000 + n}", partitions) for n in range(chats)}
+    busy = set(chat_partition.values()) & set(orphaned)
+    async with asyncio.timeout(120):
+        while len(moved) < len(orphaned) or len(first) < len(busy):
+            now = time.monotonic()
+            for p, o in zip(keys, await redis.mget(keys), strict=True):
+                part = int(p.rsplit(":", 1)[1])
+                if part in orphaned and part not in moved and o and f"-{victim}-".encode() not in o:
+                    moved[part] = now - killed
+            for text, times in list(answered.items()):
+                chat_id = int(text.removeprefix("echo: f").split("-")[0]) if text.startswith("echo: f") else None
+                if chat_id is None:
+                    continue
+                part = chat_partition[chat_id]
+                after = [t for t in times if t > killed]
+                if part in orphaned and after and part not in first:
+                    first[part] = min(after) - killed
+            await asyncio.sleep(0.02)
+    await asyncio.sleep(2)
+    stopping = True
+    await asyncio.gather(*loops)
+    await redis.aclose()
+    doubled = sum(1 for times in answered.values() if len(times) > 1)
+    lost = sum(1 for text in sent if "echo: " + text not in answered)
+    firsts = sorted(first.values())
+    moves = sorted(moved.values())
+    return {
+        "orphaned_partitions": len(orphaned),
+        "lease_move_s": {"median": round(statistics.median(moves), 2), "worst": round(moves[-1], 2)},
+        "first_answer_s": {"median": round(statistics.median(firsts), 2), "worst": round(firsts[-1], 2)},
+        "messages": len(sent),
+        "lost": lost,
+        "doubled": doubled,
+    }
+
+
 async def main(args: argparse.Namespace) -> None:
     pg_servers, redis_servers = postgres_server(), redis_server()
     pg, rd = next(pg_servers), next(redis_servers)
     results: dict[str, Any] = {"cores": os.cpu_count(), "chats": args.chats, "seconds": args.seconds}
     env = {"PARTITIONS": str(args.partitions), "LEASE_MS": str(args.lease_ms)}
-    try:
-        for workers in [int(w) for w in args.workers.split(",")]:
-            rd.flush()
-            fake = TimedTelegram()
-            await fake.start()
-            tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-scaleout-{os.getpid()}-{workers}"
-            tmp.mkdir(parents=True, exist_ok=True)
-            cluster = Cluster(tmp, fake, pg.url(pg.create_database()), rd.url(), **env)
-            try:
-                await cluster.start("gateway", "gateway")
-                await asyncio.gather(*(cluster.start(f"worker-{n}", "worker") for n in range(workers)))
-                await asyncio.sleep(args.lease_ms / 1000)  # let the partitions settle
-                results[f"workers_{workers}"] = await closed_loop(cluster, fake, args.chats, args.seconds)
-            finally:
-                await cluster.stop_all()
-                await fake.stop()
-        rd.flush()
-        results["redis_hop_us"] = await redis_hop(rd.url())
+
+    async def on_cluster(name: str, run: Callable[[Cluster, TimedTelegram], Awaitable[Any]]) -> Any:
         rd.flush()
         fake = TimedTelegram()
         await fake.start()
-        tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-scaleout-{os.getpid()}-move"
+        tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-scaleout-{os.getpid()}-{name}"
         tmp.mkdir(parents=True, exist_ok=True)
         cluster = Cluster(tmp, fake, pg.url(pg.create_database()), rd.url(), **env)
         try:
-            results["partition_move_s"] = await partition_move(cluster, rd.url(), args.partitions)
-            results["lease_ms"] = args.lease_ms
+            return await run(cluster, fake)
         finally:
             await cluster.stop_all()
             await fake.stop()
+
+    def throughput(workers: int) -> Callable[[Cluster, TimedTelegram], Awaitable[Any]]:
+        async def run(cluster: Cluster, fake: TimedTelegram) -> Any:
+            await cluster.start("gateway", "gateway")
+            await asyncio.gather(*(cluster.start(f"worker-{n}", "worker") for n in range(workers)))
+            await asyncio.sleep(args.lease_ms / 1000)  # let the partitions settle
+            return await closed_loop(cluster, fake, args.chats, args.seconds)
+
+        return run
+
+    try:
+        if not args.only_failover:
+            for workers in [int(w) for w in args.workers.split(",")]:
+                results[f"workers_{workers}"] = await on_cluster(str(workers), throughput(workers))
+            rd.flush()
+            results["redis_hop_us"] = await redis_hop(rd.url())
+            results["partition_move_s"] = await on_cluster(
+                "move", lambda cluster, _fake: partition_move(cluster, rd.url(), args.partitions)
+            )
+            results["lease_ms"] = args.lease_ms
+        if args.failover or args.only_failover:
+            results["failover"] = await on_cluster(
+                "failover", lambda cluster, fake: failover(cluster, fake, rd.url(), args.partitions, args.chats)
+            )
     finally:
         for servers in (pg_servers, redis_servers):
             servers.close()
@@ -202,4 +292,6 @@ if __name__ == "__main__":
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--partitions", type=int, default=64)
     parser.add_argument("--lease-ms", type=int, default=2000)
+    parser.add_argument("--failover", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--only-failover", action="store_true", help="skip the throughput and hop figures")
     asyncio.run(main(parser.parse_args()))

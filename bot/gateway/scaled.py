@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
@@ -24,7 +24,7 @@ from bot.gateway.starter import ChannelStarter
 from bot.gateway.supervisor import Supervisor
 from bot.interrupts.service import InterruptService
 from bot.runs.manager import RunManager
-from bot.runs.recovery import recover
+from bot.runs.recovery import ChatWork, RecoveryReport, recovery_work
 from bot.runs.scheduled import ScheduledMessages
 from bot.scale.connections import ExclusiveConnections
 from bot.scale.consumer import PartitionConsumer, owner_of
@@ -165,15 +165,25 @@ class ScaleOut:
             await self.exclusive.start()
         self._sweep = asyncio.create_task(self._sweep_loop(), name="inbox-sweep")
 
-    async def _take(self, partitions: set[int]) -> None:
-        """A partition's chats are ours now: forget what we cached of them, then finish what its last owner left."""
+    async def _take(self, partitions: set[int]) -> Mapping[str, ChatWork]:
+        """A partition's chats are ours now: forget what we cached of them, arm their pauses' and scheduled
+        messages' timers; what its last owner left unfinished per chat is returned, to run first in each chat's
+        lane (beside the new messages of the other chats, not before them)."""
         g = self.gateway
         owns = owner_of(self.partitions, partitions)
         g.store.forget_chats(owns)
-        report = await recover(g.runs, g.manager, g.interrupts, owns, g.fences)
+        report = RecoveryReport()
+        work = await recovery_work(g.runs, g.manager, report, owns)
+        report.expired = await g.interrupts.reconcile(owns=owns)
         report.late_scheduled = await g.scheduled.adopt(owns)
-        if report.resent or report.resumed or report.rerun or report.reported or report.expired:
-            log.info("partitions %s taken over: %s", sorted(partitions), report)
+        log.info(
+            "partitions %s taken over: %d chats to recover, %d pauses expired, %d late scheduled messages",
+            sorted(partitions),
+            len(work),
+            len(report.expired),
+            report.late_scheduled,
+        )
+        return work
 
     async def _drop(self, partitions: set[int]) -> None:
         """Before a partition's lease goes: what was handled is committed (the next owner's recovery must not

@@ -27,7 +27,8 @@ from bot.interrupts.console import console_refusal, console_resolution
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, parse_payload, yes_no
 from bot.runs.checkpoints import closed_messages, load_checkpoint
-from bot.runs.manager import NEVER_GRANTED, RunManager
+from bot.runs.legs import NEVER_GRANTED
+from bot.runs.manager import RunManager
 from bot.store.base import StoreError
 from bot.store.runs import InterruptRow, RunStore
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agents.context import RunContext
 from agents.graph import GraphPosition
 from agents.guardrails import enforce
 from agents.handoffs import HandoffContext
-from agents.messages import Message
-from agents.results import FinalAnswer
+from agents.messages import Message, ToolCall
+from agents.results import FinalAnswer, InterruptRequest
+from agents.tools.base import RISK_ORDER, Tool
+from bot.interrupts.text import tool_confirm_choices
 from bot.runs.catalog import AgentDef
 
 log = logging.getLogger(__name__)
@@ -65,3 +68,30 @@ async def guard(leg: Leg, answer: FinalAnswer) -> FinalAnswer:
         return answer
     final = Message.assistant(outcome.text, agent=leg.agent.name)
     return answer.model_copy(update={"text": outcome.text, "messages": (*earlier, final)})
+
+
+NEVER_GRANTED = frozenset({"run_command"})
+"""Tools asked about every time, whatever the chat granted."""
+
+
+def confirmation_rule(agent: AgentDef, grants: set[str]) -> Callable[[Tool, ToolCall], bool]:
+    """Whether a call of ``agent`` waits for a person's yes (``grants``: the tools the chat always allows)."""
+
+    def needs_confirmation(tool: Tool, call: ToolCall) -> bool:
+        if tool.name in NEVER_GRANTED:
+            return True
+        if tool.name in grants:
+            return False
+        return tool.confirm or RISK_ORDER[tool.risk] >= RISK_ORDER["high"] or agent.confirms(tool.name)
+
+    return needs_confirmation
+
+
+def prompt_choices(request: InterruptRequest) -> list[tuple[str, str]]:
+    """The buttons of a pause's prompt (a tool confirmation offers "always" only for tools that can be granted)."""
+    if request.kind == "tool_confirm":
+        calls = list(request.payload.get("calls", []))
+        names = sorted({c["name"] for c in calls} - NEVER_GRANTED)
+        grantable = names if len(names) == len({c["name"] for c in calls}) else []
+        return tool_confirm_choices(calls, grantable)
+    return [(c.label, c.value) for c in request.choices]

@@ -24,17 +24,18 @@ from typing import Any, Protocol
 from agents.context import NullTracer, RunContext
 from agents.graph import END, GraphPosition, GraphRunner
 from agents.handoffs import HandoffContext, recent_lines
-from agents.messages import Message, ToolCall, fit_context, recent_media
+from agents.messages import Message, fit_context, recent_media
 from agents.models.base import Generation, Model, ModelError
 from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
-from agents.tools.base import RISK_ORDER, Tool
+from agents.tools.base import Tool
+from agents.tools.ledger import LedgerEntry
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from bot.ids import new_id, new_nonce
 from bot.interrupts.expiry import ExpiryTimers
-from bot.interrupts.text import SHOW_ALL, buttons_for, hint, locked_prompt, tool_confirm_choices
+from bot.interrupts.text import SHOW_ALL, buttons_for, hint, locked_prompt
 from bot.memory.service import Briefing, MemoryService
 from bot.ops.budgets import BudgetExceeded, Budgets
 from bot.ops.metered import BudgetedModel
@@ -42,7 +43,7 @@ from bot.ops.metrics import Metrics
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoint
 from bot.runs.ledger import RunLedger
-from bot.runs.legs import Leg, guard, own_turns
+from bot.runs.legs import Leg, confirmation_rule, guard, own_turns, prompt_choices
 from bot.runs.streaming import ReplyStream
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
@@ -50,9 +51,6 @@ from bot.tracing.context import correlated
 from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
-
-NEVER_GRANTED = frozenset({"run_command"})
-"""Tools that are confirmed every time, whatever the chat's grants say."""
 
 
 class ModelSource(Protocol):
@@ -84,6 +82,8 @@ class RunManager:
     """Channels that show an answer's text as it comes (a terminal)."""
     clock: Clock = SYSTEM_CLOCK
     """Deadlines of pauses, streaming intervals and the run context's clock."""
+    _reruns: dict[str, list[LedgerEntry]] = field(default_factory=dict, init=False, repr=False)
+    """Runs re-run after a crash: what their first attempt's tools finished (shared by the run's legs)."""
 
     # -- context -------------------------------------------------------------------------
 
@@ -116,13 +116,6 @@ class RunManager:
         history = recent_media(history, self.settings.media.history_items)
         grants = set(chat_settings.get("grants", []))
 
-        def needs_confirmation(tool: Tool, call: ToolCall) -> bool:
-            if tool.name in NEVER_GRANTED:
-                return True
-            if tool.name in grants:
-                return False
-            return tool.confirm or RISK_ORDER[tool.risk] >= RISK_ORDER["high"] or agent.confirms(tool.name)
-
         async def emit(text: str) -> None:
             await self.delivery.send(_notice(chat, text))
 
@@ -148,8 +141,8 @@ class RunManager:
             run_id=run.id,
             # A chat agent gets only its memory tools: no MCP server is woken for it.
             tools=tools,
-            ledger=RunLedger(self.runs, resumed),
-            needs_confirmation=needs_confirmation,
+            ledger=RunLedger(self.runs, resumed, self._reruns.get(run.id)),
+            needs_confirmation=confirmation_rule(agent, grants),
             system_extra="\n\n".join(extra),
             # Handoffs are tools of ReAct agents; chat agents have no tools and plans run their own steps.
             handoffs=tuple(agent.handoffs) if agent.runs_as.hands_off else (),
@@ -204,18 +197,32 @@ class RunManager:
 
     # -- start / resume ------------------------------------------------------------------
 
-    async def start(self, run: RunRow, agent: AgentDef, message: Message, *, recorded: bool = False) -> None:
-        """Record the run (unless ``recorded``: its row committed with its message), then drive it from ``message``."""
+    async def start(
+        self,
+        run: RunRow,
+        agent: AgentDef,
+        message: Message,
+        *,
+        recorded: bool = False,
+        rerun: list[LedgerEntry] | None = None,
+    ) -> None:
+        """Record the run (unless ``recorded``: its row committed with its message), then drive it from ``message``.
+        ``rerun``: the ledger of an attempt at it cut off by a crash (what it finished is not done again)."""
         if not recorded:
             # Not awaited: the run's later writes commit after this one, in order.
             self.store.write_later([self.runs.start_run_step(run)], what=f"starting run {run.id}")
-        if isinstance(agent.runner, GraphRunner):
-            leg = await self._graph_leg(run, agent.runner, agent.runner.start(), message, [])
-            if leg is not None:
-                await self._drive(run, leg, lambda: leg.agent.runner.run(leg.ctx, message))
-            return
-        ctx = await self.context(run, agent, resumed=False, query=message.text or "")
-        await self._drive(run, Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
+        if rerun:
+            self._reruns[run.id] = rerun
+        try:
+            if isinstance(agent.runner, GraphRunner):
+                leg = await self._graph_leg(run, agent.runner, agent.runner.start(), message, [])
+                if leg is not None:
+                    await self._drive(run, leg, lambda: leg.agent.runner.run(leg.ctx, message))
+                return
+            ctx = await self.context(run, agent, resumed=False, query=message.text or "")
+            await self._drive(run, Leg(agent, ctx, [agent.name], message), lambda: agent.runner.run(ctx, message))
+        finally:
+            self._reruns.pop(run.id, None)
 
     async def _graph_leg(
         self, run: RunRow, graph: GraphRunner, position: GraphPosition, message: Message, prefix: list[Message]
@@ -411,7 +418,7 @@ class RunManager:
         agent = leg.agent
         chat = run.chat
         interrupt_id, nonce = new_id(), new_nonce()
-        choices = await self._choices(chat, request)
+        choices = prompt_choices(request)
         own = agent.confirm_timeout_s if request.kind == "tool_confirm" else None
         timeout = own or self.settings.interrupts.timeout_for(request.kind)
         shown, payload = request.prompt, request.payload
@@ -448,14 +455,6 @@ class RunManager:
         self.trace("interrupt", run, agent.name, kind=request.kind, status="raised", interrupt_id=interrupt_id)
         self.timers.schedule(interrupt.id, interrupt.expires_at)
         await self.delivery.deliver(outbox_id, prompt, interrupt)
-
-    async def _choices(self, chat: ChatKey, request: InterruptRequest) -> list[tuple[str, str]]:
-        if request.kind == "tool_confirm":
-            calls = list(request.payload.get("calls", []))
-            names = sorted({c["name"] for c in calls} - NEVER_GRANTED)
-            grantable = names if len(names) == len({c["name"] for c in calls}) else []
-            return tool_confirm_choices(calls, grantable)
-        return [(c.label, c.value) for c in request.choices]
 
     async def finish(
         self, run: RunRow, status: str, messages: tuple[Message, ...] | list[Message], reply: OutboundMessage | None

@@ -27,7 +27,7 @@ import asyncio
 import logging
 import math
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,10 @@ from bot.scale.streams import (
 log = logging.getLogger(__name__)
 
 PartitionsHook = Callable[[set[int]], Awaitable[None]]
+Work = Callable[[], Awaitable[None]]
+AcquireHook = Callable[[set[int]], Awaitable[Mapping[str, Work]]]
+"""Prepares partitions just taken; returns, per chat key, what its last owner left unfinished there (run first in
+the chat's lane)."""
 RaiseFence = Callable[[int, str], Awaitable[int]]
 """A new fencing token for a partition (the store's ``raise_fence``)."""
 
@@ -60,11 +64,13 @@ RaiseFence = Callable[[int, str], Awaitable[int]]
 @dataclass
 class _Entry:
     partition: int
-    entry_id: bytes | str
-    event: InboundEvent
+    entry_id: bytes | str | None
+    """None: not a stream entry but ``work`` (a chat's recovery), acknowledged to nobody."""
+    event: InboundEvent | None
     token: int | None
     """The partition's fencing token when the entry was read (None: not held then)."""
     handled: bool = False
+    work: Work | None = None
 
 
 class PartitionConsumer:
@@ -80,7 +86,7 @@ class PartitionConsumer:
         handler: Handler,
         urgent: Urgent | None = None,
         on_urgent: Handler | None = None,
-        on_acquire: PartitionsHook | None = None,
+        on_acquire: AcquireHook | None = None,
         on_release: PartitionsHook | None = None,
         max_concurrent: int = 64,
         max_pending: int = 10_000,
@@ -247,19 +253,19 @@ class PartitionConsumer:
             return
         target = math.ceil(self.partitions / await self._live_workers())
         if len(self.owned) < target:
-            free = [p for p in range(self.partitions) if p not in self.held]
+            # Only partitions nobody holds (one MGET): trying random ones that others hold left the last free
+            # partitions of a dead worker waiting for a lucky draw (seen: 30 s and more).
+            keys = [partition_lease(p) for p in range(self.partitions)]
+            holders = await self.redis.mget(keys)
+            free = [p for p, holder in enumerate(holders) if holder is None and p not in self.held]
             random.shuffle(free)  # workers starting together do not all try the same ones first
-            want = free[: max(0, target - len(self.owned)) * 2]
+            want = free[: max(0, target - len(self.owned))]
             sent = self.clock.monotonic()
             got = {
                 p
                 for p, ok in zip(want, await self.leases.acquire_many([partition_lease(p) for p in want]), strict=True)
                 if ok
             }
-            extra = sorted(got)[target - len(self.owned) :]
-            for partition in extra:  # asked for more than needed, in case some were taken
-                await self.leases.release(partition_lease(partition))
-            got -= set(extra)
             if got:
                 self.held |= got
                 await self._adopt(got, self._until(sent))
@@ -274,10 +280,16 @@ class PartitionConsumer:
         for partition in sorted(partitions):
             token = await self.raise_fence(partition, self.name) if self.raise_fence is not None else 0
             self.fences.hold(partition, token, until)
-        if self.on_acquire is not None:
-            await self.on_acquire(partitions)
+        work = await self.on_acquire(partitions) if self.on_acquire is not None else {}
         taken = partitions & self.held  # unless lost meanwhile
         self.owned |= taken
+        # Beside reading, not before it: each chat's recovery goes first in its own lane, so a chat with nothing
+        # to recover is answered at once, and one with something is answered right after it, in order.
+        for chat_key, job in work.items():
+            partition = partition_of(chat_key, self.partitions)
+            if partition in taken:
+                self._outstanding[partition] = self._outstanding.get(partition, 0) + 1
+                self._lanes.push(chat_key, _Entry(partition, None, None, self.fences.token(partition), work=job))
         for partition in sorted(taken):
             await self._claim(partition)
         self.readable |= taken & self.held
@@ -383,7 +395,7 @@ class PartitionConsumer:
         try:
             await self._fenced(entry, self.on_urgent)
         except Exception:
-            log.exception("unhandled error for chat %s", entry.event.chat)
+            log.exception("unhandled error for chat %s", entry.event.chat if entry.event else "?")
         finally:
             await self._done(entry, ack=entry.handled)
 
@@ -400,7 +412,11 @@ class PartitionConsumer:
         refused: LeaseLost | None = None
         with fenced(fence):
             try:
-                await handler(entry.event)
+                if entry.work is not None:
+                    await entry.work()
+                else:
+                    assert entry.event is not None
+                    await handler(entry.event)
             except LeaseLost as exc:
                 refused = exc
             finally:
@@ -409,7 +425,8 @@ class PartitionConsumer:
                 entry.handled = refused is None
         if refused is None:
             return
-        log.warning("bus: partition %d: %s; its next owner handles %s", entry.partition, refused, entry.entry_id)
+        what = entry.entry_id if entry.work is None else "what was left to recover"
+        log.warning("bus: partition %d: %s; its next owner handles %s", entry.partition, refused, what)
         await self._refused(entry.partition, fence.token)
 
     def _fence(self, entry: _Entry) -> Fence | None:
@@ -441,7 +458,7 @@ class PartitionConsumer:
         else:
             self._outstanding.pop(entry.partition, None)
             self._partition_done.set()
-        if ack:
+        if ack and entry.entry_id is not None and entry.event is not None:
             await self._ack(entry.partition, entry.entry_id, str(entry.event.chat))
 
     def _ack_later(self, partition: int, entry_id: bytes | str, chat: str | None) -> None:

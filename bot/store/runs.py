@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from agents.messages import Message, ToolCall, ToolResult
-from agents.tools.ledger import LedgerEntry, LedgerStatus
+from agents.tools.ledger import LedgerEntry, LedgerStatus, args_key
 from bot.store.cache import PendingSlot
 from bot.store.messages import add_rows, insert_messages
 from bot.store.ops import MARK_HANDLED, Step, WriteResult, outbox_step, to_json, utcnow
@@ -303,6 +303,13 @@ class RunStore:
         rows long however long the bot runs (marking rows sent grew it forever).
         ``interrupt``: the prompt's interrupt row (its cached copy learns the reference at
         once, for a press that comes right after) or only its id (after a restart).
+        ``wait``: return once the mark is committed (:class:`~bot.delivery.Delivery` lets the channel's next
+        entry go then; a gateway marking for a worker answers the worker then).
+
+        Until the mark commits, a crash sends the entry again (Telegram and Slack cannot tell a resend from a
+        new message), so it goes ahead of the queue, in a small commit of its own or with other marks ready
+        at the same time: the row and the interrupt it touches are committed already, so it may pass writes
+        queued before it.
         """
         steps = [Step("DELETE FROM outbox WHERE id = ?", (outbox_id,))]
         if interrupt is not None:
@@ -311,11 +318,9 @@ class RunStore:
             if isinstance(interrupt, InterruptRow):
                 # The cache holds this very row: the database follows in write order.
                 interrupt.prompt_ref = ref
-        if wait:  # a gateway marking for a worker: committed before the worker hears the message went out
-            await self.store.write(steps)
+        if wait:
+            await self.store.write(steps, first=True)
             return
-        # Nothing waits on this mark; it goes ahead of the queue: until it commits, a crash would send the
-        # reply again (the row and the interrupt it touches are committed already).
         self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}", first=True)
 
     async def is_unsent(self, outbox_id: int) -> bool:
@@ -332,36 +337,49 @@ class RunStore:
 
     async def ledger_get(self, run_id: str, call_id: str) -> LedgerEntry | None:
         rows = await self.store.read(
-            "SELECT name, status, result FROM tool_ledger WHERE run_id = ? AND call_id = ?", (run_id, call_id)
+            "SELECT call_id, name, status, result, args FROM tool_ledger WHERE run_id = ? AND call_id = ?",
+            (run_id, call_id),
         )
-        if not rows:
-            return None
-        name, status, result = rows[0]
-        parsed = ToolResult.model_validate_json(result) if result else None
-        return LedgerEntry(run_id=run_id, call_id=call_id, name=name, status=status, result=parsed)
+        return _ledger_entry(run_id, rows[0]) if rows else None
+
+    async def ledger_entries(self, run_id: str) -> list[LedgerEntry]:
+        """Every call the run recorded, in the order they were recorded."""
+        rows = await self.store.read(
+            "SELECT call_id, name, status, result, args FROM tool_ledger WHERE run_id = ? ORDER BY updated_at, call_id",
+            (run_id,),
+        )
+        return [_ledger_entry(run_id, row) for row in rows]
 
     async def ledger_started(self, run_id: str, call: ToolCall) -> None:
         await self.store.write(
             [
                 Step(
-                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, updated_at) "
-                    "VALUES (?, ?, ?, 'started', NULL, ?) ON CONFLICT DO NOTHING",
-                    (run_id, call.id, call.name, utcnow()),
+                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, args, updated_at) "
+                    "VALUES (?, ?, ?, 'started', NULL, ?, ?) ON CONFLICT DO NOTHING",
+                    (run_id, call.id, call.name, args_key(call.args), utcnow()),
                 )
             ]
         )
 
-    async def ledger_finished(self, run_id: str, result: ToolResult) -> None:
+    async def ledger_finished(self, run_id: str, call: ToolCall, result: ToolResult) -> None:
         status: LedgerStatus = "failed" if result.is_error else "succeeded"
-        # Not awaited: whatever the run writes next commits after it.  Lost in a crash, the call
-        # reads as started, which is reported as interrupted and never re-run.
+        # Not awaited: whatever the run writes next commits after it.  Lost in a crash, a call with side effects
+        # reads as started, which is reported as interrupted and never re-run (a safe one simply runs again).
         self.store.write_later(
             [
                 Step(
-                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET "
+                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, args, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET "
                     "status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
-                    (run_id, result.call_id, result.name, status, result.model_dump_json(), utcnow()),
+                    (
+                        run_id,
+                        result.call_id,
+                        result.name,
+                        status,
+                        result.model_dump_json(),
+                        args_key(call.args),
+                        utcnow(),
+                    ),
                 )
             ],
             what=f"recording the result of tool call {result.call_id}",
@@ -445,3 +463,15 @@ def _clear(slot: PendingSlot, interrupt_id: str) -> None:
 
 def _bump(row: InterruptRow) -> None:
     row.reprompted += 1
+
+
+def _ledger_entry(run_id: str, row: Any) -> LedgerEntry:
+    call_id, name, status, result, args = row
+    return LedgerEntry(
+        run_id=run_id,
+        call_id=call_id,
+        name=name,
+        status=status,
+        result=ToolResult.model_validate_json(result) if result else None,
+        args=json.loads(args) if args else None,
+    )

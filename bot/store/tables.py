@@ -137,6 +137,9 @@ class ToolLedgerEntry(SQLModel, table=True):
     name: str = Field(max_length=255)
     status: str = Field(max_length=16)
     result: str | None = Field(default=None, sa_type=Text)
+    args: str | None = Field(default=None, sa_type=Text)
+    """The call's arguments (canonical JSON): a run re-run after a crash finds what it already did by them, and a
+    call cut off is named with them."""
     updated_at: datetime = Field(sa_type=DateTime)
 
 

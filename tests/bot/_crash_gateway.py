@@ -4,7 +4,12 @@ It runs the real gateway (store, supervisor, runs, interrupts) with:
 - a deterministic function model: a user message asks for ``delete_cache``;
   after a tool result it answers ``done: <result>``;
 - a counting tool that appends a line to ``COUNT_FILE`` each time it runs
-  (and, when asked, sleeps first so the test can kill it mid-call);
+  (and, when asked, sleeps first so the test can kill it mid-call); a message
+  with ``note <text>`` asks for ``append_note`` instead (side effects, no
+  confirmation), which counts ``noted <text>``;
+- ``CRASH_ON=model``: SIGKILL at the first model call (a run cut off before
+  anything ran); ``CRASH_ON=after-tool``: at the model call that follows a
+  tool's result, once that result is committed;
 - a JSON-lines channel: stdin lines are ``{"text": ...}`` or ``{"press": payload}``;
   every message the gateway sends is printed as one JSON line.  With
   ``CRASH_ON`` set to ``prompt`` or ``edit`` the channel SIGKILLs its own
@@ -37,6 +42,7 @@ COUNT_FILE = Path(os.environ["COUNT_FILE"])
 CRASH_ON = os.environ.get("CRASH_ON", "")
 TOOL_HANGS = os.environ.get("TOOL_HANGS") == "1"
 """The tool starts, then never finishes (the test kills the process in it)."""
+GATEWAY: Gateway | None = None
 
 
 class FunctionModel(Model):
@@ -51,6 +57,10 @@ class FunctionModel(Model):
         response_schema: dict[str, Any] | None = None,
     ) -> ModelResponse:
         last = messages[-1]
+        if CRASH_ON == "model" or (CRASH_ON == "after-tool" and last.role == "tool"):
+            if GATEWAY is not None:
+                await GATEWAY.store.flush()  # what ran is committed: the crash comes after it
+            os.kill(os.getpid(), signal.SIGKILL)
         if system and "You are its node 'analyze'" in system:  # a graph (AGENTS_DIR): analyse, fix, review
             return ModelResponse(text='{"can_auto_fix": true, "needs_human": false}')
         if system and "You are its node 'review'" in system:
@@ -59,7 +69,23 @@ class FunctionModel(Model):
             return ModelResponse(text='{"applied": true}')
         if last.role == "tool":
             return ModelResponse(text="done: " + "; ".join(str(r.content) for r in last.tool_results))
+        text = next((m.text for m in reversed(messages) if m.role == "user" and m.text), "")
+        if "note " in text:
+            note = text.split("note ", 1)[1]
+            return ModelResponse(
+                tool_calls=(ToolCall(id=f"call-{os.getpid()}", name="append_note", args={"text": note}),)
+            )
         return ModelResponse(tool_calls=(ToolCall(id="call-delete", name="delete_cache", args={"path": "/cache"}),))
+
+
+@tool(risk="medium")
+async def append_note(text: str) -> str:
+    """Append a note (counts its runs in COUNT_FILE); needs no confirmation."""
+    if TOOL_HANGS:
+        _count("started")
+        await asyncio.Event().wait()
+    _count(f"noted {text}")
+    return f"noted {text}"
 
 
 @tool(risk="medium", confirm=True)
@@ -144,7 +170,10 @@ async def main() -> None:
             "jobs": {"min_interval_s": 0},
         },
     )
-    gateway = Gateway(settings, model=FunctionModel(), channels=[JsonChannel()], tools=[delete_cache])
+    global GATEWAY
+    gateway = GATEWAY = Gateway(
+        settings, model=FunctionModel(), channels=[JsonChannel()], tools=[delete_cache, append_note]
+    )
     await gateway.start()
     print(json.dumps({"ready": True, "recovery": gateway.recovery.__dict__ if gateway.recovery else None}), flush=True)
     if os.environ.get("JOB_IN_S") and gateway.jobs is not None:  # a one-time job due shortly

@@ -150,6 +150,53 @@ def test_crash_during_the_tool_is_reported_not_retried(tmp_path: Path) -> None:
         second.stop()
 
 
+def test_a_run_cut_off_before_anything_ran_is_run_again(tmp_path: Path) -> None:
+    first = Gateway(tmp_path, CRASH_ON="model")
+    first.send(text="@react delete the build cache")
+    assert first.killed() == -9, "killed at the model call"
+    second = Gateway(tmp_path)
+    try:
+        assert len(second.ready["recovery"]["rerun"]) == 1
+        assert second.ready["recovery"]["reported"] == []
+        prompt = second.expect(lambda m: bool(m.get("buttons")))
+        second.send(press=approve_payload(prompt))
+        second.expect(lambda m: m.get("text") == "done: deleted /cache")
+        assert count_lines(tmp_path) == ["deleted /cache"]
+        assert not [m for m in second.seen if "send it again" in (m.get("text") or "")]
+    finally:
+        second.stop()
+
+
+def test_a_run_cut_off_after_a_tool_finished_reuses_its_result(tmp_path: Path) -> None:
+    first = Gateway(tmp_path, CRASH_ON="after-tool")
+    first.send(text="@react note buy milk")
+    assert first.killed() == -9, "killed at the model call after the tool"
+    assert count_lines(tmp_path) == ["noted buy milk"]
+    second = Gateway(tmp_path)
+    try:
+        assert len(second.ready["recovery"]["rerun"]) == 1
+        second.expect(lambda m: m.get("text") == "done: noted buy milk")
+        assert count_lines(tmp_path) == ["noted buy milk"], "the re-run took the recorded result"
+    finally:
+        second.stop()
+
+
+def test_a_run_cut_off_inside_a_tool_with_side_effects_names_the_call(tmp_path: Path) -> None:
+    first = Gateway(tmp_path, TOOL_HANGS="1")
+    first.send(text="@react note buy milk")
+    eventually_sync(lambda: count_lines(tmp_path) == ["started"], what="the tool to start")
+    first.stop()
+    second = Gateway(tmp_path)
+    try:
+        assert len(second.ready["recovery"]["reported"]) == 1
+        notice = second.expect(lambda m: "restarted" in (m.get("text") or ""))
+        assert 'append_note(text="buy milk")' in notice["text"]
+        assert "send it again" not in notice["text"]
+        assert count_lines(tmp_path) == ["started"], "the call whose outcome is unknown did not run again"
+    finally:
+        second.stop()
+
+
 def test_a_job_fire_cut_off_by_sigkill_is_sent_once_after_restart(tmp_path: Path) -> None:
     first = Gateway(tmp_path, CRASH_ON="job", JOB_IN_S="1")
     first.expect(lambda m: "job" in m)

@@ -9,7 +9,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import fakeredis
@@ -40,13 +40,16 @@ class Recorder:
         self.name = name
         self.seen: list[tuple[str, str]] = []
         self.taken: list[set[int]] = []
+        self.recover: dict[str, Callable[[], Awaitable[None]]] = {}
+        """Per chat key: what a take hands back to run first in that chat's lane."""
 
     async def handle(self, event: InboundEvent) -> None:
         await asyncio.sleep(0.001)
         self.seen.append((event.chat.chat_id, event.text))  # type: ignore[union-attr]
 
-    async def take(self, partitions: set[int]) -> None:
+    async def take(self, partitions: set[int]) -> Mapping[str, Callable[[], Awaitable[None]]]:
         self.taken.append(set(partitions))
+        return {chat: work for chat, work in self.recover.items() if partition_of(chat, 8) in partitions}
 
 
 async def until(predicate: Callable[[], bool]) -> None:
@@ -149,6 +152,37 @@ async def test_a_dead_workers_entries_are_claimed_by_the_next_owner(redis_url: s
     assert alive.taken and partition_of("console:z", 8) in set().union(*alive.taken)
     assert stuck.seen == []
     release.set()
+    await heir.stop(2)
+
+
+async def test_recovery_runs_first_in_its_chat_and_beside_the_others(redis_url: str) -> None:
+    """What a dead worker left unfinished in a chat is finished before that chat's next message, while the other
+    chats of the partitions taken are answered meanwhile (recovery beside reading, not before it)."""
+    redis = client(redis_url)
+    bus = RedisBus(redis, partitions=8, maxlen=10_000)
+    dead = PartitionConsumer(client(redis_url), name="dead", partitions=8, lease_ms=600, handler=Recorder("x").handle)
+    await dead.start()
+    for task in dead._tasks:  # it "dies" holding every partition
+        task.cancel()
+    # Two chats of one partition: "slow" has a cut-off run to finish, "quick" does not.
+    quick = next(f"q{n}" for n in range(100) if partition_of(f"console:q{n}", 8) == partition_of("console:slow", 8))
+    await bus.publish(message("slow", 1))
+    await bus.publish(message(quick, 1))
+    alive = Recorder("alive")
+    finish = asyncio.Event()
+
+    async def recover_slow() -> None:
+        await finish.wait()
+        alive.seen.append(("slow", "recovered"))
+
+    alive.recover["console:slow"] = recover_slow
+    heir = consumer(client(redis_url), alive)
+    await heir.start()
+    await until(lambda: (quick, "m1") in alive.seen)
+    assert ("slow", "m1") not in alive.seen, "the chat's own message waits for its recovery"
+    finish.set()
+    await until(lambda: ("slow", "m1") in alive.seen)
+    assert [s for s in alive.seen if s[0] == "slow"] == [("slow", "recovered"), ("slow", "m1")]
     await heir.stop(2)
 
 
