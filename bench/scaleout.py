@@ -197,35 +197,40 @@ async def failover(cluster: Cluster, fake: TimedTelegram, url: str, partitions: 
     victim = cluster.procs["w-0"].pid
     owners = await redis.mget(keys)
     orphaned = [p for p, o in enumerate(owners) if o and f"-{victim}-".encode() in o]
+    # One probe chat per orphaned partition, quiet until the kill: its message goes in right after it.
+    probes: dict[int, int] = {}
+    for chat_id in range(90_000, 99_999):
+        part = partition_of(f"telegram:{chat_id}", partitions)
+        if part in orphaned and part not in probes:
+            probes[part] = chat_id
     killed = time.monotonic()
     await cluster.kill("w-0")
     moved: dict[int, float] = {}
-    first: dict[int, float] = {}
-    chat_partition = {70_000 + n: partition_of(f"telegram:{70_000 + n}", partitions) for n in range(chats)}
-    busy = set(chat_partition.values()) & set(orphaned)
+
+    async def probe(part: int, chat_id: int) -> float:
+        text = f"probe{chat_id}"
+        await cluster.deliver({"update_id": chat_id * 100_000, **fake.message(text, chat_id=chat_id, user_id=chat_id)})
+        sent[text] = chat_id
+        async with asyncio.timeout(120):
+            while "echo: " + text not in answered:  # noqa: ASYNC110 - filled by the fake server's handler
+                await asyncio.sleep(0.005)
+        return answered["echo: " + text][0] - killed
+
+    probing = asyncio.gather(*(probe(p, c) for p, c in probes.items()))
     async with asyncio.timeout(120):
-        while len(moved) < len(orphaned) or len(first) < len(busy):
+        while len(moved) < len(orphaned):
             now = time.monotonic()
-            for p, o in zip(keys, await redis.mget(keys), strict=True):
-                part = int(p.rsplit(":", 1)[1])
-                if part in orphaned and part not in moved and o and f"-{victim}-".encode() not in o:
+            for part, owner in enumerate(await redis.mget(keys)):
+                if part in orphaned and part not in moved and owner and f"-{victim}-".encode() not in owner:
                     moved[part] = now - killed
-            for text, times in list(answered.items()):
-                chat_id = int(text.removeprefix("echo: f").split("-")[0]) if text.startswith("echo: f") else None
-                if chat_id is None:
-                    continue
-                part = chat_partition[chat_id]
-                after = [t for t in times if t > killed]
-                if part in orphaned and after and part not in first:
-                    first[part] = min(after) - killed
             await asyncio.sleep(0.02)
+    firsts = sorted(await probing)
     await asyncio.sleep(2)
     stopping = True
     await asyncio.gather(*loops)
     await redis.aclose()
     doubled = sum(1 for times in answered.values() if len(times) > 1)
     lost = sum(1 for text in sent if "echo: " + text not in answered)
-    firsts = sorted(first.values())
     moves = sorted(moved.values())
     return {
         "orphaned_partitions": len(orphaned),

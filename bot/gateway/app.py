@@ -232,6 +232,7 @@ class Gateway:
             commands=self.commands,
             tracing=self.tracing,
             media=self.media.intake,
+            clock=clock,
         )
         self.inbox = DurableInbox(
             self.store,
@@ -253,6 +254,7 @@ class Gateway:
             self.bus,
             started=self.is_started,
             redis=self.scale.redis if self.scale is not None else None,
+            **self.scale.ops_checks() if self.scale is not None else {},
         )
         self.web = self._console() if settings.web.enabled else None
         self.recovery: RecoveryReport | None = None

@@ -2,7 +2,8 @@
 
 ``/healthz`` says whether the process serves (an orchestrator restarts it when not); ``/readyz`` whether it
 should get traffic now: started (so the migrations ran; the server listens only after them) and its bus
-reachable (Redis answers a PING within a second when scaled out).
+reachable (Redis answers a PING within a second when scaled out), and, for a worker, its partition leases renewed
+within the lease time (a worker that cannot renew is handing its partitions over and says so).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from bot.bus import Bus
 from bot.config.ops import MetricsSection
 from bot.gateway.http import HttpServer
-from bot.ops.metrics import Metrics, Sample
+from bot.ops.metrics import LeaseState, Metrics, Sample
 from bot.store.sql import SqlStore
 
 log = logging.getLogger(__name__)
@@ -41,13 +42,18 @@ class OpsEndpoints:
         *,
         started: Callable[[], bool],
         redis: Any = None,
+        leases: Callable[[], LeaseState | None] = lambda: None,
+        lease_problem: Callable[[], str | None] = lambda: None,
     ) -> None:
+        """``leases``/``lease_problem``: a worker's partition leases (for the metrics) and why it is not ready."""
         self.config = config
         self.metrics = metrics
         self.store = store
         self.bus = bus
         self.started = started
         self.redis = redis
+        self.leases = leases
+        self.lease_problem = lease_problem
 
     def mount(self, http: HttpServer) -> None:
         http.app.router.add_get("/readyz", self._readyz)
@@ -56,7 +62,7 @@ class OpsEndpoints:
 
     async def sample(self) -> Sample:
         """What the gauges show, read now (a part that cannot be read keeps its last value, logged)."""
-        sample = Sample()
+        sample = Sample(leases=self.leases())
         try:
             sample.queue = await asyncio.wait_for(self.bus.depths(), 2.0)
         except Exception as exc:
@@ -97,4 +103,7 @@ class OpsEndpoints:
                 await asyncio.wait_for(self.redis.ping(), 1.0)
             except Exception as exc:
                 out.append(f"the bus (Redis) is unreachable: {exc.__class__.__name__}: {exc}")
+        lapsing = self.lease_problem()
+        if lapsing is not None:
+            out.append(lapsing)
         return out

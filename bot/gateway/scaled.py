@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
@@ -23,6 +23,7 @@ from bot.gateway.intake import DurableInbox
 from bot.gateway.starter import ChannelStarter
 from bot.gateway.supervisor import Supervisor
 from bot.interrupts.service import InterruptService
+from bot.ops.metrics import LeaseState
 from bot.runs.manager import RunManager
 from bot.runs.recovery import ChatWork, RecoveryReport, recovery_work
 from bot.runs.scheduled import ScheduledMessages
@@ -228,6 +229,18 @@ class ScaleOut:
             await self.redis.aclose()
         except Exception as exc:
             log.debug("closing the Redis client: %s", exc)
+
+    def ops_checks(self) -> dict[str, Callable[[], Any]]:
+        """For ``/readyz`` and ``/metrics``: a worker's partition leases, and why it is not ready when it cannot
+        renew them."""
+
+        def state() -> LeaseState | None:
+            return self.consumer.lease_state() if self.consumer is not None else None
+
+        def problem() -> str | None:
+            return self.consumer.lease_problem() if self.consumer is not None else None
+
+        return {"leases": state, "lease_problem": problem}
 
     def health(self) -> dict[str, Any]:
         info: dict[str, Any] = {"role": self.role, "process": self.name}

@@ -44,6 +44,19 @@ class Sample:
     """Committed replies and prompts not yet marked sent."""
     inbox_pending: int = 0
     """Accepted events not yet handled."""
+    leases: LeaseState | None = None
+    """A worker's partition leases (None: not a worker)."""
+
+
+@dataclass
+class LeaseState:
+    """What a worker holds of the bus, and whether it keeps it."""
+
+    held: int
+    renewal_age_s: float
+    """Seconds since the leases were last renewed (over the lease time: they may have lapsed)."""
+    lost: int
+    """Partitions lost since start (lapsed while this worker still ran, or taken)."""
 
 
 class Metrics:
@@ -100,6 +113,13 @@ class Metrics:
         self.rate_limited = counter("bot_platform_rate_limited", "429s from a platform", "channel")
         self.budget_refusals = counter("bot_budget_refusals", "Model calls refused by a budget", "scope")
         self.errors = counter("bot_run_errors", "Errors recorded in runs", "agent")
+        self.partitions_held = gauge("bot_bus_partitions_held", "Bus partitions whose lease this worker holds")
+        self.lease_age = gauge(
+            "bot_bus_lease_renewal_age_seconds",
+            "Since this worker last renewed its leases (lapsing over bus.lease_ms)",
+        )
+        self.leases_lost = counter("bot_bus_leases_lost", "Partition leases this worker lost while it ran")
+        self._lost_seen = 0
         self.job_fires = counter(
             "bot_job_fires", "Job fires: sent, started (an agent run), missed, retried, failed, stopped", "outcome"
         )
@@ -175,3 +195,9 @@ class Metrics:
         self.pending.set(sample.interrupts_pending)
         self.outbox.set(sample.outbox_backlog)
         self.inbox_pending.set(sample.inbox_pending)
+        if sample.leases is not None:
+            self.partitions_held.set(sample.leases.held)
+            self.lease_age.set(round(sample.leases.renewal_age_s, 3))
+            if sample.leases.lost > self._lost_seen:
+                self.leases_lost.inc(sample.leases.lost - self._lost_seen)
+                self._lost_seen = sample.leases.lost

@@ -36,6 +36,7 @@ from bot.bus import Handler, Lanes, Urgent
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.events import InboundEvent
 from bot.fencing import Fence, Fences, LeaseLost, fenced
+from bot.ops.metrics import LeaseState
 from bot.scale.leases import Leases
 from bot.scale.streams import (
     DECREMENT,
@@ -133,6 +134,9 @@ class PartitionConsumer:
         self._partition_done = asyncio.Event()
         """Set whenever a partition has nothing outstanding any more."""
         self.claimed = 0
+        self.renewed_at = clock.monotonic()
+        """When the leases were last renewed (or the consumer built): what ``/readyz`` and the metrics watch."""
+        self.lost_count = 0
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -179,6 +183,21 @@ class PartitionConsumer:
     @property
     def active_chats(self) -> int:
         return len(self._lanes)
+
+    def lease_state(self) -> LeaseState:
+        return LeaseState(
+            held=len(self.held), renewal_age_s=self.clock.monotonic() - self.renewed_at, lost=self.lost_count
+        )
+
+    def lease_problem(self) -> str | None:
+        """Why this worker should not be trusted with traffic now (its leases are not being renewed), or None."""
+        age = self.clock.monotonic() - self.renewed_at
+        if self._tasks and age > self.lease_ms / 1000:
+            return (
+                f"the bus partition leases were last renewed {age:.1f} s ago (bus.lease_ms is {self.lease_ms}): "
+                "Redis is unreachable or this process stalls; other workers take the partitions over"
+            )
+        return None
 
     # -- leases -------------------------------------------------------------------------------
 
@@ -229,6 +248,7 @@ class PartitionConsumer:
         held = sorted(self.held)
         sent = self.clock.monotonic()
         renewed = await self.leases.renew([partition_lease(p) for p in held])
+        self.renewed_at = sent
         for partition, ok in zip(held, renewed, strict=True):
             if ok:
                 self.fences.renewed(partition, self._until(sent))
@@ -241,6 +261,7 @@ class PartitionConsumer:
         """``partitions`` are no longer ours: nothing more is handled or acknowledged for them here."""
         for partition in partitions:
             self.fences.drop(partition)
+        self.lost_count += len(partitions & self.held)
         self.owned -= partitions
         self.readable -= partitions
         self.held -= partitions

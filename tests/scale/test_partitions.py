@@ -20,7 +20,7 @@ from bot.events import ChatKey, InboundEvent, InboundMessage, Sender
 from bot.scale.consumer import PartitionConsumer
 from bot.scale.leases import Leases
 from bot.scale.streams import GROUP, QUEUED, RedisBus, encode, inbound_stream, partition_lease, partition_of
-from tests.fakes.servers import RedisServer
+from tests.fakes.servers import RedisServer, redis_server
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
@@ -207,3 +207,45 @@ async def test_an_entry_read_by_a_worker_that_lost_its_lease_is_rescued(redis_ur
 
     await eventually(acknowledged)
     await owner.stop(2)
+
+
+async def test_a_worker_that_cannot_renew_its_leases_says_so_in_readyz_and_metrics() -> None:
+    from prometheus_client import generate_latest
+
+    from bot.clock import FakeClock
+    from bot.gateway.ops import OpsEndpoints
+    from bot.ops.metrics import Metrics, Sample
+
+    servers = redis_server()
+    own = next(servers)  # a server of its own: this test stops it
+    clock = FakeClock()
+    worker = consumer(client(own.url()), Recorder("w"), lease_ms=3000, clock=clock)
+    await worker.start()
+    ops = OpsEndpoints(
+        None,  # type: ignore[arg-type]  # only the readiness checks are used
+        Metrics(),
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        started=lambda: True,
+        leases=worker.lease_state,
+        lease_problem=worker.lease_problem,
+    )
+    await clock.advance(1.0)
+    assert worker.lease_problem() is None and worker.lease_state().held == 8
+    own.process.kill()  # type: ignore[union-attr]  # Redis gone: renewals fail from now on
+    own.process.wait()  # type: ignore[union-attr]
+    for _ in range(4):
+        await clock.advance(1.0)
+        await clock.settle()
+    problem = worker.lease_problem()
+    assert problem is not None and "last renewed" in problem
+    assert any("last renewed" in p for p in await ops.problems())
+    metrics = Metrics()
+    metrics.apply(Sample(leases=worker.lease_state()))
+    text = generate_latest(metrics.registry).decode()
+    assert "bot_bus_partitions_held 8.0" in text
+    age = next(line for line in text.splitlines() if line.startswith("bot_bus_lease_renewal_age_seconds "))
+    assert float(age.split()[1]) > 3.0
+    for task in worker._tasks:
+        task.cancel()
+    servers.close()
