@@ -269,8 +269,12 @@ class SqlStore:
         on_commit: OnCommit | None = None,
         grows: str | None = None,
         events: int = 0,
+        first: bool = False,
     ) -> WriteResult:
         """Run ``steps`` in the next group commit; returns after the commit.
+
+        ``first``: ahead of the writes already queued, in a small commit of its own (as for
+        :meth:`write_later`; only for steps on rows that are committed already).
 
         Inside a partition's work (:func:`bot.fencing.fenced`) the write first checks the partition's fencing
         token in the same transaction; :class:`~bot.fencing.LeaseLost` when it is no longer current (nothing
@@ -279,7 +283,7 @@ class SqlStore:
         if self._writer is None:
             raise StoreError("the store is not started")
         steps = self._fenced(self._scrub(steps), "the write")
-        result = await self._writer.submit(steps, on_commit=on_commit, grows=grows, events=events)
+        result = await self._writer.submit(steps, on_commit=on_commit, grows=grows, events=events, first=first)
         if result.fenced:
             raise LeaseLost("the partition has another owner: the write was refused")
         return result

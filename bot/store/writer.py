@@ -66,12 +66,16 @@ class GroupCommit(abc.ABC):
         grows: str | None = None,
         events: int = 0,
         prune: bool = False,
+        first: bool = False,
     ) -> asyncio.Future[WriteResult]:
-        """Queue a write; the future resolves after its batch committed."""
+        """Queue a write; the future resolves after its batch committed.
+
+        ``first``: ahead of everything queued, in a small batch of its own (see :meth:`submit_unwaited`).
+        """
         if self._closed or self._loop is None:
             raise StoreError("the store is not open")
         future: asyncio.Future[WriteResult] = self._loop.create_future()
-        self._enqueue(Write(steps, future, on_commit, grows, events, prune))
+        self._enqueue(Write(steps, future, on_commit, grows, events, prune, first=first), first=first)
         return future
 
     def submit_unwaited(self, steps: Sequence[Step], what: str, *, first: bool = False) -> None:
