@@ -13,11 +13,14 @@ ENV PYTHONUNBUFFERED=1 \
     BOT_STORE__DATA_DIR=/data
 
 WORKDIR /app
-# Dependencies first, in a layer of their own: a change to the code does not reinstall them.
+# Dependencies first, in a layer of their own: a change to the code does not reinstall them.  Their versions are
+# pinned by deploy/constraints.txt (every package the image installs; `python deploy/constraints.py` refreshes it
+# from a tested environment), so a rebuild installs what was tested, not whatever the registry has that day.
 COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml','rb'))['project']['dependencies']))" \
-        > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt asyncpg redis \
+COPY deploy/constraints.txt ./deploy/
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['scale']))" > /tmp/requirements.txt \
+    && pip install -c deploy/constraints.txt -r /tmp/requirements.txt \
     && useradd --create-home --uid 10001 bot && mkdir -p /data && chown bot:bot /data
 COPY README.md ./
 COPY bot ./bot

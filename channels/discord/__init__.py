@@ -26,6 +26,10 @@ Outbound, over REST (``send`` logs the client in on first use, so it works befor
   30 s are handed back); around every call this adapter retries the rest (429s from proxies, 5xx, network
   errors) after ``Retry-After`` or a backoff, within 8 attempts and 5 minutes, reusing the message nonce so
   Discord never posts a retried message twice; then it raises :class:`DiscordError`.
+* sent once: each part of a message carries a nonce derived from the message's idempotency key
+  (``OutboundMessage.key``: the run's reply, the prompt, the job run), and discord.py sends every nonce with
+  ``enforce_nonce``; so a committed message sent again after a crash (the next start, or another process)
+  comes back from Discord as the message it already has, within Discord's memory of nonces (a few minutes).
 
 ``api_base`` (and ``gateway_url``) point discord.py elsewhere (tests, proxies).  discord.py keeps both
 in class attributes, so they apply to the whole process: one Discord adapter per process.

@@ -78,6 +78,9 @@ class DiscordChannel:
 
     name = "discord"
     text_limit = MESSAGE_LIMIT
+    dedupes_by_key = True
+    """Two sends of a message with one ``key`` make one message (within Discord's memory of nonces): see
+    :func:`part_nonces`."""
     """The longest text one message holds (a longer confirmation is shown in full on request)."""
 
     def __init__(
@@ -371,12 +374,11 @@ class DiscordChannel:
             reference = discord.MessageReference(
                 message_id=int(message.reply_to), channel_id=target, fail_if_not_exists=False
             )
-        # The same message sent again (after a crash, from the outbox) has the same nonce: Discord drops it.
-        nonce = hashlib.sha256(message.key.encode()).hexdigest()[:20] if message.key else secrets.token_hex(8)
+        nonce = part_nonces(message.key)
         ref = None
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1
-            kwargs: dict[str, Any] = {"content": chunk or None, "nonce": f"{nonce}{index}"}
+            kwargs: dict[str, Any] = {"content": chunk or None, "nonce": nonce(index)}
             if last and view is not None:
                 kwargs["view"] = view
             if index == 0 and reference is not None:
@@ -439,6 +441,19 @@ class DiscordChannel:
         finally:
             if self._typing.get(channel_id) is asyncio.current_task():
                 del self._typing[channel_id]
+
+
+def part_nonces(key: str | None) -> Callable[[int], str]:
+    """The nonce of each part of a message (at most 25 characters, Discord's limit).
+
+    From the message's idempotency key, so the same committed message sent again after a crash (by this process
+    or another) has the same nonces, and Discord, which discord.py asks to enforce them, answers each with the
+    message it already made instead of posting it again.  Not from the outbox row's id: SQLite gives a new row
+    the id of a deleted one (sent rows are deleted), so two different replies a minute apart would share it and
+    Discord would drop the second.  Without a key: random, still one per part (a retry never doubles a part).
+    """
+    base = hashlib.sha256(key.encode()).hexdigest()[:20] if key else secrets.token_hex(10)
+    return lambda index: f"{base}{index}"
 
 
 def _chunks(text: str) -> list[str]:

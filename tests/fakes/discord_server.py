@@ -12,9 +12,14 @@ One aiohttp server on a free 127.0.0.1 port serves both halves:
   answered 404 and listed in :attr:`FakeDiscord.unexpected`.
 
 Messages the bot posts are kept with their components, so a press can carry the message it was made on
-(discord.py rebuilds the dynamic button from it), and edits change them.  :meth:`FakeDiscord.rate_limit`
-makes the next matching REST calls answer 429, with the ``Via`` header discord.py needs to retry by itself,
-or without it (what a proxy or Cloudflare sends, which discord.py raises instead).
+(discord.py rebuilds the dynamic button from it), and edits change them.  As Discord does, a message created with
+a ``nonce`` and ``enforce_nonce`` is not created again for the same nonce from the same author (the bot, in any
+channel) while Discord remembers the nonce (a few minutes; :meth:`FakeDiscord.forget_nonces` is that time
+passing): the first message comes back instead; a nonce longer than 25 characters is refused (400).
+:meth:`FakeDiscord.hold_creates` holds the answer to a matching message create back (the message exists, the
+client hears nothing) until :meth:`FakeDiscord.release`: a process killed meanwhile has sent and not heard.
+:meth:`FakeDiscord.rate_limit` makes the next matching REST calls answer 429, with the ``Via`` header discord.py
+needs to retry by itself, or without it (what a proxy or Cloudflare sends, which discord.py raises instead).
 """
 
 from __future__ import annotations
@@ -30,23 +35,25 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-BOT_ID = "900000000000000001"
-APP_ID = "900000000000000002"
-GUILD_ID = "910000000000000001"
-CHANNEL_ID = "920000000000000001"
-"""``#general``."""
-OTHER_CHANNEL_ID = "920000000000000002"
-"""``#random``."""
-THREAD_ID = "930000000000000001"
-"""A thread in ``#general``."""
-NEW_THREAD_ID = "930000000000000002"
-"""A thread in ``#general`` that GUILD_CREATE did not list (discord.py has to look it up)."""
-DM_CHANNEL_ID = "940000000000000001"
+from tests.fakes import discord_payloads as payloads
+from tests.fakes.discord_payloads import (
+    ALICE,
+    APP_ID,
+    BOT_ID,
+    BOT_USER,
+    CHANNEL_ID,
+    DM_CHANNEL_ID,
+    GUILD_ID,
+    MALLORY,
+    NEW_THREAD_ID,
+    NONCE_TOO_LONG,
+    OTHER_BOT,
+    OTHER_CHANNEL_ID,
+    THREAD_ID,
+)
 
-BOT_USER = {"id": BOT_ID, "username": "helper", "global_name": None, "discriminator": "0", "avatar": None, "bot": True}
-ALICE = {"id": "950000000000000001", "username": "alice", "global_name": "Alice", "discriminator": "0", "avatar": None}
-MALLORY = {"id": "950000000000000002", "username": "mallory", "global_name": None, "discriminator": "0", "avatar": None}
-OTHER_BOT = {"id": "950000000000000003", "username": "otherbot", "discriminator": "0", "avatar": None, "bot": True}
+__all__ = ["ALICE", "BOT_ID", "BOT_USER", "CHANNEL_ID", "DM_CHANNEL_ID", "MALLORY", "NEW_THREAD_ID", "OTHER_BOT"]
+__all__ += ["OTHER_CHANNEL_ID", "THREAD_ID", "Call", "FakeDiscord", "buttons"]
 
 
 @dataclass
@@ -75,95 +82,6 @@ class _Connection:
     identified: bool = False
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _member(user: dict[str, Any]) -> dict[str, Any]:
-    return {"user": user, "roles": [], "joined_at": _now(), "deaf": False, "mute": False, "flags": 0, "nick": None}
-
-
-def _text_channel(channel_id: str, name: str, position: int) -> dict[str, Any]:
-    return {
-        "id": channel_id,
-        "type": 0,
-        "guild_id": GUILD_ID,
-        "name": name,
-        "position": position,
-        "permission_overwrites": [],
-        "nsfw": False,
-        "parent_id": None,
-        "topic": None,
-        "last_message_id": None,
-        "rate_limit_per_user": 0,
-    }
-
-
-def _thread(thread_id: str = THREAD_ID) -> dict[str, Any]:
-    return {
-        "id": thread_id,
-        "type": 11,
-        "guild_id": GUILD_ID,
-        "parent_id": CHANNEL_ID,
-        "owner_id": ALICE["id"],
-        "name": "deploy questions",
-        "last_message_id": None,
-        "rate_limit_per_user": 0,
-        "message_count": 0,
-        "member_count": 1,
-        "flags": 0,
-        "thread_metadata": {
-            "archived": False,
-            "auto_archive_duration": 1440,
-            "archive_timestamp": _now(),
-            "locked": False,
-        },
-    }
-
-
-def _guild() -> dict[str, Any]:
-    return {
-        "id": GUILD_ID,
-        "name": "Team",
-        "icon": None,
-        "owner_id": ALICE["id"],
-        "unavailable": False,
-        "large": False,
-        "member_count": 3,
-        "verification_level": 0,
-        "default_message_notifications": 0,
-        "explicit_content_filter": 0,
-        "mfa_level": 0,
-        "premium_tier": 0,
-        "nsfw_level": 0,
-        "preferred_locale": "en-US",
-        "features": [],
-        "emojis": [],
-        "stickers": [],
-        "roles": [
-            {
-                "id": GUILD_ID,
-                "name": "@everyone",
-                "permissions": "1071698660929",
-                "position": 0,
-                "color": 0,
-                "hoist": False,
-                "managed": False,
-                "mentionable": False,
-                "flags": 0,
-            }
-        ],
-        "members": [_member(BOT_USER)],
-        "channels": [_text_channel(CHANNEL_ID, "general", 0), _text_channel(OTHER_CHANNEL_ID, "random", 1)],
-        "threads": [_thread()],
-        "voice_states": [],
-        "presences": [],
-        "stage_instances": [],
-        "guild_scheduled_events": [],
-        "joined_at": _now(),
-    }
-
-
 class FakeDiscord:
     """The fake server; ``await start()``, point discord.py at :attr:`url`, ``await stop()``."""
 
@@ -178,6 +96,14 @@ class FakeDiscord:
         self._ids = itertools.count(int(datetime.now(UTC).timestamp() * 1000 - 1420070400000) << 22)
         self._connections: list[_Connection] = []
         self._limits: list[_Limit] = []
+        self._nonces: dict[str, str] = {}
+        """Nonces Discord remembers (sent with ``enforce_nonce``): the id of the message each created."""
+        self.nonce_hits = 0
+        """Message creates answered with an earlier message (a repeated nonce)."""
+        self._holds: list[Callable[[dict[str, Any]], bool]] = []
+        self.held = asyncio.Event()
+        """Set when a message create was held back (:meth:`hold_creates`)."""
+        self._released = asyncio.Event()
         self._changed = asyncio.Condition()
         self._interactions: dict[str, dict[str, Any]] = {}
         self._runner: web.AppRunner | None = None
@@ -206,6 +132,7 @@ class FakeDiscord:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
     async def stop(self) -> None:
+        self.release()
         for conn in self._connections:
             await conn.ws.close()
         if self._runner is not None:
@@ -254,7 +181,7 @@ class FakeDiscord:
             "relationships": [],
         }
         await self._send(conn, "READY", ready)
-        await self._send(conn, "GUILD_CREATE", _guild())
+        await self._send(conn, "GUILD_CREATE", payloads.guild())
         async with self._changed:
             conn.identified = True
             self.identifies += 1
@@ -289,34 +216,16 @@ class FakeDiscord:
     ) -> str:
         """A user's message arriving over the gateway; returns its id."""
         message_id = self.snowflake()
-        data: dict[str, Any] = {
-            "id": message_id,
-            "channel_id": DM_CHANNEL_ID if dm else channel_id,
-            "author": author,
-            "content": content,
-            "timestamp": _now(),
-            "edited_timestamp": None,
-            "tts": False,
-            "mention_everyone": False,
-            "mentions": [
-                user if dm else {**user, "member": {k: v for k, v in _member(user).items() if k != "user"}}
-                for user in mentions
-            ],
-            "mention_roles": [],
-            "attachments": list(attachments),
-            "embeds": [],
-            "pinned": False,
-            "type": 19 if reply_to else 0,
-            "flags": 0,
-            "components": [],
-        }
+        where = DM_CHANNEL_ID if dm else channel_id
+        shown = [user if dm else {**user, "member": payloads.member_of(user)} for user in mentions]
+        data = payloads.message_payload(message_id, where, author, content, mentions=shown, attachments=attachments)
+        data["type"] = 19 if reply_to else 0
         if reply_to is not None:
             data["message_reference"] = {"message_id": reply_to, "channel_id": data["channel_id"], "type": 0}
             if reply_to in self.messages:
                 data["referenced_message"] = self.messages[reply_to]
         if not dm:
-            data["guild_id"] = GUILD_ID
-            data["member"] = {k: v for k, v in _member(author).items() if k != "user"}
+            data["member"] = payloads.member_of(author)
         await self.dispatch("MESSAGE_CREATE", data)
         return message_id
 
@@ -369,9 +278,9 @@ class FakeDiscord:
             data["guild_id"] = GUILD_ID
             data["guild_locale"] = "en-US"
             thread = channel_id in (THREAD_ID, NEW_THREAD_ID)
-            channel = _thread(channel_id) if thread else _text_channel(channel_id, "general", 0)
+            channel = payloads.thread(channel_id) if thread else payloads.text_channel(channel_id, "general", 0)
             data["channel"] = channel
-            data["member"] = {**_member(user), "permissions": "1071698660929"}
+            data["member"] = {**payloads.member(user), "permissions": "1071698660929"}
             data["context"] = 0
         self._interactions[data["token"]] = {"id": interaction_id, "message_id": message_id}
         await self.dispatch("INTERACTION_CREATE", data)
@@ -382,6 +291,28 @@ class FakeDiscord:
     def rate_limit(self, pattern: str, *, times: int = 1, via: bool = True, retry_after: float = 0.05) -> None:
         """The next ``times`` calls whose ``METHOD /path`` matches ``pattern`` answer 429."""
         self._limits.append(_Limit(re.compile(pattern), times, via, retry_after))
+
+    def hold_creates(self, matching: Callable[[dict[str, Any]], bool]) -> None:
+        """The next message create whose body ``matching`` accepts is made, and its answer held back until
+        :meth:`release` (one create per call)."""
+        self._released.clear()
+        self._holds.append(matching)
+
+    def release(self) -> None:
+        self._released.set()
+
+    def _holding(self, line: str, body: Any) -> bool:
+        if not re.fullmatch(r"POST /channels/\d+/messages", line) or not isinstance(body, dict):
+            return False
+        for matching in self._holds:
+            if matching(body):
+                self._holds.remove(matching)
+                return True
+        return False
+
+    def forget_nonces(self) -> None:
+        """Discord's memory of nonces has run out (it keeps them a few minutes)."""
+        self._nonces.clear()
 
     def _limited(self, line: str) -> _Limit | None:
         for limit in self._limits:
@@ -416,6 +347,9 @@ class FakeDiscord:
         await self._record(Call(request.method, path, body, status))
         if status == 404:
             self.unexpected.append(line)
+        if status == 200 and self._holding(line, body):
+            self.held.set()
+            await self._released.wait()
         if result is None:
             return web.Response(status=204)
         return _json(result, status)
@@ -425,7 +359,7 @@ class FakeDiscord:
         if method == "GET" and path == "/users/@me":
             return 200, BOT_USER
         if method == "GET" and path == "/oauth2/applications/@me":
-            return 200, self._application()
+            return 200, payloads.application()
         if parts[0] == "channels" and len(parts) >= 2:
             return self._channel_call(method, parts[1], parts[2:], body)
         if parts[0] == "interactions" and method == "POST" and parts[-1] == "callback":
@@ -443,11 +377,13 @@ class FakeDiscord:
     def _channel_call(self, method: str, channel_id: str, rest: list[str], body: Any) -> tuple[int, Any]:
         if method == "GET" and not rest:
             if channel_id in (THREAD_ID, NEW_THREAD_ID):
-                return 200, _thread(channel_id)
-            return 200, _text_channel(channel_id, "general", 0)
+                return 200, payloads.thread(channel_id)
+            return 200, payloads.text_channel(channel_id, "general", 0)
         if method == "POST" and rest == ["typing"]:
             return 204, None
         if method == "POST" and rest == ["messages"]:
+            if len(str(body.get("nonce") or "")) > 25:
+                return 400, NONCE_TOO_LONG
             return 200, self._create(channel_id, body)
         if method == "PATCH" and len(rest) == 2 and rest[0] == "messages":
             if rest[1] not in self.messages:
@@ -456,31 +392,16 @@ class FakeDiscord:
         return 404, {"message": "404: Not Found", "code": 0}
 
     def _create(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        if body.get("enforce_nonce") and body.get("nonce"):
-            # As Discord does: a message whose nonce was used recently is not created again; the first comes back.
-            for earlier in self.messages.values():
-                if earlier.get("nonce") == str(body["nonce"]) and earlier["channel_id"] == channel_id:
-                    return earlier
-        message = {
-            "id": self.snowflake(),
-            "channel_id": channel_id,
-            "author": BOT_USER,
-            "content": body.get("content") or "",
-            "timestamp": _now(),
-            "edited_timestamp": None,
-            "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "pinned": False,
-            "type": 19 if body.get("message_reference") else 0,
-            "flags": 0,
-            "components": body.get("components") or [],
-        }
-        if channel_id != DM_CHANNEL_ID:
-            message["guild_id"] = GUILD_ID
+        nonce = str(body["nonce"]) if body.get("nonce") is not None else None
+        if nonce is not None and body.get("enforce_nonce"):
+            # As Discord does: a nonce this author used recently creates nothing; the message it made comes back.
+            earlier = self._nonces.get(nonce)
+            if earlier is not None:
+                self.nonce_hits += 1
+                return self.messages[earlier]
+        message = payloads.message_payload(self.snowflake(), channel_id, BOT_USER, body.get("content") or "")
+        message["type"] = 19 if body.get("message_reference") else 0
+        message["components"] = body.get("components") or []
         if body.get("nonce"):
             message["nonce"] = body["nonce"]
         for filename, data in body.pop("_files", ()):
@@ -497,6 +418,8 @@ class FakeDiscord:
         if body.get("message_reference"):
             message["message_reference"] = body["message_reference"]
         self.messages[message["id"]] = message
+        if nonce is not None and body.get("enforce_nonce"):
+            self._nonces[nonce] = message["id"]
         return message
 
     def _edit(self, message_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -505,7 +428,7 @@ class FakeDiscord:
             message["content"] = body["content"] or ""
         if "components" in body:
             message["components"] = body["components"] or []
-        message["edited_timestamp"] = _now()
+        message["edited_timestamp"] = payloads.now()
         return message
 
     def _followup(self, interaction: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
@@ -513,21 +436,6 @@ class FakeDiscord:
         message = self._create(channel_id, body)
         message.update(flags=body.get("flags", 0), webhook_id=APP_ID)
         return message
-
-    def _application(self) -> dict[str, Any]:
-        return {
-            "id": APP_ID,
-            "name": "helper",
-            "icon": None,
-            "description": "",
-            "bot_public": False,
-            "bot_require_code_grant": False,
-            "verify_key": "0" * 64,
-            "flags": 0,
-            "owner": ALICE,
-            "team": None,
-            "interactions_endpoint_url": None,
-        }
 
     async def _record(self, call: Call) -> None:
         async with self._changed:
