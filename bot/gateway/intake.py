@@ -24,6 +24,14 @@ write decide what a sender or chat may have:
 
 Commands (``/cancel`` must get through a flooded chat) and button presses skip the
 chat bound.  Notices are best effort, sent off the intake's path.
+
+**A fault is not a flood.**  The sender's token is taken when an event is admitted and
+given back when its commit fails (or when it turns out to be stored already): the
+platform's redeliveries of an event the database would not take (a full disk) cost the
+sender nothing.  Such an event is remembered (by its platform id, for
+:data:`_UNSTORED_KEEP_S`), and when it comes again it is never refused as "too fast":
+the platform must hear "received" only for what is stored, or what the sender was told
+was refused when it first arrived.
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ _KEEP = 10_000
 """Senders and chats whose limits are remembered (the least recently seen go first)."""
 _MAX_NOTICES = 256
 """Notices in flight at once; past it, more are skipped (they are best effort)."""
+_UNSTORED_KEEP_S = 24 * 3600.0
+"""How long an event whose commit failed is remembered (Telegram keeps undelivered updates for 24 hours)."""
 
 
 @dataclass
@@ -100,6 +110,31 @@ class _Buckets:
             self._state.popitem(last=False)  # the least recently seen sender starts afresh
         return allowed
 
+    def give_back(self, key: str) -> None:
+        """Return a token taken for an event that was not stored after all (or was stored before)."""
+        state = self._state.get(key)
+        if state is not None:
+            self._state[key] = (min(self.burst, state[0] + 1.0), state[1])
+
+
+class _Unstored(OrderedDict[str, float]):
+    """Keys of events whose commit failed, with when it last failed; bounded by count and age."""
+
+    def note(self, key: str, now: float) -> None:
+        self[key] = now
+        self.move_to_end(key)
+        while len(self) > _KEEP:
+            self.popitem(last=False)
+
+    def seen(self, key: str, now: float) -> bool:
+        failed = self.get(key)
+        if failed is None:
+            return False
+        if now - failed > _UNSTORED_KEEP_S:
+            del self[key]
+            return False
+        return True
+
 
 class DurableInbox:
     """The :class:`~bot.inbox.Inbox` on the store's ``inbox`` table and an in-process :class:`~bot.bus.Bus`."""
@@ -138,6 +173,8 @@ class DurableInbox:
         self._notices: set[asyncio.Task[None]] = set()
         self._inflight: set[str] = set()
         """Keys of events on the bus and not handled yet (a redelivery of one of them is a plain duplicate)."""
+        self._unstored = _Unstored()
+        """Events admitted whose commit failed: their redeliveries are not refused as "too fast"."""
         self._closed = False
         self.stats = InboxStats()
 
@@ -155,11 +192,14 @@ class DurableInbox:
             raise InboxClosed("the gateway is shutting down")
         receipts: list[Receipt] = []
         admitted: list[tuple[int, InboundEvent]] = []
+        charged: list[str | None] = []
+        """Per admitted event: the sender whose token it took."""
         for event in events:
-            receipt = await self._admit(event)
+            receipt, charge = await self._admit(event)
             receipts.append(receipt)
             if receipt is Receipt.ACCEPTED:
                 admitted.append((len(receipts) - 1, event))
+                charged.append(charge)
             elif receipt is Receipt.REFUSED and self.metrics is not None:
                 self.metrics.refused.labels(event.chat.channel).inc()
         if not admitted:
@@ -176,8 +216,12 @@ class DurableInbox:
         try:
             stored = await self.store.receive(steps)
         except StoreError as exc:
-            for _, event in admitted:
+            now = self._clock()
+            for (_, event), charge in zip(admitted, charged, strict=True):
                 self._release(str(event.chat))
+                self._unstored.note(event_key(event), now)
+                if charge is not None:
+                    self._buckets.give_back(charge)  # the platform delivers it again: one token when it is stored
             raise NotStored(f"the inbound events were not stored: {exc}") from exc
         except BaseException:
             for _, event in admitted:
@@ -185,7 +229,8 @@ class DurableInbox:
             raise
         released = 0
         try:
-            for (index, event), new in zip(admitted, stored, strict=True):
+            for (index, event), new, charge in zip(admitted, stored, charged, strict=True):
+                self._unstored.pop(event_key(event), None)
                 if new:
                     self.stats.accepted += 1
                     if self.metrics is not None:
@@ -194,6 +239,8 @@ class DurableInbox:
                 else:
                     self.stats.duplicates += 1
                     receipts[index] = Receipt.DUPLICATE
+                    if charge is not None:
+                        self._buckets.give_back(charge)  # it took its token when it was stored
                     await self._retry_if_stranded(event)
                 self._release(str(event.chat))
                 released += 1
@@ -254,26 +301,32 @@ class DurableInbox:
 
         return handle
 
-    async def _admit(self, event: InboundEvent) -> Receipt:
-        """The cheap checks (no store write): accept, or refuse/ignore and say so when useful."""
+    async def _admit(self, event: InboundEvent) -> tuple[Receipt, str | None]:
+        """The cheap checks (no store write): accept, or refuse/ignore and say so when useful; and the sender
+        whose token the event took (given back if it is not stored)."""
+        charge: str | None = None
         config: ChannelSection | None = getattr(self.channels, event.chat.channel, None)
         sender = event.sender
         if sender.is_bot:
-            return self._ignore()
+            return self._ignore(), None
         allowed = config is not None and (config.allows(sender.id) or config.is_admin(sender.id))
         if not allowed:
             if isinstance(event, InboundMessage):
                 self._refuse_stranger(event, config)
-                return Receipt.REFUSED
-            return self._ignore()  # the adapter's press check already told them
+                return Receipt.REFUSED, None
+            return self._ignore(), None  # the adapter's press check already told them
         if isinstance(event, Action):
-            return self._reserve(event)
+            return self._reserve(event), None
         if not event.text.strip() and not event.attachments:
-            return self._ignore()
+            return self._ignore(), None
         now = self._clock()
         sender_key = f"{event.chat.channel}:{sender.id}"
         limited = self.limits.sender_rate_per_min > 0 and not config.is_admin(sender.id)  # type: ignore[union-attr]
-        if limited and not self._buckets.take(sender_key, now):
+        if limited and self._buckets.take(sender_key, now):
+            charge = sender_key
+        elif limited and self._unstored.seen(event_key(event), now):
+            pass  # admitted before the database failed it: refusing it now would drop a message we took
+        elif limited:
             self.stats.refuse("rate")
             if self._told.due("rate:" + sender_key, now, self.limits.notice_interval_s):
                 per_min = f"{self.limits.sender_rate_per_min:g}"
@@ -282,7 +335,7 @@ class DurableInbox:
                     f"⏳ You are sending messages faster than I can take them (about {per_min} a minute); "
                     "I am skipping new ones for a moment. Please wait for my answers.",
                 )
-            return Receipt.REFUSED
+            return Receipt.REFUSED, None
         if len(event.text) > self.limits.max_text_chars:
             self.stats.refuse("too_long")
             self._tell(
@@ -290,9 +343,9 @@ class DurableInbox:
                 f"⚠️ Your message is too long ({len(event.text):,} characters; I take at most "
                 f"{self.limits.max_text_chars:,}). Please send a shorter one.",
             )
-            return Receipt.REFUSED
+            return Receipt.REFUSED, None
         if event.text.startswith("/"):
-            return self._reserve(event)  # commands get through a flooded chat (/cancel)
+            return self._reserve(event), charge  # commands get through a flooded chat (/cancel)
         chat = str(event.chat)
         waiting = await self.bus.queued(chat) + self._reserved.get(chat, 0)
         if waiting >= self.limits.chat_queue_max:
@@ -303,7 +356,7 @@ class DurableInbox:
                     f"⚠️ {waiting} messages are already waiting here, so I did not take your latest one. "
                     "Please wait for my answers, then send it again.",
                 )
-            return Receipt.REFUSED
+            return Receipt.REFUSED, None
         if waiting < self.limits.chat_queue_notice:
             self._slowed.discard(chat)
         elif chat not in self._slowed:
@@ -311,7 +364,7 @@ class DurableInbox:
             if len(self._slowed) > _KEEP:
                 self._slowed.clear()
             self._tell(event, f"🐢 Slow down: {waiting} messages are waiting; I answer them in order.")
-        return self._reserve(event)
+        return self._reserve(event), charge
 
     def _reserve(self, event: InboundEvent) -> Receipt:
         chat = str(event.chat)

@@ -8,17 +8,24 @@ For each event, in the chat's place on the bus (one event per chat at a time):
 4. otherwise route (``@name``, ``@auto --strategy=…``, the chat's strategy,
    the fallback) and start a run.
 Every accepted message is stored before anything is answered.
+
+When the database cannot take the write that marks an event handled (a full disk, a lock), the event is not
+dropped: the same write is tried again with backoff (:data:`RETRY_FIRST_S` doubling up to :data:`RETRY_CAP_S`)
+while the chat keeps its place (its later events wait behind it, in order), and the person is told once that the
+answer is delayed.  The inbox row's handled guard makes the event count once, however many attempts it took.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.messages import Media, Message
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.commands.registry import CommandCall, CommandRegistry, parse_command
 from bot.config.settings import ChannelSection, Settings
 from bot.delivery import Delivery
@@ -32,6 +39,7 @@ from bot.events import (
     Sender,
     event_key,
 )
+from bot.fencing import LeaseLost
 from bot.ids import fast_id
 from bot.interrupts.service import InterruptService, TextOutcome
 from bot.media.intake import MediaIntake
@@ -43,12 +51,29 @@ from bot.store.base import StoreError
 from bot.store.ops import Step
 from bot.store.runs import RunRow, RunStore
 from bot.store.sql import SqlStore
+from bot.store.writer import StoreUnavailable
 from bot.tracing.context import correlated
 from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
 
 CRASHED = "⚠️ Something went wrong while answering; the error was logged and the request was stopped."
+DELAYED = "⏳ I could not save my work just now; I will answer as soon as I can."
+"""Told (once per chat per ``limits.notice_interval_s``) when the database refuses the write that takes a message."""
+NOT_SAVED = "⚠️ I could not save your message, so I did not act on it."
+
+RETRY_FIRST_S = 0.25
+"""The first wait before trying a refused write again; each next wait doubles ..."""
+RETRY_CAP_S = 5.0
+"""... up to this: once the database answers again, a waiting chat goes on within about this long."""
+RETRY_FOR_S = 3600.0
+"""How long a write the database cannot take *now* (:class:`StoreUnavailable`) is tried again.  Past it, the event
+stays stored and pending (the next start takes it up) and the chat's queue moves on."""
+RETRY_ATTEMPTS = 3
+"""Attempts at a write refused for any other reason (it may have failed only because it shared its batch with a
+bad write; a write that is bad itself must not hold its chat for long)."""
+_KEEP = 10_000
+"""Chats whose last "delayed" notice is remembered."""
 
 
 @dataclass
@@ -64,8 +89,13 @@ class Supervisor:
     commands: CommandRegistry
     tracing: Tracing | None = None
     media: MediaIntake | None = None
+    clock: Clock = SYSTEM_CLOCK
+    """Waits between attempts at a refused write, and the spacing of "delayed" notices."""
     _busy: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     _stopping: set[str] = field(default_factory=set)
+    _delayed: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    """When each chat was last told that its answer is delayed (monotonic clock)."""
+    _notices: set[asyncio.Task[None]] = field(default_factory=set)
 
     @property
     def agents(self) -> dict[str, AgentDef]:
@@ -215,10 +245,12 @@ class Supervisor:
             if key not in self._stopping:
                 raise
             task.uncancel()
+            self._busy.pop(key, None)  # nothing left to stop: what follows must not be cut short by another /cancel
             await self._accept(event, event_key(event), None)  # cancelled before its run began: handled
             await self._end_running(key, "cancelled")
         except Exception:
             log.exception("chat %s: run crashed", key)
+            self._busy.pop(key, None)
             # Handled, whatever happened: a message that crashes its handling must not crash every restart,
             # and its run ends as failed (never left "running" for ever).
             await self._accept(event, event_key(event), None)
@@ -324,13 +356,54 @@ class Supervisor:
     async def _accept(
         self, event: InboundEvent, key: str, message: Message | None, *, extra: Sequence[Step] = ()
     ) -> bool:
-        """Mark ``event`` handled (with ``message`` and ``extra`` in the same write); False: handled before."""
+        """Mark ``event`` handled (with ``message`` and ``extra`` in the same write); False: handled before.
+
+        A write the database refuses is tried again (see the module docstring) in the chat's place; False only
+        when it gave up (the event stays pending, and the person was told).
+        """
+        delay, waited, attempt = RETRY_FIRST_S, 0.0, 0
+        while True:
+            attempt += 1
+            try:
+                accepted = await self.store.accept(key, str(event.chat), message, extra=extra)
+            except StoreError as exc:
+                unavailable = isinstance(exc, StoreUnavailable)
+                if (waited >= RETRY_FOR_S) if unavailable else (attempt >= RETRY_ATTEMPTS):
+                    log.error("chat %s: gave up saving event %s after %d attempts: %s", event.chat, key, attempt, exc)
+                    kept = " It is kept: I will take it up after my next restart." if unavailable else " Please resend."
+                    await self.notice(event.chat, NOT_SAVED + kept)
+                    return False
+                if attempt == 1:
+                    log.warning("chat %s: could not save event %s (trying again): %s", event.chat, key, exc)
+                    self._tell_delayed(event.chat)
+                await self.clock.sleep(delay)
+                waited += delay
+                delay = min(RETRY_CAP_S, delay * 2)
+                continue
+            if attempt > 1:
+                log.info("chat %s: saved event %s at attempt %d, %.1f s late", event.chat, key, attempt, waited)
+            return accepted
+
+    def _tell_delayed(self, chat: ChatKey) -> None:
+        """Say that the answer is delayed, at most once per chat per ``limits.notice_interval_s``; off the chat's
+        path (a notice that cannot go out holds nothing up)."""
+        key, now = str(chat), self.clock.monotonic()
+        told = self._delayed.get(key)
+        if told is not None and now - told < self.settings.limits.notice_interval_s:
+            return
+        self._delayed[key] = now
+        self._delayed.move_to_end(key)
+        while len(self._delayed) > _KEEP:
+            self._delayed.popitem(last=False)
+        task = asyncio.ensure_future(self._notice_quietly(chat, DELAYED))
+        self._notices.add(task)
+        task.add_done_callback(self._notices.discard)
+
+    async def _notice_quietly(self, chat: ChatKey, text: str) -> None:
         try:
-            return await self.store.accept(key, str(event.chat), message, extra=extra)
-        except StoreError as exc:
-            log.error("chat %s: could not accept event %s: %s", event.chat, event.id, exc)
-            await self.notice(event.chat, "⚠️ I could not save your message, so I did not act on it. Please resend.")
-            return False
+            await self.notice(chat, text)
+        except (Exception, LeaseLost) as exc:
+            log.warning("chat %s: could not send a notice: %s", chat, exc)
 
     async def send(self, message: OutboundMessage) -> str | None:
         return await self.delivery.send(message)

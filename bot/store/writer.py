@@ -140,10 +140,48 @@ class GroupCommit(abc.ABC):
                 future.set_exception(_store_error(error))
 
 
+class StoreUnavailable(StoreError):
+    """The database could not take the write *now*: the disk is full, the file is locked, the server is gone or
+    short of resources.  Nothing was committed, and the same write may well succeed later (a caller that can wait
+    retries it); any other :class:`StoreError` may be the write's own fault (a constraint, bad data)."""
+
+
+_SQLITE_TRANSIENT = frozenset({5, 6, 7, 10, 13, 14, 15})
+"""SQLite primary result codes of a database that cannot take a write now: BUSY, LOCKED, NOMEM, IOERR, FULL
+("database or disk is full"), CANTOPEN, PROTOCOL."""
+_PG_TRANSIENT_CLASSES = ("08", "40", "53", "57", "58")
+"""SQLSTATE classes of the same for PostgreSQL: connection exception, transaction rollback (deadlock,
+serialization), insufficient resources (``53100`` disk full), operator intervention (shutdown), system error."""
+_PG_TRANSIENT_STATES = frozenset({"55P03"})
+"""``lock_not_available``: ``lock_timeout`` (``store.busy_timeout_ms``) ran out."""
+
+
+def transient(error: BaseException | None) -> bool:
+    """Whether ``error`` (what a batch raised) says the database cannot take writes now, rather than that a write
+    is wrong: the classification behind :class:`StoreUnavailable`."""
+    if error is None:
+        return False
+    if isinstance(error, StoreUnavailable):
+        return True
+    if isinstance(error, StoreError):
+        return transient(error.__cause__)
+    if isinstance(error, OSError | TimeoutError):
+        return True
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _SQLITE_TRANSIENT
+    state = getattr(error, "sqlstate", None)
+    if isinstance(state, str):
+        return state in _PG_TRANSIENT_STATES or state.startswith(_PG_TRANSIENT_CLASSES)
+    # asyncpg's InterfaceError and friends ("connection is closed") carry no SQLSTATE.
+    return type(error).__name__ in ("InterfaceError", "ConnectionDoesNotExistError", "ConnectionFailureError")
+
+
 def _store_error(error: BaseException | None) -> StoreError:
     if isinstance(error, StoreError):
         return error
     detail = f"{error.__class__.__name__}: {error}" if error is not None else "unknown error"
-    failure = StoreError(f"the database did not commit the write ({detail})")
+    kind = StoreUnavailable if transient(error) else StoreError
+    failure = kind(f"the database did not commit the write ({detail})")
     failure.__cause__ = error
     return failure

@@ -1,4 +1,5 @@
-"""The store inside the real gateway: a failed commit means no reply, and the user is told."""
+"""The store inside the real gateway: a failed commit means no reply, and the user is told; a message stored
+and refused later is answered once the database takes writes again."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from agents.models.base import ModelRequest
+from bot.clock import FakeClock
+from bot.gateway.supervisor import DELAYED, RETRY_CAP_S
 from bot.inbox import NotStored
-from tests.waiting import CEILING_S
+from tests.waiting import CEILING_S, eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -41,25 +44,30 @@ async def test_locked_database_at_intake_is_not_acknowledged(make_harness, scrip
     assert await h.say("hello?", id="m-locked") == ["answered after the lock"]
 
 
-async def test_locked_database_at_accept_sends_no_reply(make_harness, scripted) -> None:
+async def test_locked_database_at_accept_is_answered_once_it_is_free(make_harness, scripted) -> None:
+    """A stored message whose handling the database refuses (locked) is not dropped: the person hears once that
+    the answer is delayed, and it is answered, once, as soon as the database takes the write again."""
     model = scripted("answered after the lock")
-    h = await make_harness(model, store={"busy_timeout_ms": 50})
+    clock = FakeClock()
+    h = await make_harness(model, store={"busy_timeout_ms": 50}, clock=clock)
     await h.say("/help")
     before = len(h.channel.texts())
     await h.gateway.inbox.submit(h.message("hello?", id="m-stored"))  # stored: the platform heard "received"
     locker = sqlite3.connect(_db_path(h), isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")  # ...and the database refuses the write that would act on it
     try:
-        await asyncio.wait_for(h.gateway.bus.join(), CEILING_S)
+        await eventually(lambda: h.channel.texts()[before:] == [DELAYED], what="the delayed notice")
+        for _ in range(3):  # attempts while it is still locked: no second notice, nothing acted on
+            await clock.advance(RETRY_CAP_S)
+        assert model.requests == []
     finally:
         locker.execute("ROLLBACK")
         locker.close()
-    replies = h.channel.texts()[before:]
-    assert len(replies) == 1 and "could not save your message" in replies[0]
-    assert model.requests == []
-    assert await h.gateway.store.history(str(h.chat())) == []
-    # Still pending: the platform's redelivery (or the next start) handles it, once.
-    assert await h.say("hello?", id="m-stored") == ["answered after the lock"]
+    await clock.advance(RETRY_CAP_S)
+    await asyncio.wait_for(h.gateway.bus.join(), CEILING_S)
+    assert h.channel.texts()[before:] == [DELAYED, "answered after the lock"]
+    assert [m.text for m in await h.gateway.store.history(str(h.chat()))][-2:] == ["hello?", "answered after the lock"]
+    # The platform's redelivery is a duplicate now.
     assert await h.say("hello?", id="m-stored") == []
 
 

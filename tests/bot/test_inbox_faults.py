@@ -1,0 +1,92 @@
+"""Faults are not floods: what the rate limit does with messages the database could not store (a full disk).
+
+The real gateway (console channel stand-in) on a real SQLite database made full at the SQLite seam
+(:class:`~tests.store.full_disk.FullDisk`), with a fake clock so the token bucket refills only when a test says.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.models.base import ModelRequest
+from agents.models.scripted import ScriptedModel
+from bot.clock import FakeClock
+from bot.gateway.supervisor import DELAYED, RETRY_CAP_S
+from bot.inbox import NotStored
+from tests.store.full_disk import FullDisk
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.timeout(60)
+
+TOO_FAST = "faster than I can take them"
+LIMITS = {"sender_rate_per_min": 1, "sender_burst": 2}
+"""Two messages at once, then one a minute (the fake clock stands still: no refill)."""
+
+
+def echo(request: ModelRequest) -> str:
+    return "echo: " + (request.messages[-1].text or "")
+
+
+async def full_disk(h: Any) -> FullDisk:
+    disk = FullDisk(h.gateway.store, Path(h.gateway.settings.store.data_dir) / "bot.db")
+    await disk.fill()
+    return disk
+
+
+async def test_redeliveries_of_a_message_the_disk_refused_cost_the_sender_nothing(make_harness: Any) -> None:
+    h = await make_harness(ScriptedModel([echo] * 2), limits=LIMITS, clock=FakeClock())
+    disk = await full_disk(h)
+    first = h.message("first", id="m-first")
+    for _ in range(10):  # the platform delivers it again and again while the disk is full
+        with pytest.raises(NotStored):
+            await h.gateway.inbox.submit(first)
+    await disk.clear()
+    assert await h.send(first) == ["echo: first"]
+    assert await h.say("second") == ["echo: second"]  # the burst's second token was still there
+    told = await h.say("third")  # and the limit still holds
+    assert len(told) == 1 and TOO_FAST in told[0]
+    assert h.gateway.inbox.stats.refused == {"rate": 1}
+
+
+async def test_a_message_the_disk_refused_is_never_refused_as_too_fast_later(make_harness: Any) -> None:
+    """It was taken (not refused) when it first came; the platform was never told "received".  Refusing it as
+    too fast when it comes again would acknowledge it and drop it without a word."""
+    h = await make_harness(ScriptedModel([echo] * 3), limits=LIMITS, clock=FakeClock())
+    disk = await full_disk(h)
+    early = h.message("early", id="m-early")
+    with pytest.raises(NotStored):
+        await h.gateway.inbox.submit(early)
+    await disk.clear()
+    assert await h.say("one") == ["echo: one"]
+    assert await h.say("two") == ["echo: two"]  # the bucket is empty now
+    assert await h.send(early) == ["echo: early"]
+    told = await h.say("three")  # a new message over the limit is refused as before
+    assert len(told) == 1 and TOO_FAST in told[0]
+
+
+async def test_a_stored_message_the_disk_refuses_to_take_is_answered_once_it_clears(make_harness: Any) -> None:
+    """Stored (acknowledged) before the disk filled, handled while it is full: the chat's later message waits
+    behind it, the person hears once that the answer is delayed, and both are answered once, in order, as soon
+    as the disk clears, with no restart."""
+    clock = FakeClock()
+    h = await make_harness(ScriptedModel([echo] * 2), clock=clock)
+    stored = [h.message(f"m{i}", id=f"stored-{i}") for i in range(2)]
+    for event in stored:  # stored as the intake stores them (and acknowledged), before the disk fills
+        step = h.gateway.store.receive_step(f"console:{event.id}", str(event.chat), "message", event.model_dump_json())
+        assert await h.gateway.store.receive([step]) == [True]
+    disk = await full_disk(h)
+    for event in stored:
+        await h.gateway.inbox.publish_stored(event)
+    await eventually(lambda: h.channel.texts() == [DELAYED], what="the delayed notice")
+    for _ in range(5):  # attempts on the fake clock while the disk is still full: no second notice
+        await clock.advance(RETRY_CAP_S)
+    assert h.channel.texts() == [DELAYED]
+    await disk.clear()
+    await clock.advance(RETRY_CAP_S)
+    await h.gateway.settled()
+    assert h.channel.texts() == [DELAYED, "echo: m0", "echo: m1"]
+    rows = await h.gateway.store.read("SELECT event_key, status FROM inbox WHERE event_key LIKE 'console:%'")
+    assert sorted(rows) == [("console:stored-0", "done"), ("console:stored-1", "done")]
