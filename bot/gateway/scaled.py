@@ -28,10 +28,10 @@ from bot.runs.manager import RunManager
 from bot.runs.recovery import ChatWork, RecoveryReport, recovery_work
 from bot.runs.scheduled import ScheduledMessages
 from bot.scale.connections import ExclusiveConnections
-from bot.scale.consumer import PartitionConsumer, owner_of
+from bot.scale.consumer import PartitionConsumer
 from bot.scale.leases import Leases, process_name
 from bot.scale.relay import OutboundRelay, RemoteChannel
-from bot.scale.streams import PREFIX, RedisBus
+from bot.scale.streams import PREFIX, RedisBus, owner_of, text_of
 from bot.store.runs import RunStore
 from bot.store.sql import SqlStore
 from channels.base import Exclusive
@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 Role = Literal["all", "gateway", "worker"]
 ROLES: tuple[Role, ...] = ("all", "gateway", "worker")
 SWEEP_LEASE = PREFIX + "lease:sweep"
+SETTINGS_CHANNEL = PREFIX + "settings"
+"""Pub/sub: ``<process>|<settings key>`` of each committed settings change (the others drop their cached copy)."""
 REDIS_READ_TIMEOUT_S = 90.0
 """Longer than any blocking call the bus makes (a worker waits up to 30 s for a gateway's answer)."""
 
@@ -100,6 +102,7 @@ class ScaleOut:
         self.relay: OutboundRelay | None = None
         self.exclusive: ExclusiveConnections | None = None
         self._sweep: asyncio.Task[None] | None = None
+        self._settings: asyncio.Task[None] | None = None
         self.sweep_s = bus.sweep_s
         self.lease_ms = bus.lease_ms
 
@@ -118,8 +121,43 @@ class ScaleOut:
     def exclusive_channels(self, channels: Sequence[Any]) -> list[Any]:
         return [c for c in channels if isinstance(c, Exclusive) and c.exclusive_key is not None]
 
+    def _share_settings(self) -> None:
+        """Announce this process's settings changes and apply the others' (once, whatever the role)."""
+        if self._settings is not None:
+            return
+        store = self.gateway.store
+        pending: set[asyncio.Task[Any]] = set()
+
+        def announce(key: str) -> None:
+            task = asyncio.ensure_future(self.redis.publish(SETTINGS_CHANNEL, f"{self.name}|{key}"))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+        store.settings.published = announce
+        self._settings = asyncio.create_task(self._settings_loop(), name="settings-changes")
+
+    async def _settings_loop(self) -> None:
+        store = self.gateway.store
+        while True:
+            try:
+                async with self.redis.pubsub() as pubsub:
+                    await pubsub.subscribe(SETTINGS_CHANNEL)
+                    store.settings.changed(None)  # whatever changed while nobody listened here
+                    async for message in pubsub.listen():
+                        if message.get("type") != "message":
+                            continue
+                        sender, _, key = text_of(message["data"]).partition("|")
+                        if sender != self.name:
+                            store.settings.changed(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis away: the copies expire by their TTL meanwhile
+                log.warning("settings announcements: %s (listening again)", exc)
+                await self.gateway.clock.sleep(1.0)
+
     async def start_handling(self) -> None:
         g = self.gateway
+        self._share_settings()
         await g.scheduled.start(adopt=False)
         self.consumer = PartitionConsumer(
             self.redis,
@@ -141,6 +179,7 @@ class ScaleOut:
 
     async def start_receiving(self, channels: Sequence[Any]) -> None:
         g = self.gateway
+        self._share_settings()
         await g.inbox.recover()
         self.relay = OutboundRelay(
             self.redis,
@@ -225,6 +264,8 @@ class ScaleOut:
             await self.relay.stop()
 
     async def close(self) -> None:
+        if self._settings is not None:
+            await cancel_and_wait(self._settings)
         try:
             await self.redis.aclose()
         except Exception as exc:

@@ -256,7 +256,7 @@ class InterruptService:
         chat = row.chat
         if row.kind == "tool_confirm" and resolution.grant:
             names = sorted({c["name"] for c in row.payload.get("calls", [])} - NEVER_GRANTED)
-            current = await self.manager.grants(chat)
+            current = list((await self.manager.store.chat_settings(chat.settings_key)).get("grants", []))
             granted = sorted(set(current) | set(names))
             await self.runs.change_setting(by.id, chat.settings_key, "grants", current or None, granted)
         await self._edit_prompt(row, self._outcome_text(row, resolution, by))

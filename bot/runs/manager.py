@@ -14,6 +14,7 @@ its checkpoint (the ledger keeps tools from running twice) or reported.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -52,6 +53,9 @@ from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
 
+TYPING_AFTER_S = 1.0
+"""A run still working after this long shows the typing indicator (a quicker answer needs none)."""
+
 
 class ModelSource(Protocol):
     def get(self, spec: str | None, generation: Generation | None = None) -> Model: ...
@@ -86,9 +90,6 @@ class RunManager:
     """Runs re-run after a crash: what their first attempt's tools finished (shared by the run's legs)."""
 
     # -- context -------------------------------------------------------------------------
-
-    async def grants(self, chat: ChatKey) -> list[str]:
-        return list((await self.store.chat_settings(chat.settings_key)).get("grants", []))
 
     async def context(
         self,
@@ -285,15 +286,8 @@ class RunManager:
         query = str(first.get("text") or "") if isinstance(first, dict) else ""
         position = GraphPosition.from_json(checkpoint["graph"]) if checkpoint.get("graph") else None
         ctx = await self.context(run, agent, resumed=True, chain=chain, handoff=handoff, query=query, graph=position)
-        leg = Leg(
-            agent,
-            ctx,
-            chain,
-            Message.model_validate(first) if first else None,
-            [Message.model_validate(m) for m in handed.get("messages", [])],
-            handoff,
-            position,
-        )
+        prefix = [Message.model_validate(m) for m in handed.get("messages", [])]
+        leg = Leg(agent, ctx, chain, Message.model_validate(first) if first else None, prefix, handoff, position)
         await self._drive(run, leg, lambda: resume(ctx, state, resolution))
 
     def _stream(self, run: RunRow) -> ReplyStream | None:
@@ -306,6 +300,10 @@ class RunManager:
             self.delivery, run.chat, reply_to=run.reply_to, limit=limit, terminal=terminal, clock=self.clock
         )
 
+    def _typing(self, chat: ChatKey) -> None:
+        task = asyncio.ensure_future(self.delivery.send(OutboundMessage(chat=chat, kind="typing")))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # it may fail quietly
+
     async def _drive(self, run: RunRow, leg: Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         with correlated(run.correlation_id):
             await self._drive_in(run, leg, step)
@@ -313,7 +311,7 @@ class RunManager:
     async def _drive_in(self, run: RunRow, leg: Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
         """Run ``step``; follow handoffs; check guardrails; then answer, pause or fail the run."""
         chat = run.chat
-        await self.delivery.send(OutboundMessage(chat=chat, kind="typing"))
+        typing = self.clock.call_later(TYPING_AFTER_S, lambda: self._typing(chat))
         started, outcome = time.perf_counter(), "failed"
         # A graph's nodes answer one after another: only the last answer is the reply, so none is shown growing.
         stream = leg.ctx.stream = self._stream(run) if leg.graph is None else None
@@ -356,6 +354,7 @@ class RunManager:
             await self.finish(run, "failed", [], _notice(chat, f"⚠️ I cannot continue this request: {exc}."))
             return
         finally:
+            typing.cancel()
             if self.metrics is not None:
                 self.metrics.run_worked(leg.agent.name, outcome, time.perf_counter() - started)
         if isinstance(result, FinalAnswer):

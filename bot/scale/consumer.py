@@ -496,8 +496,3 @@ class PartitionConsumer:
                 await pipe.execute()
         except Exception as exc:  # handled already: a later owner's claim finds it and the guard skips it
             log.warning("bus: could not acknowledge %s on partition %d: %s", entry_id, partition, exc)
-
-
-def owner_of(partitions: int, held: set[int]) -> Callable[[str], bool]:
-    """Whether a chat key belongs to one of the ``held`` partitions."""
-    return lambda chat_key: partition_of(chat_key, partitions) in held

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from bot.bus import BusClosed, BusUnavailable, Handler, Urgent
@@ -39,6 +40,11 @@ LAG_SCAN = 10_000
 
 def partition_of(chat_key: str, partitions: int) -> int:
     return zlib.crc32(chat_key.encode()) % partitions
+
+
+def owner_of(partitions: int, held: set[int]) -> Callable[[str], bool]:
+    """Whether a chat key belongs to one of the ``held`` partitions."""
+    return lambda chat_key: partition_of(chat_key, partitions) in held
 
 
 def inbound_stream(partition: int) -> str:

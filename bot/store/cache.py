@@ -252,8 +252,8 @@ class ChatStateCache:
         self.paused: Lru[tuple[RunRow, str]] = Lru(capacity)
 
     def forget(self, which: Callable[[str], bool]) -> None:
-        """Drop what is cached of the chats ``which`` selects.  (Settings are not cached at all when processes
-        share the database: their keys span chats of several partitions, and any worker may change them.)"""
+        """Drop what is cached of the chats ``which`` selects.  (Settings are not: their keys span chats of several
+        partitions, and any process may change them; they follow announced changes, :mod:`bot.store.settings`.)"""
         self.history.drop(which)
         self.pending.drop(which)
         self.paused.drop(lambda _run_id, kept: which(kept[0].chat_key))

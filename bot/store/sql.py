@@ -51,6 +51,7 @@ from bot.store.ops import (
 )
 from bot.store.retention import Retention, RetentionRule
 from bot.store.rows import INTERRUPT_COLUMNS, interrupt_from_row
+from bot.store.settings import SettingsCache
 from bot.store.writer import GroupCommit
 
 __all__ = ["SqlStore", "async_url"]
@@ -106,8 +107,8 @@ class SqlStore:
         self.commit_timer = commit_timer
         self.shared = shared
         """Other processes write this database too (workers of a scaled-out bot): chat and global settings,
-        which any of them may change, are read each time instead of cached; a chat's history stays cached
-        while this process owns the chat (:meth:`forget_chats` when that changes)."""
+        which any of them may change, are re-read on an announced change and after a TTL (:mod:`bot.store.settings`);
+        a chat's history stays cached while this process owns the chat (:meth:`forget_chats` when that changes)."""
         self.read_only = read_only
         """Only reads (``bot trace``): nothing is created or migrated; a missing database is an error."""
         self.secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
@@ -136,6 +137,9 @@ class SqlStore:
         self.chats = ChatStateCache(
             self.cache_chats, history=self._load_history, settings=self._load_settings, pending=self._load_pending
         )
+        published = getattr(self, "settings", None)
+        self.settings = SettingsCache(self.chats.settings, self.clock, shared=self.shared)
+        self.settings.published = published.published if published is not None else None
 
     # -- life cycle ---------------------------------------------------------------
 
@@ -440,25 +444,14 @@ class SqlStore:
         self.chats.forget(which)
 
     async def chat_settings(self, settings_key: str) -> dict[str, Any]:
-        if self._reader is None:
-            raise StoreError("the store is not started")
-        if self.shared:
-            return await self._load_settings(settings_key)
-        return dict(await self.chats.settings.get(settings_key))
+        return dict(await self.settings_view(settings_key))
 
     async def settings_view(self, settings_key: str) -> Mapping[str, Any]:
-        """The cached settings themselves, not a copy: for reading on the per-message path.
-
-        A hit costs no await and no copy; the mapping changes when a setting commits.
-        """
-        cached = self.chats.settings.lru.get(settings_key)
-        if cached is not None:
-            return cached
+        """The cached settings themselves, not a copy: for reading on the per-message path (a hit costs no await
+        and no copy; the mapping changes when a setting commits)."""
         if self._reader is None:
             raise StoreError("the store is not started")
-        if self.shared:
-            return await self._load_settings(settings_key)
-        return await self.chats.settings.get(settings_key)
+        return await self.settings.view(settings_key)
 
     async def set_chat_setting(self, settings_key: str, name: str, value: Any, *, extra: Sequence[Step] = ()) -> None:
         """Set (``None`` deletes) a setting; ``extra`` steps (an audit row) commit with it."""
@@ -476,7 +469,7 @@ class SqlStore:
             else:
                 settings[name] = cached
 
-        await self.write([step, *extra], on_commit=lambda _r: self.chats.settings.committed(settings_key, apply))
+        await self.write([step, *extra], on_commit=lambda _r: self.settings.committed(settings_key, apply))
 
     # -- the read path ----------------------------------------------------------------
 
@@ -492,4 +485,5 @@ class SqlStore:
     async def _load_settings(self, settings_key: str) -> dict[str, Any]:
         rows = await self.read(SELECT_SETTINGS, (settings_key,))
         self.settings_changes += 1
+        self.settings.loaded(settings_key)
         return {name: json.loads(value) for name, value in rows}

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Any
 
 from agents.messages import Message
 from agents.models.base import ModelError, ModelTimeout
+from bot.clock import FakeClock
+from bot.runs.manager import TYPING_AFTER_S
+from tests.waiting import eventually
 
 
 async def test_message_routed_to_chat_and_stored(make_harness, scripted) -> None:
@@ -24,11 +29,30 @@ async def test_message_routed_to_chat_and_stored(make_harness, scripted) -> None
     assert [m.text for m in stored] == ["hi", "Hello there!", "again", "Second answer"]
 
 
-async def test_typing_sent_before_the_answer(make_harness, scripted) -> None:
-    h = await make_harness(scripted("ok"))
-    await h.say("hi")
-    kinds = [m.kind for m in h.channel.sent]
-    assert kinds == ["typing", "text"]
+async def test_typing_shows_only_when_the_answer_takes_a_while(make_harness, scripted) -> None:
+    clock = FakeClock()
+    release = asyncio.Event()
+
+    async def slow(_request: Any) -> str:
+        await release.wait()
+        return "thought it over"
+
+    h = await make_harness(scripted("quick", slow), clock=clock)
+    assert await h.say("hi") == ["quick"]
+    assert [m.kind for m in h.channel.sent] == ["text"], "a quick answer needs no typing indicator"
+    h.channel.sent.clear()
+    began = clock.monotonic()
+    answer = asyncio.create_task(h.say("think hard"))
+
+    async def typing_shown() -> bool:
+        await clock.advance(0.25)
+        return any(m.kind == "typing" for m in h.channel.sent)
+
+    await eventually(typing_shown, what="the typing indicator of a slow answer")
+    assert clock.monotonic() - began >= TYPING_AFTER_S, "not before the delay"
+    release.set()
+    assert await answer == ["thought it over"]
+    assert [m.kind for m in h.channel.sent] == ["typing", "text"]
 
 
 async def test_duplicate_message_id_answered_once(make_harness, scripted) -> None:

@@ -32,7 +32,7 @@ from tests.fakes.discord_server import (
     FakeDiscord,
     buttons,
 )
-from tests.waiting import CEILING_S
+from tests.waiting import CEILING_S, eventually
 
 MENTION = f"<@{BOT_ID}>"
 MESSAGE_CONTENT_INTENT = 1 << 15
@@ -122,7 +122,12 @@ def last_user_text(model: ScriptedModel) -> str:
 
 async def test_message_gets_a_reply_with_typing_first(make_bot: Any, fake: FakeDiscord) -> None:
     bot = make_bot(mention_policy="all")
-    model = ScriptedModel(["Hello Alice!"])
+
+    async def slow(_request: Any) -> str:  # an answer that takes a while shows the typing indicator first
+        await eventually(lambda: fake.called("POST", rf"^/channels/{CHANNEL_ID}/typing$"), what="typing")
+        return "Hello Alice!"
+
+    model = ScriptedModel([slow])
     await bot.start(model)
     assert fake.intents & MESSAGE_CONTENT_INTENT
     asked = await fake.message("hello there")

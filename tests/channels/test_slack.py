@@ -28,7 +28,7 @@ from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError
 from channels.slack.inbound import BotIdentity, chat_key, inbound_message, post_from_event
 from tests.conftest import RecordingInbox
 from tests.fakes.slack_server import FakeSlack
-from tests.waiting import CEILING_S
+from tests.waiting import CEILING_S, eventually
 
 SECRET = "test-signing-secret"
 BOT_TOKEN = "xoxb-test-token"
@@ -252,7 +252,12 @@ async def test_url_verification_and_refused_requests(make_slack: Any, fake: Fake
 
 async def test_mention_is_answered_in_a_thread_under_it(make_slack: Any, fake: FakeSlack) -> None:
     fake.names["U1"] = "Ann"
-    h = await make_slack("Hello **there**, Ann & co.")
+
+    async def slow(_request: Any) -> str:  # an answer that takes a while marks the message first
+        await eventually(lambda: fake.calls_to("reactions.add"), what="the eyes reaction")
+        return "Hello **there**, Ann & co."
+
+    h = await make_slack(slow)
     ts = await h.mention("hi, what's up?")
     posts = await fake.wait_for(lambda: fake.posts())
     await h.settle()
@@ -414,7 +419,7 @@ async def test_long_reply_is_split(make_slack: Any, fake: FakeSlack) -> None:
     paragraphs = [f"Paragraph {i}: " + "word " * 150 for i in range(12)]
     h = await make_slack("\n\n".join(paragraphs))
     ts = await h.mention("tell me a long story")
-    await fake.wait_for(lambda: fake.calls_to("reactions.remove"))
+    await fake.wait_for(lambda: any("Paragraph 11:" in p["text"] for p in fake.posts()))
     await h.settle()
     posts = fake.posts()
     assert len(posts) >= 3 and all(len(p["text"]) <= TEXT_LIMIT for p in posts)
