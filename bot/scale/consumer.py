@@ -37,6 +37,7 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.events import InboundEvent
 from bot.fencing import Fence, Fences, LeaseLost, fenced
 from bot.ops.metrics import LeaseState
+from bot.scale.batched import Batched
 from bot.scale.leases import Leases
 from bot.scale.streams import (
     DECREMENT,
@@ -122,6 +123,7 @@ class PartitionConsumer:
         self._cap = asyncio.Semaphore(max_concurrent)
         self._lanes: Lanes[_Entry] = Lanes(self._run, self._finished)
         self._side: set[asyncio.Task[None]] = set()
+        self._acks: Batched[tuple[int, bytes | str, str | None]] = Batched(redis, _add_ack, "acknowledgements")
         self._outstanding: dict[int, int] = {}
         """Entries read per partition and not yet acknowledged (a partition is given up at zero)."""
         self._tasks: list[asyncio.Task[None]] = []
@@ -159,6 +161,7 @@ class PartitionConsumer:
             if task is not None:
                 await cancel_and_wait(task)
         await self._lanes.join(timeout)  # the leases are still renewed meanwhile: nobody else starts on these chats
+        await self._acks.flushed()
         if upkeep is not None:
             await cancel_and_wait(upkeep)
         held = sorted(self.held)
@@ -360,6 +363,7 @@ class PartitionConsumer:
             self._partition_done.clear()
             if not await self.clock.wait(self._partition_done, max(0.0, deadline - self.clock.monotonic())):
                 break
+        await self._acks.flushed()
         if self.on_release is not None:
             await self.on_release(partitions)
         self.held -= partitions
@@ -480,19 +484,16 @@ class PartitionConsumer:
             self._outstanding.pop(entry.partition, None)
             self._partition_done.set()
         if ack and entry.entry_id is not None and entry.event is not None:
-            await self._ack(entry.partition, entry.entry_id, str(entry.event.chat))
+            self._ack_later(entry.partition, entry.entry_id, str(entry.event.chat))
 
     def _ack_later(self, partition: int, entry_id: bytes | str, chat: str | None) -> None:
-        task = asyncio.ensure_future(self._ack(partition, entry_id, chat))
-        self._side.add(task)
-        task.add_done_callback(self._side.discard)
+        """Acknowledged with whatever else finishes meanwhile (an entry handled and not yet acknowledged at a crash
+        is claimed by the next owner and skipped by the inbox guard)."""
+        self._acks.push((partition, entry_id, chat))
 
-    async def _ack(self, partition: int, entry_id: bytes | str, chat: str | None) -> None:
-        try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.xack(inbound_stream(partition), GROUP, entry_id)
-                if chat is not None:
-                    pipe.eval(DECREMENT, 1, QUEUED, chat)
-                await pipe.execute()
-        except Exception as exc:  # handled already: a later owner's claim finds it and the guard skips it
-            log.warning("bus: could not acknowledge %s on partition %d: %s", entry_id, partition, exc)
+
+def _add_ack(pipe: Any, item: tuple[int, bytes | str, str | None]) -> None:
+    partition, entry_id, chat = item
+    pipe.xack(inbound_stream(partition), GROUP, entry_id)
+    if chat is not None:
+        pipe.eval(DECREMENT, 1, QUEUED, chat)

@@ -27,6 +27,7 @@ from bot.bus import Lanes
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.events import OutboundMessage
 from bot.ids import new_id
+from bot.scale.batched import Batched
 from bot.scale.streams import PREFIX, ensure_group, text_of
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,8 @@ class OutboundRelay:
         self._lanes: Lanes[_Out] = Lanes(self._run, self._finished)
         """A chat's entries one at a time, in stream order; chats side by side (up to ``max_concurrent``)."""
         self._task: asyncio.Task[None] | None = None
+        self._answers: Batched[tuple[Any, Any, str | None, str | None]] = Batched(redis, _add_answer, "answers")
+        """Each entry's answer to its worker and acknowledgement, with whatever else finished meanwhile."""
 
     async def start(self) -> None:
         if not self.channels:
@@ -136,6 +139,7 @@ class OutboundRelay:
         if self._task is not None:
             await cancel_and_wait(self._task)
         await self._lanes.join(timeout)
+        await self._answers.flushed()
 
     async def _loop(self) -> None:
         streams = {outbound_stream(c): ">" for c in self.channels}
@@ -212,11 +216,14 @@ class OutboundRelay:
                 ref = await (
                     self._send_once(int(outbox), message, field("interrupt")) if outbox else self._send_plain(message)
                 )
-            async with self.redis.pipeline(transaction=False) as pipe:
-                if reply is not None:
-                    pipe.rpush(reply, ref or NO_REF)
-                    pipe.pexpire(reply, 120_000)
-                pipe.xack(stream, GATEWAYS, entry_id)
-                await pipe.execute()
+            self._answers.push((stream, entry_id, reply, ref))
         except Exception as exc:
             log.warning("relay: could not finish outbound entry %s: %s", entry_id, exc)
+
+
+def _add_answer(pipe: Any, item: tuple[Any, Any, str | None, str | None]) -> None:
+    stream, entry_id, reply, ref = item
+    if reply is not None:
+        pipe.rpush(reply, ref or NO_REF)
+        pipe.pexpire(reply, 120_000)
+    pipe.xack(stream, GATEWAYS, entry_id)
