@@ -74,13 +74,13 @@ class RemoteChannel:
 
     async def _ask(self, message: OutboundMessage, extra: dict[str, str]) -> str | None:
         reply = f"{PREFIX}reply:{new_id(16)}"
-        await self.redis.xadd(
-            outbound_stream(self.name),
-            {"message": message.model_dump_json(), "chat": str(message.chat), "reply": reply, **extra},
-            maxlen=self.maxlen,
-            approximate=True,
-        )
-        answer = await self.redis.blpop([reply], timeout=self.timeout_s)
+        fields = {"message": message.model_dump_json(), "chat": str(message.chat), "reply": reply, **extra}
+        # One round trip: the wait for the answer follows the entry in the same pipeline (the server runs them
+        # in order; the client's read timeout is longer than the wait).
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.xadd(outbound_stream(self.name), fields, maxlen=self.maxlen, approximate=True)
+            pipe.blpop([reply], timeout=self.timeout_s)
+            _, answer = await pipe.execute()
         if answer is None:
             log.warning(
                 "chat %s: no gateway answered for a %s message within %.0f s (is a gateway with %s running?)",
