@@ -88,6 +88,8 @@ async def closed_loop(cluster: Cluster, fake: TimedTelegram, chats: int, seconds
             done += 1
             i += 1
 
+    pids = {name: proc.pid for name, proc in cluster.procs.items()} | {"bench": os.getpid()}
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     began = time.monotonic()
     await asyncio.gather(*(chat(n) for n in range(chats)))
     elapsed = time.monotonic() - began
@@ -97,7 +99,21 @@ async def closed_loop(cluster: Cluster, fake: TimedTelegram, chats: int, seconds
         "p50_ms": round(statistics.median(latencies), 1),
         "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 1),
         "messages": done,
+        # Where the two cores go: CPU milliseconds per message of each process (the bench: the fake Telegram
+        # server and the webhook client).
+        "cpu_ms_per_msg": {
+            name: round((cpu_seconds(pid) - cpu_before[name]) * 1000 / max(done, 1), 2) for name, pid in pids.items()
+        },
     }
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def redis_hop(url: str, n: int = 5000) -> float:
