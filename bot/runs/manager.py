@@ -46,6 +46,7 @@ from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoi
 from bot.runs.ledger import RunLedger
 from bot.runs.legs import Leg, confirmation_rule, guard, own_turns, prompt_choices
 from bot.runs.streaming import ReplyStream
+from bot.store.retry import until_stored
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
 from bot.tracing.context import correlated
@@ -53,8 +54,8 @@ from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
 
-TYPING_AFTER_S = 1.0
-"""A run still working after this long shows the typing indicator (a quicker answer needs none)."""
+DELAYED = "⏳ I could not save my answer just now; it goes out as soon as I can save it."
+TYPING_AFTER_S = 1.0  # a run still working after this long shows the typing indicator (a quick answer needs none)
 
 
 class ModelSource(Protocol):
@@ -300,8 +301,9 @@ class RunManager:
             self.delivery, run.chat, reply_to=run.reply_to, limit=limit, terminal=terminal, clock=self.clock
         )
 
-    def _typing(self, chat: ChatKey) -> None:
-        task = asyncio.ensure_future(self.delivery.send(OutboundMessage(chat=chat, kind="typing")))
+    def _typing(self, chat: ChatKey, notice: str | None = None) -> None:
+        message = OutboundMessage(chat=chat, kind="typing") if notice is None else _notice(chat, notice)
+        task = asyncio.ensure_future(self.delivery.send(message))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # it may fail quietly
 
     async def _drive(self, run: RunRow, leg: Leg, step: Callable[[], Awaitable[RunResult]]) -> None:
@@ -462,7 +464,11 @@ class RunManager:
         if reply is not None and reply.key is None:
             reply = reply.model_copy(update={"key": f"reply:{run.id}"})
         try:
-            outbox_id = await self.runs.finish_run(run, status, messages, reply.model_dump_json() if reply else None)
+            outbox_id = await until_stored(
+                lambda: self.runs.finish_run(run, status, messages, reply.model_dump_json() if reply else None),
+                self.clock,
+                waiting=lambda exc: self._typing(run.chat, DELAYED),
+            )
         except Exception:
             log.exception("chat %s: could not store the end of run %s", run.chat_key, run.id)
             chat = run.chat

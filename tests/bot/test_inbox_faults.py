@@ -6,6 +6,7 @@ The real gateway (console channel stand-in) on a real SQLite database made full 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from agents.models.scripted import ScriptedModel
 from bot.clock import FakeClock
 from bot.gateway.supervisor import DELAYED, RETRY_CAP_S
 from bot.inbox import NotStored
+from bot.runs.manager import DELAYED as MANAGER_DELAYED
 from tests.store.full_disk import FullDisk
 from tests.waiting import eventually
 
@@ -90,3 +92,35 @@ async def test_a_stored_message_the_disk_refuses_to_take_is_answered_once_it_cle
     assert h.channel.texts() == [DELAYED, "echo: m0", "echo: m1"]
     rows = await h.gateway.store.read("SELECT event_key, status FROM inbox WHERE event_key LIKE 'console:%'")
     assert sorted(rows) == [("console:stored-0", "done"), ("console:stored-1", "done")]
+
+
+async def test_a_run_under_way_when_the_disk_fills_answers_once_it_clears(make_harness: Any) -> None:
+    """The message was taken; the model is answering when the disk fills: the answer cannot be saved, so it waits
+    (the person hears once that it is delayed) and goes out once, as soon as the disk clears, with no restart."""
+    clock = FakeClock()
+    model_called, go_on = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        model_called.set()
+        await go_on.wait()
+        return "echo: " + (request.messages[-1].text or "")
+
+    h = await make_harness(ScriptedModel([slow]), clock=clock)
+    answered = asyncio.create_task(h.say("hello"))
+    await eventually(model_called.is_set, what="the model answering")
+    disk = await full_disk(h)
+    go_on.set()
+    await eventually(lambda: MANAGER_DELAYED in h.channel.texts(), what="the delayed notice")
+    for _ in range(5):  # attempts on the fake clock while the disk is still full: no second notice, no answer
+        await clock.advance(RETRY_CAP_S)
+    assert h.channel.texts() == [MANAGER_DELAYED]
+    await disk.clear()
+
+    async def through() -> bool:
+        await clock.advance(RETRY_CAP_S)
+        return "echo: hello" in h.channel.texts()
+
+    await eventually(through, what="the answer once the disk cleared")
+    assert await answered == [MANAGER_DELAYED, "echo: hello"]
+    rows = await h.gateway.store.read("SELECT status FROM runs")
+    assert rows == [("done",)]

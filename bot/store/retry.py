@@ -1,0 +1,39 @@
+"""Writes the database cannot take *now* (a full disk, a lock, a lost connection: :class:`StoreUnavailable`),
+tried again with backoff until it can: the work they finish is not lost and nobody is asked to resend."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from bot.clock import Clock
+from bot.store.writer import StoreUnavailable
+
+T = TypeVar("T")
+
+FIRST_S = 0.25
+CAP_S = 5.0
+"""Once the database answers again, a waiting write goes within about this long."""
+
+
+async def until_stored(
+    write: Callable[[], Awaitable[T]],
+    clock: Clock,
+    *,
+    waiting: Callable[[StoreUnavailable], None] = lambda _exc: None,
+    give_up_after_s: float = 3600.0,
+) -> T:
+    """``write()``, again after each :class:`StoreUnavailable` (``waiting`` is told of the first) for up to
+    ``give_up_after_s``; any other error, and the last one, go to the caller."""
+    delay, waited = FIRST_S, 0.0
+    while True:
+        try:
+            return await write()
+        except StoreUnavailable as exc:
+            if waited >= give_up_after_s:
+                raise
+            if waited == 0.0:
+                waiting(exc)
+            await clock.sleep(delay)
+            waited += delay
+            delay = min(CAP_S, delay * 2)
