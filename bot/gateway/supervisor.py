@@ -49,6 +49,7 @@ from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.manager import RunManager
 from bot.store.base import StoreError
 from bot.store.ops import Step
+from bot.store.retry import DELAYED
 from bot.store.runs import RunRow, RunStore
 from bot.store.sql import SqlStore
 from bot.store.writer import StoreUnavailable
@@ -58,8 +59,6 @@ from bot.tracing.recorder import Tracing
 log = logging.getLogger(__name__)
 
 CRASHED = "⚠️ Something went wrong while answering; the error was logged and the request was stopped."
-DELAYED = "⏳ I could not save my work just now; I will answer as soon as I can."
-"""Told (once per chat per ``limits.notice_interval_s``) when the database refuses the write that takes a message."""
 NOT_SAVED = "⚠️ I could not save your message, so I did not act on it."
 
 RETRY_FIRST_S = 0.25

@@ -30,6 +30,7 @@ from bot.runs.checkpoints import closed_messages, load_checkpoint
 from bot.runs.legs import NEVER_GRANTED
 from bot.runs.manager import RunManager
 from bot.store.base import StoreError
+from bot.store.retry import DELAYED, until_stored
 from bot.store.runs import InterruptRow, RunStore
 
 log = logging.getLogger(__name__)
@@ -160,11 +161,24 @@ class InterruptService:
 
     async def _first_time(self, event_key: str, chat: ChatKey) -> bool:
         try:
-            return await self.runs.store.accept(event_key, str(chat), None)
+            return await until_stored(
+                lambda: self.runs.store.accept(event_key, str(chat), None),
+                self.timers.clock,
+                waiting=self._delayed(chat),
+            )
         except StoreError as exc:
             log.error("chat %s: could not record a button press: %s", chat, exc)
             await self._notice(chat, NOT_SAVED)
             return False
+
+    def _delayed(self, chat: ChatKey) -> Callable[[Exception], None]:
+        """Tells the chat, off its path, that its answer waits for the database (a full disk): it is not lost."""
+
+        def tell(_exc: Exception) -> None:
+            task = asyncio.ensure_future(self._notice(chat, DELAYED))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+        return tell
 
     @staticmethod
     def _may_answer(row: InterruptRow, sender: Sender) -> bool:
@@ -238,8 +252,12 @@ class InterruptService:
         """Answer ``row`` with ``resolution`` (exactly once) and resume its run; ``tell``: say in the chat when
         it was answered already."""
         try:
-            resolved = await self.runs.resolve(
-                row, "resolved", resolution.to_json(), by.id, run_status="running", event_key=event_key
+            resolved = await until_stored(
+                lambda: self.runs.resolve(
+                    row, "resolved", resolution.to_json(), by.id, run_status="running", event_key=event_key
+                ),
+                self.timers.clock,
+                waiting=self._delayed(row.chat),
             )
         except StoreError as exc:
             # Nothing changed: the request is still pending and the same answer works again.

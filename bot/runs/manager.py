@@ -46,7 +46,7 @@ from bot.runs.checkpoints import CheckpointError, load_checkpoint, make_checkpoi
 from bot.runs.ledger import RunLedger
 from bot.runs.legs import Leg, confirmation_rule, guard, own_turns, prompt_choices
 from bot.runs.streaming import ReplyStream
-from bot.store.retry import until_stored
+from bot.store.retry import DELAYED, until_stored
 from bot.store.runs import InterruptRow, RunRow, RunStore
 from bot.store.sql import SqlStore
 from bot.tracing.context import correlated
@@ -54,7 +54,6 @@ from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
 
-DELAYED = "⏳ I could not save my answer just now; it goes out as soon as I can save it."
 TYPING_AFTER_S = 1.0  # a run still working after this long shows the typing indicator (a quick answer needs none)
 
 

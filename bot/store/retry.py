@@ -11,6 +11,8 @@ from bot.store.writer import StoreUnavailable
 
 T = TypeVar("T")
 
+DELAYED = "⏳ I could not save my work just now; I will answer as soon as I can."
+"""What a person hears (once) while their answer waits for the database."""
 FIRST_S = 0.25
 CAP_S = 5.0
 """Once the database answers again, a waiting write goes within about this long."""

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from agents.models.base import ModelRequest
-from agents.models.scripted import ScriptedModel
+from agents.models.scripted import ScriptedModel, call
+from agents.tools.base import tool
 from bot.clock import FakeClock
 from bot.gateway.supervisor import DELAYED, RETRY_CAP_S
 from bot.inbox import NotStored
-from bot.runs.manager import DELAYED as MANAGER_DELAYED
+from bot.store.retry import DELAYED as MANAGER_DELAYED
 from tests.store.full_disk import FullDisk
 from tests.waiting import eventually
 
@@ -124,3 +125,40 @@ async def test_a_run_under_way_when_the_disk_fills_answers_once_it_clears(make_h
     assert await answered == [MANAGER_DELAYED, "echo: hello"]
     rows = await h.gateway.store.read("SELECT status FROM runs")
     assert rows == [("done",)]
+
+
+async def test_a_button_pressed_while_the_disk_is_full_takes_effect_once_it_clears(make_harness: Any) -> None:
+    """What the press starts cannot be saved (depending on where the disk ran out: the press, the run's end): the
+    person hears once that it waits, and it takes effect once (the tool runs once, the answer goes out once) as
+    soon as the disk clears, instead of "please answer again"."""
+    ran: list[str] = []
+
+    @tool(risk="medium", confirm=True)
+    async def delete_cache(path: str) -> str:
+        """Delete a build cache directory."""
+        ran.append(path)
+        return f"deleted {path}"
+
+    clock = FakeClock()
+    model = ScriptedModel([call("delete_cache", {"path": "/tmp/build"}, id="c1"), "Deleted the build cache."])
+    h = await make_harness(model, tools=[delete_cache], clock=clock)
+    await h.say("@react delete the build cache")
+    press = h.press(h.payload("Approve"))  # stored (and acknowledged) before the disk fills, handled while full
+    step = h.gateway.store.receive_step(f"console:{press.id}", str(press.chat), "action", press.model_dump_json())
+    assert await h.gateway.store.receive([step]) == [True]
+    disk = await full_disk(h)
+    await h.gateway.inbox.publish_stored(press)
+    await eventually(lambda: MANAGER_DELAYED in h.channel.texts(), what="the delayed notice")
+    for _ in range(3):
+        await clock.advance(RETRY_CAP_S)
+    assert h.channel.texts().count(MANAGER_DELAYED) == 1 and "Deleted the build cache." not in h.channel.texts()
+    await disk.clear()
+
+    async def through() -> bool:
+        await clock.advance(RETRY_CAP_S)
+        return "Deleted the build cache." in h.channel.texts()
+
+    await eventually(through, what="the press taking effect")
+    await h.gateway.settled()
+    assert ran == ["/tmp/build"]
+    model.assert_complete()

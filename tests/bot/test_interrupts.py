@@ -308,8 +308,10 @@ async def test_a_redelivered_press_is_answered_once(make_harness: Any) -> None:
     model.assert_complete()
 
 
-async def test_an_answer_the_database_did_not_take_changes_nothing(make_harness: Any) -> None:
+async def test_an_answer_the_database_cannot_take_yet_waits_and_takes_effect_once(make_harness: Any) -> None:
     import sqlite3
+
+    from bot.store.retry import DELAYED
 
     counter = Counter()
     model = ScriptedModel([DELETE, "done"])
@@ -319,22 +321,21 @@ async def test_an_answer_the_database_did_not_take_changes_nothing(make_harness:
     await h.gateway.store.flush()
     path = h.gateway.settings.store.database_url().split(":///", 1)[1]
     before = len(h.channel.texts())
-    # The press is stored (the platform hears "received"); the database refuses the resolution's write.
+    # The press is stored (the platform hears "received"); then the database is locked by another process.
     await h.gateway.inbox.submit(h.press(payload, id="press-1"))
     locker = sqlite3.connect(path, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
     try:
-        await asyncio.wait_for(h.gateway.bus.join(), CEILING_S)
+        await eventually(lambda: DELAYED in h.channel.texts()[before:], what="the answer said to wait")
+        assert counter.runs == [], "nothing ran while its answer could not be recorded"
     finally:
         locker.execute("ROLLBACK")
         locker.close()
-    refused = h.channel.texts()[before:]
-    assert len(refused) == 1 and "could not save your answer" in refused[0] and counter.runs == []
-    assert await h.gateway.runs.pending(str(h.chat())) is not None  # still open
-    # The same press, redelivered by the platform, now goes through (its first handling changed nothing).
-    assert (await h.send(h.press(payload, id="press-1")))[-1] == "done"
+    await asyncio.wait_for(h.gateway.bus.join(), CEILING_S)
+    await eventually(lambda: "done" in h.channel.texts(), what="the answer taking effect once the lock is gone")
+    assert h.channel.texts()[before:].count(DELAYED) == 1
     assert counter.runs == ["delete /tmp/build"]
-    # A third delivery is a plain duplicate.
+    # The same press, redelivered by the platform, is a plain duplicate.
     assert await h.send(h.press(payload, id="press-1")) == []
     assert counter.runs == ["delete /tmp/build"]
     model.assert_complete()

@@ -71,7 +71,9 @@ async def test_locked_database_at_accept_is_answered_once_it_is_free(make_harnes
     assert await h.say("hello?", id="m-stored") == []
 
 
-async def test_failed_commit_of_the_answer_sends_no_answer(make_harness, scripted) -> None:
+async def test_an_answer_the_database_cannot_take_yet_waits_and_goes_out_once(make_harness, scripted) -> None:
+    from bot.store.retry import DELAYED
+
     path: list[str] = []
     locker: list[sqlite3.Connection] = []
 
@@ -79,19 +81,21 @@ async def test_failed_commit_of_the_answer_sends_no_answer(make_harness, scripte
         conn = sqlite3.connect(path[0], isolation_level=None)
         conn.execute("BEGIN EXCLUSIVE")
         locker.append(conn)
-        return "this answer was never saved"
+        return "saved once the lock was gone"
 
     h = await make_harness(scripted(lock_then_answer, "second try"), store={"busy_timeout_ms": 50})
     path.append(_db_path(h))
+    asked = asyncio.create_task(h.say("question"))
     try:
-        replies = await h.say("question")
+        await eventually(lambda: DELAYED in h.channel.texts(), what="the answer said to wait")
+        assert "saved once the lock was gone" not in h.channel.texts(), "not sent before it is saved"
     finally:
         for conn in locker:
             conn.execute("ROLLBACK")
             conn.close()
-    assert len(replies) == 1 and "could not save my answer" in replies[0]
-    assert all("never saved" not in m.text for m in h.channel.sent)
-    assert [m.text for m in await h.gateway.store.history(str(h.chat()))] == ["question"]
+    assert await asked == [DELAYED, "saved once the lock was gone"]
+    history = [m.text for m in await h.gateway.store.history(str(h.chat()))]
+    assert history == ["question", "saved once the lock was gone"]
     assert await h.say("again") == ["second try"]
 
 
