@@ -264,13 +264,31 @@ async def failover(cluster: Cluster, fake: TimedTelegram, url: str, partitions: 
         "messages": len(sent),
         "lost": lost,
         "doubled": doubled,
+        "send_it_again": sum(1 for text in answered if "send it again" in text),
     }
 
 
 async def main(args: argparse.Namespace) -> None:
+    hogs = [
+        await asyncio.create_subprocess_exec(sys.executable, "-c", "while True: pass") for _ in range(args.busy_loops)
+    ]
+    try:
+        await measure(args)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            await hog.wait()
+
+
+async def measure(args: argparse.Namespace) -> None:
     pg_servers, redis_servers = postgres_server(), redis_server()
     pg, rd = next(pg_servers), next(redis_servers)
-    results: dict[str, Any] = {"cores": os.cpu_count(), "chats": args.chats, "seconds": args.seconds}
+    results: dict[str, Any] = {
+        "cores": os.cpu_count(),
+        "chats": args.chats,
+        "seconds": args.seconds,
+        "busy_loops": args.busy_loops,
+    }
     env = {"PARTITIONS": str(args.partitions), "LEASE_MS": str(args.lease_ms)}
 
     async def on_cluster(name: str, run: Callable[[Cluster, TimedTelegram], Awaitable[Any]]) -> Any:
@@ -324,4 +342,5 @@ if __name__ == "__main__":
     parser.add_argument("--lease-ms", type=int, default=2000)
     parser.add_argument("--failover", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--only-failover", action="store_true", help="skip the throughput and hop figures")
+    parser.add_argument("--busy-loops", type=int, default=0, help="CPU hogs beside the run (a loaded machine)")
     asyncio.run(main(parser.parse_args()))
