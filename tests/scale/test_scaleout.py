@@ -127,6 +127,8 @@ async def test_a_burst_survives_a_killed_worker(cluster: Cluster, fake: FakeTele
         if texts != [f"echo: c{chat}-m{n}" for n in range(per_chat)]:
             bad.append((chat, texts))
     assert not bad, f"{len(bad)} chats not answered once each, in order: {bad[:3]}"
+    again = [m["text"] for m in fake.messages.values() if "send it again" in m.get("text", "")]
+    assert not again, "a request cut off before any tool ran is run again, not handed back to the person"
     db = await asyncpg.connect(cluster.env["PG_URL"])
     try:
         rows = await db.fetch("SELECT event_key, status FROM inbox")
