@@ -6,17 +6,27 @@ that produced it (a run's end, a pause, a scheduled message falling due); :meth:
 then sends it and marks it sent (commit → send → mark).  What is not committed (typing, notices)
 goes through :meth:`Delivery.send`.  Known secret values are replaced by ``***`` first, and a
 failing adapter never raises into the caller: the failure is logged and ``None`` returned.
+
+An entry sent and not yet marked when the process dies is sent again at the next start: the platform
+got it, and the bot cannot know.  Where the platform drops a resend by the message's idempotency key
+(Discord's nonce) that costs nothing; elsewhere (Telegram, Slack) it is a reply seen twice.  So on
+those channels committed entries are handed over one at a time (:class:`InDoubt`), each marked before
+the next goes (a line in the SQLite database's sent journal, else a commit): a crash doubles at most
+one entry per channel, the one on its way.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bot import fencing
 from bot.events import OutboundMessage
 from bot.ops.metrics import Metrics
+from bot.store.base import StoreError
 
 if TYPE_CHECKING:
     from bot.store.runs import InterruptRow
@@ -25,7 +35,11 @@ log = logging.getLogger(__name__)
 
 
 class ChannelOut(Protocol):
-    """The sending side of a channel adapter."""
+    """The sending side of a channel adapter.
+
+    An adapter whose platform turns two sends with one :attr:`OutboundMessage.key` into one message (Discord's
+    nonce) says so with a true ``dedupes_by_key`` attribute: its committed entries then go out side by side.
+    """
 
     name: str
 
@@ -43,19 +57,82 @@ class MarksSent(Protocol):
 class SentMarks(Protocol):
     """Where a committed outbox entry is marked sent (with the platform's reference)."""
 
-    async def sent(self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None) -> None: ...
+    async def sent(
+        self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None, *, wait: bool = False
+    ) -> None:
+        """Returns once a crash of this process would not send the entry again (``wait``: once it is committed)."""
+
+
+STALL_S = 1.0
+"""A committed entry still being sent after this long (a flood wait, its chat's pacing, a slow network) no longer
+holds up its channel's next one (which may then be in doubt beside it)."""
+
+
+class InDoubt:
+    """Per channel, at most ``limit`` (1) committed entries between "handed to the adapter" and "marked sent".
+
+    A :meth:`turn` is taken before the send and given back once the mark is safe (:meth:`SentMarks.sent`), so at
+    a crash at most ``limit`` entries of the channel may have reached the platform unmarked.  The price: a
+    channel hands over its committed entries at most ``limit`` per round trip to the platform; typing, notices
+    and edits do not wait.  A send that takes longer than ``stall_s`` gives its turn up early, so one chat
+    waiting for flood control never holds up the others for longer than that.
+    """
+
+    def __init__(self, limit: int = 1, stall_s: float = STALL_S) -> None:
+        self.limit = max(1, limit)
+        self.stall_s = stall_s
+        self._gates: dict[str, asyncio.Semaphore] = {}
+
+    @contextlib.asynccontextmanager
+    async def turn(self, channel: str) -> AsyncIterator[Turn]:
+        gate = self._gates.get(channel)
+        if gate is None:
+            gate = self._gates[channel] = asyncio.Semaphore(self.limit)
+        await gate.acquire()
+        turn = Turn(gate, self.stall_s)
+        try:
+            yield turn
+        finally:
+            turn.release()
+
+
+class Turn:
+    """One entry's turn on its channel (see :class:`InDoubt`)."""
+
+    def __init__(self, gate: asyncio.Semaphore, stall_s: float) -> None:
+        self._gate = gate
+        self._released = False
+        self._stall = asyncio.get_running_loop().call_later(stall_s, self.release)
+
+    def sent(self) -> None:
+        """The send returned: from now on only the mark stands between this entry and the next."""
+        self._stall.cancel()
+
+    def release(self) -> None:
+        self._stall.cancel()
+        if not self._released:
+            self._released = True
+            self._gate.release()
 
 
 class Delivery:
     """Routes each :class:`OutboundMessage` to the adapter named by its chat key."""
 
     def __init__(
-        self, secrets: Iterable[str] = (), marks: SentMarks | None = None, metrics: Metrics | None = None
+        self,
+        secrets: Iterable[str] = (),
+        marks: SentMarks | None = None,
+        metrics: Metrics | None = None,
+        *,
+        in_doubt: int = 1,
+        stall_s: float = STALL_S,
     ) -> None:
         self._channels: dict[str, ChannelOut] = {}
         self._metrics = metrics
         self._secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
         self._marks = marks
+        self.in_doubt = InDoubt(in_doubt, stall_s)
+        """Also for whoever sends and marks committed entries itself (a gateway relaying for workers)."""
 
     def register(self, channel: ChannelOut) -> None:
         self._channels[channel.name] = channel
@@ -106,8 +183,9 @@ class Delivery:
     ) -> str | None:
         """Send a committed outbox entry, then mark it sent (a prompt's reference lands on ``interrupt``).
 
-        Inside a partition's work whose lease is known lost: :class:`~bot.fencing.LeaseLost`; the entry stays
-        unsent for the partition's next owner to send.
+        On a channel without de-duplication by key this waits for the channel's turn and returns once the mark
+        is safe from a crash (see :class:`InDoubt`).  Inside a partition's work whose lease is known lost:
+        :class:`~bot.fencing.LeaseLost`; the entry stays unsent for the partition's next owner to send.
         """
         fencing.check(f"a committed {message.kind} message")
         channel = self._channels.get(message.chat.channel)
@@ -123,7 +201,24 @@ class Delivery:
             if interrupt is not None and not isinstance(interrupt, str):
                 interrupt.prompt_ref = ref  # the cached row learns what the database has now
             return ref
-        ref = await self.send(message)
-        if self._marks is not None:
-            await self._marks.sent(outbox_id, ref, interrupt)
+        marks = self._marks
+        if marks is None:
+            return await self.send(message)
+        if channel is None or (message.key is not None and getattr(channel, "dedupes_by_key", False)):
+            # Nowhere to send it, or the platform drops a resend with this key: no turn to wait for.
+            ref = await self.send(message)
+            await marks.sent(outbox_id, ref, interrupt)
+            return ref
+        async with self.in_doubt.turn(channel.name) as turn:
+            ref = await self.send(message)
+            turn.sent()
+            try:
+                await marks.sent(outbox_id, ref, interrupt)
+            except StoreError as exc:
+                log.error(
+                    "chat %s: a %s message was sent but could not be marked sent (%s); the next start sends it again",
+                    message.chat,
+                    message.kind,
+                    exc,
+                )
         return ref

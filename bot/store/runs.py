@@ -11,6 +11,7 @@ cached, so the per-message path does not read the database.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,7 @@ from bot.store.rows import (
     interrupt_from_row,
     run_from_row,
 )
+from bot.store.sent_journal import SentJournal, mark_steps, open_journal
 from bot.store.sql import SqlStore
 
 __all__ = ["InterruptRow", "OutboxRow", "RunRow", "RunStore", "checkpoint_json"]
@@ -303,35 +305,43 @@ class RunStore:
         rows long however long the bot runs (marking rows sent grew it forever).
         ``interrupt``: the prompt's interrupt row (its cached copy learns the reference at
         once, for a press that comes right after) or only its id (after a restart).
-        ``wait``: return once the mark is committed (:class:`~bot.delivery.Delivery` lets the channel's next
-        entry go then; a gateway marking for a worker answers the worker then).
 
-        Until the mark commits, a crash sends the entry again (Telegram and Slack cannot tell a resend from a
-        new message), so it goes ahead of the queue, in a small commit of its own or with other marks ready
-        at the same time: the row and the interrupt it touches are committed already, so it may pass writes
-        queued before it.
+        Returns once a crash of this process would not send the entry again: once the SQLite database's sent
+        journal lists it (:mod:`bot.store.sent_journal`; the mark follows in the next group commit), else once
+        the mark is committed.  ``wait``: committed in any case (a gateway marking for a worker, whose next
+        owner asks the database).  A mark waited for goes ahead of the queue, alone or with other marks: the
+        rows it touches are committed already, so it may pass writes queued before it.
         """
-        steps = [Step("DELETE FROM outbox WHERE id = ?", (outbox_id,))]
-        if interrupt is not None:
-            interrupt_id = interrupt if isinstance(interrupt, str) else interrupt.id
-            steps.append(Step("UPDATE interrupts SET prompt_ref = ? WHERE id = ?", (ref, interrupt_id)))
-            if isinstance(interrupt, InterruptRow):
-                # The cache holds this very row: the database follows in write order.
-                interrupt.prompt_ref = ref
-        if wait:
-            await self.store.write(steps, first=True)
+        interrupt_id = interrupt if interrupt is None or isinstance(interrupt, str) else interrupt.id
+        steps = mark_steps(outbox_id, ref, interrupt_id)
+        if isinstance(interrupt, InterruptRow):
+            # The cache holds this very row: the database follows in write order.
+            interrupt.prompt_ref = ref
+        journal = None if wait else await self._journal()
+        if journal is not None and journal.record(outbox_id, ref, interrupt_id):
+            self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}")
+            journal.settle(self.store.flush)
             return
-        self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}", first=True)
+        await self.store.write(steps, first=True)
 
     async def is_unsent(self, outbox_id: int) -> bool:
         """Whether the outbox entry is still waiting to be sent (not sent and marked by anyone yet)."""
         return bool(await self.store.read("SELECT 1 FROM outbox WHERE id = ?", (outbox_id,)))
 
     async def unsent(self) -> list[OutboxRow]:
+        """Entries committed and not sent, oldest first (what the sent journal lists was sent: it is marked now)."""
         rows = await self.store.read(
             "SELECT id, chat_key, message, interrupt_id FROM outbox WHERE status = 'pending' ORDER BY id"
         )
-        return [OutboxRow(*r) for r in rows]
+        unsent = [OutboxRow(*r) for r in rows]
+        journal = await self._journal()
+        return unsent if journal is None else await journal.mark_listed(self.store, unsent)
+
+    async def _journal(self) -> SentJournal | None:
+        opening = getattr(self, "_opening_journal", None)
+        if opening is None:
+            opening = self._opening_journal = asyncio.ensure_future(open_journal(self.store))
+        return await opening
 
     # -- tool ledger ------------------------------------------------------------------
 

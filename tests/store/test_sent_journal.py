@@ -1,0 +1,106 @@
+"""The sent journal: what a process sent before it died, its marks not committed yet, is marked at the next start
+instead of being sent again; what it never sent is sent; outbox ids never come back (migration 0014), so a
+listed id is always the entry that was sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.events import ChatKey, OutboundMessage
+from bot.store.ops import outbox_step
+from bot.store.rows import InterruptRow, RunRow
+from bot.store.runs import RunStore
+from bot.store.sent_journal import COMPACT_BYTES, SentJournal
+from bot.store.sql import SqlStore
+from tests.waiting import eventually
+
+CHAT = ChatKey(channel="telegram", chat_id="42")
+
+
+def message(text: str) -> str:
+    return OutboundMessage(chat=CHAT, text=text).model_dump_json()
+
+
+async def started(tmp_path: Path, *, exclusive: bool = True) -> tuple[SqlStore, RunStore]:
+    store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}", exclusive=exclusive)
+    await store.start()
+    return store, RunStore(store)
+
+
+async def commit_entry(store: SqlStore, text: str, interrupt_id: str | None = None) -> int:
+    result = await store.write([outbox_step(str(CHAT), message(text), interrupt_id)])
+    return int(result.rows[0][0])
+
+
+async def test_an_entry_sent_before_the_crash_is_marked_not_sent_again(tmp_path: Path) -> None:
+    store, runs = await started(tmp_path)
+    try:
+        run = RunRow("r1", str(CHAT), "react", "running", "corr", "u1")
+        interrupt = InterruptRow("i1", str(CHAT), "r1", "tool_confirm", "Run it?", {}, [["Approve", "y"]], "n", "u1")
+        outbox = await runs.pause(run, {"v": 1}, interrupt, message("Run it?"))
+        reply = await commit_entry(store, "done")
+        never_sent = await commit_entry(store, "later")
+    finally:
+        await store.close()
+    # What the dead process left: the prompt and the reply went out (the journal lists them), their marks never
+    # made it to the database.
+    journal = SentJournal(tmp_path / "bot.db-sent")
+    journal.open()
+    assert journal.record(outbox, "42:700", "i1") and journal.record(reply, "42:701", None)
+
+    store, runs = await started(tmp_path)
+    try:
+        assert [row.id for row in await runs.unsent()] == [never_sent], "only what never went out is sent again"
+        assert await store.read("SELECT id FROM outbox") == [(never_sent,)]
+        assert await store.read("SELECT prompt_ref FROM interrupts WHERE id = 'i1'") == [("42:700",)]
+        reread = SentJournal(tmp_path / "bot.db-sent")
+        reread.open()
+        assert reread.listed() == {}, "its lines are dropped once the marks are committed"
+        # A sent row is deleted, and the next entry still gets a new id (an empty outbox used to hand out 1 again).
+        await runs.sent(never_sent, "42:702")
+        await store.flush()
+        assert await commit_entry(store, "next") > never_sent
+    finally:
+        await store.close()
+
+
+async def test_sent_returns_once_the_journal_lists_the_entry_and_the_mark_follows(tmp_path: Path) -> None:
+    store, runs = await started(tmp_path)
+    try:
+        entry = await commit_entry(store, "hello")
+        await runs.sent(entry, "42:1")
+        journal = SentJournal(tmp_path / "bot.db-sent")
+        journal.open()
+        assert entry in journal.listed(), "a crash from here on does not send it again"
+        await store.flush()
+        assert await store.read("SELECT count(*) FROM outbox") == [(0,)]
+    finally:
+        await store.close()
+
+
+async def test_without_a_journal_sent_returns_once_the_mark_is_committed(tmp_path: Path) -> None:
+    """A database other processes may write (``exclusive`` off, as PostgreSQL always is) keeps no journal."""
+    store, runs = await started(tmp_path, exclusive=False)
+    try:
+        entry = await commit_entry(store, "hello")
+        await runs.sent(entry, "42:1")
+        assert await store.read("SELECT count(*) FROM outbox") == [(0,)]
+        assert not (tmp_path / "bot.db-sent").exists()
+    finally:
+        await store.close()
+
+
+async def test_the_journal_keeps_only_lines_whose_marks_may_be_uncommitted(tmp_path: Path) -> None:
+    store, runs = await started(tmp_path)
+    path = tmp_path / "bot.db-sent"
+    try:
+        entries = [
+            int(r[0]) for r in (await store.write([outbox_step(str(CHAT), message(f"m{i}")) for i in range(1500)])).rows
+        ]
+        for entry in entries:
+            await runs.sent(entry, f"42:{entry}")
+        await eventually(lambda: path.stat().st_size < COMPACT_BYTES, what="the journal compacted")
+        assert await store.read("SELECT count(*) FROM outbox") == [(0,)]
+    finally:
+        await store.close()
+    assert path.stat().st_size < COMPACT_BYTES
