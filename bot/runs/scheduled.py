@@ -154,7 +154,7 @@ class ScheduledMessages:
             return False
         chat_key, text = rows[0]
         body = f"⏰ {text}" + ("\n(delayed: I was offline when this was due)" if late else "")
-        message = OutboundMessage(chat=ChatKey.parse(chat_key), text=body)
+        message = OutboundMessage(chat=ChatKey.parse(chat_key), text=body, key=f"scheduled:{sid}")
         with fenced(self.fences.fence_for(chat_key)):
             try:
                 return await self._send(sid, chat_key, message)
