@@ -51,7 +51,11 @@ class MarksSent(Protocol):
     """A channel that sends a committed outbox entry and marks it sent itself, where the platform connection
     is (a worker's way out through a gateway: :class:`~bot.scale.relay.RemoteChannel`)."""
 
-    async def deliver(self, outbox_id: int, message: OutboundMessage, interrupt_id: str | None) -> str | None: ...
+    async def deliver(
+        self, outbox_id: int, message: OutboundMessage, interrupt_id: str | None, *, again: bool = False
+    ) -> str | None:
+        """``again``: a recovery's resend (it may have gone out already: the sender checks the outbox first)."""
+        ...
 
 
 class SentMarks(Protocol):
@@ -179,9 +183,15 @@ class Delivery:
         return message
 
     async def deliver(
-        self, outbox_id: int, message: OutboundMessage, interrupt: InterruptRow | str | None = None
+        self,
+        outbox_id: int,
+        message: OutboundMessage,
+        interrupt: InterruptRow | str | None = None,
+        *,
+        again: bool = False,
     ) -> str | None:
-        """Send a committed outbox entry, then mark it sent (a prompt's reference lands on ``interrupt``).
+        """Send a committed outbox entry, then mark it sent (a prompt's reference lands on ``interrupt``);
+        ``again``: recovery sends an entry found unsent (a remote sender checks that it still is).
 
         On a channel without de-duplication by key this waits for the channel's turn and returns once the mark
         is safe from a crash (see :class:`InDoubt`).  Inside a partition's work whose lease is known lost:
@@ -192,7 +202,7 @@ class Delivery:
         if isinstance(channel, MarksSent):
             interrupt_id = interrupt if interrupt is None or isinstance(interrupt, str) else interrupt.id
             try:
-                ref = await channel.deliver(outbox_id, self._scrubbed(message), interrupt_id)
+                ref = await channel.deliver(outbox_id, self._scrubbed(message), interrupt_id, again=again)
             except Exception:
                 log.exception("chat %s: could not deliver a %s message", message.chat, message.kind)
                 self._count(message, failed=True)

@@ -112,7 +112,7 @@ async def _recover_chat(
     """Send the chat's committed replies in order, then finish its runs (:class:`LeaseLost` goes through)."""
     for entry in unsent:
         outbound = OutboundMessage.model_validate_json(entry.message)
-        await manager.delivery.deliver(entry.id, outbound, entry.interrupt_id)
+        await manager.delivery.deliver(entry.id, outbound, entry.interrupt_id, again=True)
         report.resent += 1
     for run in cut:
         try:

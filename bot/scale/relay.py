@@ -65,9 +65,14 @@ class RemoteChannel:
             return None
         return await self._ask(message, {})
 
-    async def deliver(self, outbox_id: int, message: OutboundMessage, interrupt_id: str | None) -> str | None:
-        """Send a committed outbox entry; the gateway marks it sent before it answers."""
+    async def deliver(
+        self, outbox_id: int, message: OutboundMessage, interrupt_id: str | None, *, again: bool = False
+    ) -> str | None:
+        """Send a committed outbox entry; the gateway marks it sent before it answers (and, ``again``, checks
+        first that nobody sent it meanwhile: a recovery's resend)."""
         fields = {"outbox": str(outbox_id)}
+        if again:
+            fields["again"] = "1"
         if interrupt_id is not None:
             fields["interrupt"] = interrupt_id
         return await self._ask(message, fields)
@@ -164,9 +169,13 @@ class OutboundRelay:
         ref: str | None = await self.delivery.send(message)
         return ref
 
-    async def _send_once(self, outbox_id: int, message: OutboundMessage, interrupt_id: str | None) -> str | None:
-        """A committed outbox entry: sent unless it was sent already, and marked sent before the worker hears."""
-        if outbox_id in self._marking or not await self.marks.is_unsent(outbox_id):
+    async def _send_once(
+        self, outbox_id: int, message: OutboundMessage, interrupt_id: str | None, again: bool
+    ) -> str | None:
+        """A committed outbox entry: sent unless it was sent already, and marked sent before the worker hears.
+        Only a recovery's resend (``again``) reads the outbox first: a first send cannot have been sent before
+        (that read was a round trip per reply)."""
+        if outbox_id in self._marking or (again and not await self.marks.is_unsent(outbox_id)):
             return None  # a worker's crash made its next owner ask again: sent once already
         self._marking.add(outbox_id)
         try:
@@ -214,7 +223,9 @@ class OutboundRelay:
                 ref = None
             else:
                 ref = await (
-                    self._send_once(int(outbox), message, field("interrupt")) if outbox else self._send_plain(message)
+                    self._send_once(int(outbox), message, field("interrupt"), field("again") == "1")
+                    if outbox
+                    else self._send_plain(message)
                 )
             self._answers.push((stream, entry_id, reply, ref))
         except Exception as exc:
