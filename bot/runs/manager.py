@@ -114,7 +114,8 @@ class RunManager:
             history = fit_context(own_turns(before, agent.name), budget)
         else:
             history = state.window(run.history_cutoff, budget, brief.upto_id)
-        history = recent_media(history, self.settings.media.history_items)
+        if state.media > self.settings.media.history_items:
+            history = recent_media(history, self.settings.media.history_items)
         grants = set(chat_settings.get("grants", []))
 
         async def emit(text: str) -> None:

