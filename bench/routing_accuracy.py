@@ -5,7 +5,9 @@ agents by their triggers with ``agent_min_score`` and ``agent_margin``), with th
 example file agents of ``config/agents`` loaded, on labelled files the classifier was not trained on:
 ``tests/data/routing-dev.tsv`` (and ``tests/data/routing-heldout.tsv``, written separately).  Reports
 accuracy, per-class accuracy, the confusion matrix and the misses per file; ``--cv`` adds the 5-fold
-cross-validation of the training corpus (``scripts/train_router.py``); and the routing latency p50/p99
+cross-validation of the training corpus (``scripts/train_router.py``); the same files with the design's
+``debug-analyzer`` added (``with_debug_analyzer``: a keyword agent at ``rule.strong_priority``, so one of its
+words takes a message unless the classifier is ``rule.classifier_sure``); and the routing latency p50/p99
 over the files' messages, plus a 2 KB and a 16 KB message (linear in length: the classifier reads a
 bounded prefix, the triggers scan the routed prefix).  Prints ONE JSON line.
 
@@ -31,9 +33,11 @@ from bench.routing_classifier import cross_validation, percentile  # noqa: E402
 from bot.config.settings import load_settings  # noqa: E402
 from bot.gateway.runtime import tune_gc  # noqa: E402
 from bot.routing import Router  # noqa: E402
+from bot.routing.rule import RouteTarget  # noqa: E402
 from bot.runs.catalog import AgentCatalog  # noqa: E402
 
 LABELS = ("chat", "react", "plan")
+DEBUG_KEYWORDS = ("bug", "error", "crash", "exception", "stack trace")
 FILES = (ROOT / "tests" / "data" / "routing-dev.tsv", ROOT / "tests" / "data" / "routing-heldout.tsv")
 
 
@@ -86,6 +90,14 @@ async def main() -> None:
         result, spent = await evaluate(router, config, rows_of(path))
         report[path.name] = result
         latencies += spent
+    # The design's debug-analyzer (one keyword of bug, error, crash… at a strong priority) beside them: which of
+    # the labelled messages it takes from the built-ins (rule.strong_priority / rule.classifier_sure decide).
+    analyzer = RouteTarget("debug-analyzer", keywords=DEBUG_KEYWORDS, priority=config.rule.strong_priority)
+    with_analyzer = Router([*catalog.targets(), analyzer], OfflineModel())
+    report["with_debug_analyzer"] = {}
+    for path in args.files or FILES:
+        result, _ = await evaluate(with_analyzer, config, rows_of(path))
+        report["with_debug_analyzer"][path.name] = {"accuracy": result["accuracy"], "misses": result["misses"]}
     for _ in range(4):  # steady state
         for _, text in rows_of(FILES[0]):
             started = time.perf_counter()

@@ -89,6 +89,9 @@ def register_admin_commands(ctx: CommandContext) -> None:
                 lines.append(f"strategy = {effective} - {origin}")
             else:
                 lines.append(f"{key} = {_get(config, key)!r} - {origins[key]}")
+        last = await _last_route(ctx, str(call.event.chat))
+        if last:
+            lines.append(f"Last message here: {last}")
         return "\n".join(lines)
 
     async def route(call: CommandCall) -> str:
@@ -100,6 +103,7 @@ def register_admin_commands(ctx: CommandContext) -> None:
             f"method: {decision.method}",
             f"agent: {decision.agent or '(none)'}",
             f"confidence: {decision.confidence:.0f} %",
+            f"matched: {', '.join(decision.matched) or '-'}" + (" (strong priority)" if decision.strong else ""),
             f"keywords: {', '.join(decision.matched_keywords) or '-'}",
             f"patterns: {', '.join(decision.matched_patterns) or '-'}",
             f"latency: {decision.latency_us / 1000:.2f} ms",
@@ -125,6 +129,19 @@ def register_admin_commands(ctx: CommandContext) -> None:
     ctx.commands.add("routing", routing, "routing settings and where they come from", admin=True)
     ctx.commands.add("route", route, "dry-run routing for a text", admin=True, usage="TEXT")
     ctx.commands.add("reload", reload, "re-read agent files", admin=True)
+
+
+async def _last_route(ctx: CommandContext, chat_key: str) -> str:
+    """How the chat's last request was routed, from its trace: ``debug-analyzer (rule, matched: bug)``."""
+    if ctx.tracing is None or not ctx.tracing.config.enabled:
+        return ""
+    runs = await ctx.tracing.runs(chat_key, 1)
+    route = next((e for e in runs[0] if e.type == "route"), None) if runs else None
+    if route is None:
+        return ""
+    matched = [*(route.data.get("keywords") or []), *(route.data.get("patterns") or [])]
+    how = f"matched: {', '.join(map(str, matched))}" if matched else f"{route.data.get('confidence', 0):.0f} %"
+    return f"{route.agent} ({route.data.get('method')}, {how})"
 
 
 async def _routing_set(ctx: CommandContext, call: CommandCall, key: str, raw: str | None) -> str:

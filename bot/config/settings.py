@@ -166,6 +166,12 @@ class RuleRouting(_Section):
     min_confidence: float = Field(65, ge=0, le=100)
     """Below this, the classifier has not recognised the message (gibberish scores about 60 %): the rules
     decide nothing, and ``routing.fallback`` (or, in hybrid, the model) takes over."""
+    strong_priority: int = Field(80, ge=0, le=100)
+    """A file agent whose triggers have at least this priority takes a message any of them matches (one
+    keyword is enough) ..."""
+    classifier_sure: float = Field(99, ge=0, le=100)
+    """... unless the classifier gives one built-in agent at least this share (%): then it is that agent's
+    (0 turns this rule off; hybrid takes such a trigger match without asking the model)."""
 
 
 class LlmRouting(_Section):
@@ -181,8 +187,9 @@ class RoutingSection(_Section):
     llm: LlmRouting = Field(default_factory=LlmRouting)
     fallback: Literal["none", "prompt_user", "default_agent"] = "default_agent"
     default_agent: str = "chat"
-    notify: bool = False
-    """Send a "🎯 routed to X (rule, 90 %)" line before the answer."""
+    notify: bool | Literal["agents"] = "agents"
+    """Say where a message was routed before the answer ("🤖 Auto-routing to: debug-analyzer (matched: bug)"):
+    ``agents`` when a file agent's triggers took it, ``true`` for every routed message, ``false`` never."""
 
 
 class InterruptsSection(_Section):

@@ -43,7 +43,7 @@ from bot.fencing import LeaseLost
 from bot.ids import fast_id
 from bot.interrupts.service import InterruptService, TextOutcome
 from bot.media.intake import MediaIntake
-from bot.routing import parse_target
+from bot.routing import parse_target, routing_notice
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.manager import RunManager
@@ -317,8 +317,10 @@ class Supervisor:
         if not await self._accept(event, key, said, extra=[start]):
             return
         run.history_cutoff = (await self.store.chat_state(run.chat_key)).last_id
-        if config.notify:
-            await self.notice(event.chat, f"🎯 routed to {decision.summary()}")
+        file_agent = agent.spec is not None and agent.spec.scope != "builtin"
+        line = routing_notice(decision, config.notify, agent=agent.name, file_agent=file_agent)
+        if line is not None:
+            await self.notice(event.chat, line)
         if self.tracing is not None:
             self.tracing.record(
                 "route",

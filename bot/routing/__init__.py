@@ -30,6 +30,7 @@ __all__ = [
     "RouteTarget",
     "Router",
     "parse_target",
+    "routing_notice",
     "targets_from",
     "transfer_tool_name",
 ]
@@ -54,10 +55,28 @@ class RouteDecision:
     note: str = ""
     """Why a fallback happened, or an LLM error."""
     fallback: str | None = None
+    strong: bool = False
+    """A file agent's trigger at ``rule.strong_priority`` decided (hybrid does not ask the model then)."""
+
+    @property
+    def matched(self) -> list[str]:
+        """The triggers (keywords, then patterns) that chose the agent."""
+        return [*self.matched_keywords, *self.matched_patterns]
 
     def summary(self) -> str:
         where = self.agent or "nobody"
         return f"{where} ({self.method}, {self.confidence:.0f} %)"
+
+
+def routing_notice(decision: RouteDecision, notify: bool | str, *, agent: str, file_agent: bool) -> str | None:
+    """The line that says where a message went (``routing.notify``), or None: ``agents`` announces a file agent
+    the rules or the model chose (the design's "🤖 Auto-routing to: debug-analyzer (matched: bug)"), ``true``
+    every routed message."""
+    if notify is False or (notify == "agents" and not (file_agent and decision.method in ("rule", "llm"))):
+        return None
+    if decision.method == "rule" and decision.matched:
+        return f"🤖 Auto-routing to: {agent} (matched: {', '.join(decision.matched)})"
+    return f"🤖 Auto-routing to: {agent} ({decision.method}, {decision.confidence:.0f} %)"
 
 
 @dataclass
@@ -157,7 +176,18 @@ class Router:
         guess = self.classifier.predict(text)
         shares = " · ".join(f"{label} {p:.0%}" for label, p in guess.scores.items())
         note = f"classifier: {shares}"
-        if best is not None:
+        sure = config.rule.classifier_sure
+        strong = best is not None and best.priority >= config.rule.strong_priority and sure > 0
+        if best is not None and strong:
+            # The operator's priority says "mine when my trigger matches"; the classifier, which only knows
+            # the built-ins, overrules that only when it is very sure (a prototypical chat / react / plan).
+            if guess.confidence < sure:
+                decision = self._from_rule(text, strategy, rule, started)
+                decision.strong = True
+                decision.note = f"{note}; {best.agent}'s trigger at priority {best.priority} wins below {sure:g} %"
+                return decision, rule
+            note += f"; {best.agent}'s trigger at priority {best.priority} loses to the classifier's {sure:g} %"
+        elif best is not None:
             note += f"; {best.agent}'s triggers scored {best.score:g} (needs {config.rule.agent_min_score:g}"
             note += f", {config.rule.agent_margin:g} ahead of the next)"
         if guess.confidence < config.rule.min_confidence:
@@ -275,7 +305,11 @@ async def _hybrid(router: Router, text: str, config: RoutingSection, strategy: s
     guess, _ = await router._rules(text, config, strategy, started)
     if not router.llm_model.understands:
         return guess or await router.by_rules(text, config, strategy, started)
-    if guess is not None and guess.agent is not None and guess.confidence >= config.rule.confidence_threshold:
+    if (
+        guess is not None
+        and guess.agent is not None
+        and (guess.strong or guess.confidence >= config.rule.confidence_threshold)
+    ):
         return guess
     return await router.by_model(text, config, strategy, started, guess if guess and guess.agent else None)
 

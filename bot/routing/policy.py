@@ -21,6 +21,8 @@ ROUTING_KEYS = (
     "enabled",
     "strategy",
     "rule.confidence_threshold",
+    "rule.strong_priority",
+    "rule.classifier_sure",
     "llm.model",
     "llm.timeout_ms",
     "fallback",

@@ -44,6 +44,8 @@ class RuleMatch:
     confidence: float
     keywords: list[str] = field(default_factory=list)
     patterns: list[str] = field(default_factory=list)
+    priority: int = 50
+    """The winning agent's trigger priority."""
 
 
 @dataclass
@@ -250,6 +252,7 @@ class RuleRouter:
                     confidence=min(100.0, score),
                     keywords=sorted({kw for i, kw in keyword_hits if i == top}),
                     patterns=[pat for i, pat in pattern_hits if i == top],
+                    priority=self.targets[top].priority,
                 )
         return RuleResult(best, (time.perf_counter() - started) * 1e6, runner_up)
 

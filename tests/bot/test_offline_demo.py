@@ -62,8 +62,9 @@ async def test_a_request_matching_a_file_agent_goes_to_it(make_harness: Any, tmp
         "triggers: {keywords: [recipe, cook, bake], priority: 100}\n---\nYou help in the kitchen.\n"
     )
     h = await start(make_harness, agents={"dirs": [str(agents)]})
-    [answer] = await h.say("a recipe to bake pancakes please")
+    notice, answer = await h.say("a recipe to bake pancakes please")
     history = await h.gateway.store.history(str(h.chat()))
+    assert notice == "🤖 Auto-routing to: cook (matched: bake, recipe)", "a file agent taking a message says so"
     assert answer.startswith(LABEL) and history[-1].agent == "cook"
 
 

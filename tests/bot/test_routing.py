@@ -216,13 +216,33 @@ async def test_the_classifier_tells_the_built_ins_apart() -> None:
 
 
 async def test_a_file_agent_needs_a_minimum_score_and_a_margin() -> None:
+    """Below ``rule.strong_priority`` (here: the strong rule off) triggers must add up to win."""
     router = Router([*TARGETS, FILE_AGENT], ScriptedModel([]))
-    stolen = await router.decide("refactor the parser, update the docs and open a PR", learned(), "rule")
+    weak = learned(rule={"classifier_sure": 0})
+    stolen = await router.decide("refactor the parser, update the docs and open a PR", weak, "rule")
     assert stolen.agent == "plan" and "docs-writer's triggers scored 10" in stolen.note, "one word is not enough"
-    taken = await router.decide("write the documentation and the readme", learned(), "rule")
+    taken = await router.decide("write the documentation and the readme", weak, "rule")
     assert (taken.agent, taken.matched_keywords) == ("docs-writer", ["documentation", "readme"])
     looser = await router.decide("refactor it and update the docs", learned(rule={"agent_min_score": 10}), "rule")
     assert looser.agent == "docs-writer"
+
+
+async def test_a_strong_priority_trigger_wins_unless_the_classifier_is_very_sure() -> None:
+    """The design's debug-analyzer (bug, error, crash at high priority) takes "There's a bug in the login flow"
+    from the classifier's react (96 %); a prototypical built-in request (the classifier ≥ 99 %) stays built-in;
+    below ``strong_priority`` one keyword is not enough; hybrid takes the strong match without asking the model."""
+    analyzer = RouteTarget("debug-analyzer", "", "Finds bugs", ("bug", "error", "crash"), (), 80)
+    router = Router([*TARGETS, analyzer], ScriptedModel([]))
+    taken = await router.decide("There's a bug in the login flow", learned(), "rule")
+    assert (taken.agent, taken.matched_keywords, taken.strong) == ("debug-analyzer", ["bug"], True)
+    assert "react 96%" in taken.note and "priority 80 wins below 99 %" in taken.note, taken.note
+    assert (await router.decide("There's a bug in the login flow", learned(), "hybrid")).agent == "debug-analyzer"
+    sure = await router.decide("Show me the last 10 lines of error.log.", learned(), "rule")
+    assert sure.agent == "react" and "loses to the classifier's 99 %" in sure.note, sure.note
+    lower = Router([*TARGETS, RouteTarget("debug-analyzer", keywords=("bug",), priority=79)], ScriptedModel([]))
+    assert (await lower.decide("There's a bug in the login flow", learned(), "rule")).agent == "react"
+    off = await router.decide("There's a bug in the login flow", learned(rule={"classifier_sure": 0}), "rule")
+    assert off.agent == "react", "classifier_sure: 0 turns the rule off"
 
 
 async def test_unrecognised_text_falls_back_and_hybrid_asks_the_model_only_when_unsure() -> None:
