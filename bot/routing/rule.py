@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
+
+from agents.specs.patterns import pattern_window
 
 YIELD_ABOVE = 2048
 """Texts longer than this are scored in slices (one pattern each) by :meth:`RuleRouter.route_async`."""
@@ -155,8 +158,9 @@ class RuleRouter:
         self._substrings: list[tuple[str, int, str]] = []
         # Patterns grouped by a literal every match must contain: a group is skipped when its literal
         # is absent, so most of thousands of patterns cost one substring test per distinct literal.
-        self._by_literal: dict[str, list[tuple[re.Pattern[str], int, str]]] = defaultdict(list)
-        self._unfiltered: list[tuple[re.Pattern[str], int, str]] = []
+        # A pattern whose time grows faster than the text reads only a bounded prefix (``pattern_window``).
+        self._by_literal: dict[str, list[tuple[re.Pattern[str], int, str, int]]] = defaultdict(list)
+        self._unfiltered: list[tuple[re.Pattern[str], int, str, int]] = []
         for i, t in enumerate(self.targets):
             for kw in t.keywords:
                 folded = kw.casefold().strip()
@@ -171,7 +175,8 @@ class RuleRouter:
             for pat in t.patterns:
                 compiled = re.compile(pat, re.IGNORECASE)
                 literal = required_literal(pat)
-                (self._unfiltered if literal is None else self._by_literal[literal]).append((compiled, i, pat))
+                entry = (compiled, i, pat, pattern_window(pat) or sys.maxsize)
+                (self._unfiltered if literal is None else self._by_literal[literal]).append(entry)
 
     def route(self, text: str) -> RuleResult:
         """Score ``text`` in one go (for short texts, or where nothing else waits)."""
@@ -220,17 +225,17 @@ class RuleRouter:
             yield
         lowered = text.lower()
         pattern_hits: list[tuple[int, str]] = []
-        for compiled, i, pat in self._unfiltered:
+        for compiled, i, pat, end in self._unfiltered:
             if pause:
                 yield
-            if compiled.search(text):
+            if compiled.search(text, 0, end):
                 pattern_hits.append((i, pat))
         for literal, group in self._by_literal.items():
             if literal in lowered:
-                for compiled, i, pat in group:
+                for compiled, i, pat, end in group:
                     if pause:
                         yield
-                    if compiled.search(text):
+                    if compiled.search(text, 0, end):
                         pattern_hits.append((i, pat))
         raw: dict[int, int] = defaultdict(int)
         for i, _ in keyword_hits:

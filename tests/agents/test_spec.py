@@ -152,10 +152,10 @@ BROKEN = {
         "triggers.patterns[0]",
         "exponential time",
     ),
-    "quadratic.md": (
-        "---\nname: quadratic-regex\ntriggers: {patterns: ['[^,]+,[^,]+;']}\n---\nbody\n",
+    "quartic.md": (
+        "---\nname: quartic-regex\ntriggers: {patterns: ['fix.*test.*done.*now']}\n---\nbody\n",
         "triggers.patterns[0]",
-        "slow on long messages",
+        "too slow even on the first 1,024 characters",
     ),
     "schema.md": (
         "---\nname: bad-schema\nguardrails: [{name: g, output_schema: {type: 12}}]\n---\nbody\n",
