@@ -125,6 +125,8 @@ class BuildContext:
     """Waits until everything received so far was handled (a console uses it to pace its prompt)."""
     rate_limited: Callable[[str], None] | None = None
     """Told the channel's name each time its platform answers 429 (a metric)."""
+    clock: Any = None
+    """The gateway's clock (a ``bot.clock.Clock``: a test's fake one too); None: real time."""
 
     def limiter(self, channel: str) -> Callable[[], None] | None:
         """``rate_limited`` for ``channel``: what its adapter calls on a 429."""

@@ -133,7 +133,7 @@ class Gateway:
             self.channels = (
                 list(channels)
                 if channels is not None
-                else build_channels(settings, self.settled, self.metrics.platform_rate_limited)
+                else build_channels(settings, self.settled, self.metrics.platform_rate_limited, clock)
             )
         self.scheduled = ScheduledMessages(self.runs, self.delivery, clock, self.fences)
         self.media = MediaService(settings, self.model, self.delivery, clock)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agents.models.base import Model
 from agents.tools.base import Tool
+from bot.clock import Clock
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
 from bot.gateway.models import ModelCatalog
 from bot.runs.catalog import AgentCatalog
@@ -60,7 +61,8 @@ def build_channels(
     settings: Settings,
     join: Callable[[], Awaitable[None]] | None = None,
     rate_limited: Callable[[str], None] | None = None,
+    clock: Clock | None = None,
 ) -> list[Channel]:
     """An adapter for every enabled channel section, from its plugin (platform libraries load only then)."""
-    context = BuildContext(settled=join, rate_limited=rate_limited)
+    context = BuildContext(settled=join, rate_limited=rate_limited, clock=clock)
     return [PLUGINS[name].build(settings.channels.section(name), context) for name in settings.channels.enabled()]

@@ -482,4 +482,6 @@ __all__ = ["SlackChannel", "SlackDeliveryError"]
 
 def build(settings: SlackSettings, context: BuildContext) -> SlackChannel:
     """The channel plugin's factory (:mod:`channels.registry`)."""
-    return SlackChannel(settings, on_rate_limit=context.limiter("slack"))
+    if context.clock is None:
+        return SlackChannel(settings, on_rate_limit=context.limiter("slack"))
+    return SlackChannel(settings, on_rate_limit=context.limiter("slack"), clock=context.clock)
