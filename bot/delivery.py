@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bot import fencing
 from bot.events import OutboundMessage
-from bot.ops.metrics import Metrics
 from bot.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -56,6 +55,12 @@ class MarksSent(Protocol):
     ) -> str | None:
         """``again``: a recovery's resend (it may have gone out already: the sender checks the outbox first)."""
         ...
+
+
+class DeliveryCounts(Protocol):
+    """Where deliveries are counted (the gateway's metrics)."""
+
+    def delivered(self, channel: str, kind: str, *, failed: bool = False) -> None: ...
 
 
 class SentMarks(Protocol):
@@ -126,7 +131,7 @@ class Delivery:
         self,
         secrets: Iterable[str] = (),
         marks: SentMarks | None = None,
-        metrics: Metrics | None = None,
+        metrics: DeliveryCounts | None = None,
         *,
         in_doubt: int = 1,
         stall_s: float = STALL_S,
@@ -169,10 +174,7 @@ class Delivery:
         metrics = self._metrics
         if metrics is None or message.kind == "typing":
             return
-        if failed:
-            metrics.send_failures.labels(message.chat.channel).inc()
-        else:
-            metrics.sent.labels(message.chat.channel, message.kind).inc()
+        metrics.delivered(message.chat.channel, message.kind, failed=failed)
 
     def _scrubbed(self, message: OutboundMessage) -> OutboundMessage:
         text = message.text

@@ -16,13 +16,11 @@ from typing import Any
 
 from bot.config.settings import ConfigError
 from bot.inbox import Inbox
+from bot.scale.connections import STANDBY
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
-
-STANDBY = "standby (another gateway process receives)"
-"""An exclusive connection (Telegram polling, Discord) held by another gateway: healthy, not receiving."""
 
 
 class ChannelStarter:

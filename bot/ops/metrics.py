@@ -124,6 +124,13 @@ class Metrics:
             "bot_job_fires", "Job fires: sent, started (an agent run), missed, retried, failed, stopped", "outcome"
         )
 
+    def delivered(self, channel: str, kind: str, *, failed: bool = False) -> None:
+        """A message went to a platform (or failed to)."""
+        if failed:
+            self.send_failures.labels(channel).inc()
+        else:
+            self.sent.labels(channel, kind).inc()
+
     def bounded(self, metric: str, label: str, value: str) -> str:
         """``value``, or ``other`` once ``metric``'s ``label`` has :data:`MAX_VALUES` distinct values."""
         seen = self._seen.setdefault((metric, label), set())

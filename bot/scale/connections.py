@@ -11,14 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from bot.clock import SYSTEM_CLOCK, Clock
-from bot.gateway.starter import STANDBY, ChannelStarter
 from bot.scale.leases import Leases
 from bot.scale.streams import PREFIX
 
 log = logging.getLogger(__name__)
+
+STANDBY = "standby (another gateway process receives)"
+"""An exclusive connection (Telegram polling, Discord) held by another gateway: healthy, not receiving."""
+
+
+class Starter(Protocol):
+    """What starts and stops a channel's connection, and reports it (the gateway's ``ChannelStarter``)."""
+
+    status: dict[str, str]
+
+    async def start_one(self, channel: Any) -> None: ...
+
+    async def stop_one(self, channel: Any, status: str = ...) -> None: ...
 
 
 class ExclusiveConnections:
@@ -28,7 +40,7 @@ class ExclusiveConnections:
         *,
         owner: str,
         lease_ms: int,
-        starter: ChannelStarter,
+        starter: Starter,
         channels: list[Any],
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
