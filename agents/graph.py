@@ -3,7 +3,7 @@
 The runner holds the parsed graph; the gateway's run manager runs each node's agent like any agent (tools,
 confirmations, handoffs, guardrails, pauses that survive restarts) and asks :meth:`GraphRunner.after` where
 to go next with the node's answer. A node's answer is parsed as JSON (a fenced block is fine); an object goes
-into the state under the node's name, anything else as ``{"answer": text}``.
+into the state under the node's name (or its ``outputs`` key), anything else as ``{"answer": text}``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class GraphRunner:
 
     def after(self, position: GraphPosition, answer: str) -> tuple[str, str]:
         """Record ``answer`` as the node's result; the next node (or ``END``) and the condition that chose it."""
-        position.state[position.node] = node_output(answer)
+        position.state[self.spec.key_of(position.node)] = node_output(answer)
         following = next_node(self.spec, self.conditions, position.node, position.state)
         edge = next(
             (e for e in self.spec.edges if e.source == position.node and e.to == following),

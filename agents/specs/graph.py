@@ -1,6 +1,7 @@
-"""The ``graph:`` block of an agent file: nodes (each runs an agent), edges with conditions, an entry and a step
-cap. Checked at load: the entry and every edge name a node (or ``END``), every node can be reached, every
-condition parses and reads only node names, all with a did-you-mean."""
+"""The ``graph:`` block of an agent file: nodes (each runs an agent), where their answers go in the state, edges with
+conditions, an entry and a step cap. Checked at load: the entry and every edge name a node (or ``END``), every node
+can be reached, every condition parses and reads only state keys, all with a did-you-mean (and, once every agent is
+loaded, to the leaf against the node agents' guardrail schemas: :func:`agents.specs.registry.check_references`)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ class GraphEdge(BaseModel):
 
 class GraphSpec(BaseModel):
     """Agents run one after another: each node's answer (its JSON, when it answers in JSON) goes into the state
-    under the node's name; a node's edges are tried in order and the first whose condition holds is taken; none,
-    or ``END``, ends the graph with the last answer."""
+    under the node's name (or its ``outputs`` key); a node's edges are tried in order and the first whose condition
+    holds is taken; none, or ``END``, ends the graph with the last answer."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -45,6 +46,9 @@ class GraphSpec(BaseModel):
     """The node that runs first."""
     nodes: dict[NodeName, str]
     """Node name → the agent it runs (a built-in or a file agent)."""
+    outputs: dict[NodeName, NodeName] = {}
+    """Node name → the state key its answer goes under, when not the node's own name (the design's
+    ``analyzer`` → ``analysis``, so an edge reads ``analysis.can_auto_fix``)."""
     edges: tuple[GraphEdge, ...] = ()
     max_steps: int = Field(10, ge=1, le=100)
     """At most this many node runs per request (cycles end here)."""
@@ -58,6 +62,12 @@ class GraphSpec(BaseModel):
             raise ValueError(f"nodes: {END} is where a graph ends; it cannot be a node")
         if self.entry not in self.nodes:
             raise ValueError(f"entry: {self.entry!r} is not a node{_did_you_mean(self.entry, names)}")
+        for node, key in self.outputs.items():
+            if node not in self.nodes:
+                raise ValueError(f"outputs: {node!r} is not a node{_did_you_mean(node, names)}")
+            if key == END:
+                raise ValueError(f"outputs.{node}: {END} is where a graph ends; it cannot be a state key")
+        keys = self.state_keys()
         for i, edge in enumerate(self.edges):
             where = f"edges[{i}]"
             if edge.source not in self.nodes:
@@ -68,9 +78,12 @@ class GraphSpec(BaseModel):
                 condition = edge.condition()
             except ConditionError as exc:
                 raise ValueError(f"{where}.when: {exc}") from None
-            for name in sorted(condition.names() - set(self.nodes)) if condition else ():
+            for name in sorted(condition.names() - set(keys)) if condition else ():
+                kept = f" ({name!r} keeps its answer as {self.key_of(name)!r})" if name in self.nodes else ""
+                what = "not a node" if not self.outputs else f"not in the state ({', '.join(sorted(keys))})"
                 raise ValueError(
-                    f"{where}.when: `{condition}` reads {name!r}, which is not a node{_did_you_mean(name, names)}"
+                    f"{where}.when: `{condition}` reads {name!r}, which is {what}{kept}"
+                    f"{_did_you_mean(name, sorted(keys))}"
                 )
         reached, todo = {self.entry}, [self.entry]
         while todo:
@@ -84,10 +97,22 @@ class GraphSpec(BaseModel):
             raise ValueError(f"nodes: {', '.join(unreachable)} cannot be reached from the entry {self.entry!r}")
         return self
 
+    def key_of(self, node: str) -> str:
+        """The state key ``node``'s answer goes under."""
+        return self.outputs.get(node, node)
+
+    def state_keys(self) -> dict[str, list[str]]:
+        """State key → the nodes that write it."""
+        keys: dict[str, list[str]] = {}
+        for node in self.nodes:
+            keys.setdefault(self.key_of(node), []).append(node)
+        return keys
+
     def mermaid(self) -> str:
         """The graph as a Mermaid flowchart (``bot agents graph show --mermaid``)."""
         lines = ["flowchart TD", f"    START((start)) --> {self.entry}"]
-        lines += [f'    {node}["{node}: {agent}"]' for node, agent in self.nodes.items()]
+        kept = {node: f" → {key}" for node, key in self.outputs.items() if key != node}
+        lines += [f'    {node}["{node}: {agent}{kept.get(node, "")}"]' for node, agent in self.nodes.items()]
         for edge in self.edges:
             target = "END((end))" if edge.to == END else edge.to
             words = edge.when.replace("|", "/").replace('"', "'")

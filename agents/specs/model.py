@@ -30,6 +30,7 @@ from pydantic.json_schema import SkipJsonSchema
 from agents.conditions import ConditionError, as_condition, parse_condition
 from agents.models.base import Generation
 from agents.specs.graph import GraphEdge, GraphSpec
+from agents.specs.paths import first_problem
 from agents.specs.patterns import pattern_problem
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -182,12 +183,16 @@ class Handoff(_Strict):
                 f"when: `{condition}` is a condition, and it reads the payload: give the handoff a "
                 "payload: {schema: …} (or write the when as advice, without operators)"
             )
-        known = set(self.payload.schema_.get("properties") or {})
+        properties = self.payload.schema_.get("properties") or {}
+        known = set(properties)
         for name in sorted(condition.names() - known):
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             where = f"the payload's properties ({', '.join(sorted(known))})" if known else "the payload's properties"
             raise ValueError(f"when: `{condition}` reads {name!r}, which is not among {where}{hint}")
+        problem = first_problem(condition.paths(), properties, "the payload's")
+        if problem is not None:
+            raise ValueError(f"when: `{condition}` {problem}")
         return self
 
 

@@ -15,12 +15,15 @@ changes.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agents.specs.files import SpecError, SpecFileError, parse_agent_file
+from agents.specs.graph import GraphSpec
 from agents.specs.model import AgentSpec, Scope
+from agents.specs.paths import first_problem
 
 _GLOB_CHARS = frozenset("*?[")
 _SKIPPED_FILES = {"readme.md"}
@@ -118,7 +121,7 @@ def load_agents(
         current = {name: stack[-1] for name, stack in candidates.items() if stack}
         broken = {}
         for name, spec in current.items():
-            problems = check_references(spec, current, known_tools, known_mcp_servers, unloaded=unloaded)
+            problems = check_references(spec, current, known_tools, known_mcp_servers, unloaded=unloaded, specs=current)
             if problems:
                 broken[name] = problems
         if not broken:
@@ -141,9 +144,12 @@ def check_references(
     known_mcp_servers: Collection[str] | None = None,
     *,
     unloaded: Collection[str] = (),
+    specs: Mapping[str, AgentSpec] | None = None,
 ) -> list[SpecError]:
     """What ``spec`` names that does not exist: handoff targets among ``agents``, and when
     given, tools and MCP servers.  ``unloaded`` names agents whose files failed, for a clearer reason.
+    With ``specs`` (every agent's spec), a graph's edge conditions are checked to the leaf against what its
+    nodes' agents answer (their guardrail schemas), with a did-you-mean.
 
     A tool named ``mcp.<server>.<tool>`` is checked by its server only: MCP tools are known
     only once the server is connected.
@@ -165,6 +171,8 @@ def check_references(
         else:
             reason = f"unknown agent {agent!r}{_suggest(agent, agents)}"
         errors.append(SpecError(spec.source, f"graph.nodes.{node}", reason))
+    if spec.graph is not None and specs is not None:
+        errors += _graph_leaves(spec, spec.graph, specs)
     tool_lists = (
         ("tools.allow", spec.tools.allow),
         ("tools.deny", spec.tools.deny),
@@ -185,4 +193,34 @@ def check_references(
             if server not in known_mcp_servers:
                 reason = f"unknown MCP server {server!r}{_suggest(server, known_mcp_servers)}"
                 errors.append(SpecError(spec.source, f"mcp.servers[{i}]", reason))
+    return errors
+
+
+def answer_schema(spec: AgentSpec) -> dict[str, Any] | None:
+    """What ``spec``'s answers look like, from its guardrails (None: it answers anything)."""
+    schemas = [g.output_schema for g in spec.guardrails]
+    if not schemas:
+        return None
+    return schemas[0] if len(schemas) == 1 else {"allOf": schemas}
+
+
+def _graph_leaves(spec: AgentSpec, graph: GraphSpec, specs: Mapping[str, AgentSpec]) -> list[SpecError]:
+    """Each edge condition's paths against the schemas of the answers of the nodes that write what it reads."""
+    errors = []
+    for i, edge in enumerate(graph.edges):
+        condition = edge.condition()
+        if condition is None:
+            continue
+        for path in condition.paths():
+            writers = graph.state_keys().get(path.split(".", 1)[0], [])
+            node_specs = [specs.get(graph.nodes[node]) for node in writers]
+            schemas = [answer_schema(s) if s is not None else None for s in node_specs]
+            if not writers or any(schema is None for schema in schemas):
+                continue  # a node that answers anything: nothing to check against
+            problems = [first_problem([path], {path.split(".", 1)[0]: schema}, "the state's") for schema in schemas]
+            if all(problems):
+                agent = node_specs[0].name if node_specs[0] is not None else graph.nodes[writers[0]]
+                reason = f"`{condition}` {problems[0]} (what {agent}'s guardrails let it answer)"
+                errors.append(SpecError(spec.source, f"graph.edges[{i}].when", reason))
+                break
     return errors
