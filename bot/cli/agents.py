@@ -304,18 +304,33 @@ def create(
     runner_name: Annotated[str, typer.Option("--runner", help="--extended: chat, react, plan or graph.")] = "react",
     keyword: Annotated[list[str] | None, typer.Option(help="--extended: a trigger keyword (repeat).")] = None,
     pattern: Annotated[list[str] | None, typer.Option(help="--extended: a trigger regex (repeat).")] = None,
+    priority: Annotated[int, typer.Option(min=0, max=100, help="--extended: the triggers' priority.")] = 50,
     handoff: Annotated[list[str] | None, typer.Option(help="--extended: agent or agent:condition (repeat).")] = None,
+    payload: Annotated[
+        list[str] | None,
+        typer.Option(help="--extended: agent=JSON schema, example or field names: a handoff's payload (repeat)."),
+    ] = None,
     guardrail_field: Annotated[
         list[str] | None, typer.Option(help="--extended: a field the JSON answer must have (repeat).")
     ] = None,
+    guardrail_schema: Annotated[
+        str, typer.Option(help="--extended: the JSON answer's schema (or an example of it).")
+    ] = "",
+    guardrail_policy: Annotated[str, typer.Option(help="--extended: reject, repair or warn.")] = "repair",
     session_key: Annotated[list[str] | None, typer.Option(help="--extended: a session memory key (repeat).")] = None,
     no_long_term: Annotated[bool, typer.Option("--no-long-term", help="--extended: no personal memory.")] = False,
     node: Annotated[list[str] | None, typer.Option(help="--extended, graph: node=agent (repeat).")] = None,
+    output: Annotated[
+        list[str] | None, typer.Option(help="--extended, graph: node=key, the state key of its answer (repeat).")
+    ] = None,
     edge: Annotated[list[str] | None, typer.Option(help="--extended, graph: from>to[:condition] (repeat).")] = None,
     entry: Annotated[str, typer.Option(help="--extended, graph: the first node.")] = "",
     trace_rate: Annotated[
         float, typer.Option(min=0, max=1, help="--extended: the share of requests traced for this agent.")
     ] = 1.0,
+    trace_event: Annotated[
+        list[str] | None, typer.Option(help="--extended: a kind of event traced, e.g. tool_call (repeat).")
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Write a new agent file from a template, or (--extended) from questions or flags."""
@@ -343,23 +358,35 @@ def create(
             runner=runner_name,
             keywords=list(keyword or []),
             patterns=list(pattern or []),
+            priority=priority,
             handoffs=list(handoff or []),
+            payloads=dict(p.split("=", 1) for p in payload or [] if "=" in p),
             guardrail_fields=list(guardrail_field or []),
+            guardrail_schema=guardrail_schema,
+            guardrail_policy=guardrail_policy,
             session_keys=list(session_key or []),
             long_term=not no_long_term,
             nodes=list(node or []),
+            outputs=list(output or []),
             edges=list(edge or []),
             entry=entry,
             trace_rate=trace_rate,
+            trace_events=list(trace_event or []),
         )
         if not yes:
             answers.ask()
-        text = answers.text(name)
         try:
-            parse_agent_text(text, source=str(path))
-        except SpecFileError as exc:
+            text = answers.text(name)
+            spec = parse_agent_text(text, source=str(path))
+        except (SpecFileError, ValueError) as exc:  # a pydantic ValidationError is a ValueError
             typer.echo(f"the agent would not load, nothing written:\n{exc}", err=True)
             raise typer.Exit(2) from None
+        everyone = {**_load(settings).specs, name: spec}  # it loads beside the others: targets, nodes, leaves
+        problems = check_references(spec, everyone, specs=everyone)
+        if problems:
+            shown = "\n".join(_problem(p) for p in problems)
+            typer.echo(f"the agent would not load beside the others, nothing written:\n{shown}", err=True)
+            raise typer.Exit(2)
     else:
         text = render_template(template.value, name)
         parse_agent_text(text, source=str(path))  # a template that does not load is a bug here, not the user's

@@ -235,7 +235,7 @@ def test_create_extended_from_flags_writes_an_agent_that_loads(project: Path) ->
 
 def test_create_extended_asks_at_a_terminal(project: Path) -> None:
     answers = "\n".join(
-        ["Summarises releases", "react", "release, changelog", "", "", "", "current_release", "n", "0.5"]
+        ["Summarises releases", "react", "release, changelog", "", "", "", "", "current_release", "n", "0.5", ""]
     )
     created = runner.invoke(agents_app, ["create", "notes", "--extended"], input=answers + "\n")
     assert created.exit_code == 0, created.output
