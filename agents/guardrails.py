@@ -57,11 +57,27 @@ def validate(text: str, schema: dict[str, Any]) -> list[str]:
         return [f"the answer is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"]
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-    out = []
-    for error in errors[:MAX_ERRORS]:
-        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        out.append(f"{where}: {error.message}")
-    return out
+    return [_said(error) for error in errors[:MAX_ERRORS]]
+
+
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
+
+
+def _said(error: jsonschema.ValidationError) -> str:
+    """One error as a person (and the model asked to repair) reads it: ``missing required field: confidence``,
+    ``invalid type for suggestions: expected array, got string``; others as jsonschema says them, with the path."""
+    where = "/".join(str(p) for p in error.absolute_path)
+    if error.validator == "required" and isinstance(error.validator_value, list):
+        present = error.instance if isinstance(error.instance, dict) else {}
+        missing = [name for name in error.validator_value if name not in present]
+        inside = f" in {where}" if where else ""
+        return f"missing required field{'s' if len(missing) > 1 else ''}{inside}: {', '.join(missing)}"
+    if error.validator == "type" and where:
+        expected = error.validator_value
+        wanted = " or ".join(expected) if isinstance(expected, list) else str(expected)
+        got = "null" if error.instance is None else _JSON_TYPES.get(type(error.instance), type(error.instance).__name__)
+        return f"invalid type for {where}: expected {wanted}, got {got}"
+    return f"{where or '(root)'}: {error.message}"
 
 
 def rejection(agent: str, rule: str) -> str:
@@ -90,6 +106,9 @@ async def enforce(
         errors = validate(text, rule.schema)
         attempts = rule.max_repairs if rule.policy == "repair" else 0
         tries: list[Message] = []
+        # The trace says what was wrong before any repair, and how it ended.
+        seen = {"guardrail": rule.name, "policy": rule.policy, "violations": list(errors) or None}
+        before = repaired
         while errors and attempts > 0:
             attempts -= 1
             repaired += 1
@@ -107,15 +126,17 @@ async def enforce(
             ctx.model_called(agent, response, started, purpose="guardrail_repair")
             text = response.text or ""
             errors = validate(text, rule.schema)
+        repairs = repaired - before
         if not errors:
-            ctx.tracer.event("guardrail", agent=agent, guardrail=rule.name, status="passed", repairs=repaired)
+            status = "repaired" if repairs else "passed"
+            ctx.tracer.event("guardrail", agent=agent, status=status, repairs=repairs, **seen)
             continue
         if rule.policy == "warn":
             warned += errors
             warned_rule = warned_rule or rule.name
-            ctx.tracer.event("guardrail", agent=agent, guardrail=rule.name, status="warned", errors=errors)
+            ctx.tracer.event("guardrail", agent=agent, status="warned", errors=errors, **seen)
             continue
-        ctx.tracer.event("guardrail", agent=agent, guardrail=rule.name, status="rejected", errors=errors)
+        ctx.tracer.event("guardrail", agent=agent, status="rejected", errors=errors, repairs=repairs, **seen)
         return GuardrailOutcome("rejected", rejection(agent, rule.name), errors, rule.name, repaired)
     if warned:
         return GuardrailOutcome("warned", text, warned, warned_rule, repaired)

@@ -63,6 +63,8 @@ ASK_USER_TOOL = Tool(
     toolset="control",
 )
 MAX_RESULT_CHARS = 20_000
+TRACE_RESULT_CHARS = 1_000
+"""How much of a tool's result its trace event keeps."""
 STATE_VERSION = 1
 
 
@@ -190,7 +192,10 @@ class ReactRunner:
                 )
             if refusal is not None:
                 results[call.id] = ToolResult(call_id=call.id, name=call.name, content=refusal, is_error=True)
-                ctx.tracer.event("handoff", agent=self.name, target=target, status="refused", reason=refusal)
+                payload = call.args.get("payload")
+                ctx.tracer.event(
+                    "handoff", agent=self.name, target=target, status="refused", reason=refusal, payload=payload
+                )
             else:
                 chosen = (call, target)
         if chosen is None:
@@ -333,12 +338,15 @@ class ReactRunner:
             log.exception("tool %s failed", call.name)
             result = ToolResult(call_id=call.id, name=call.name, content=f"{type(exc).__name__}: {exc}", is_error=True)
         await ctx.ledger.finished(ctx.run_id, call, result)
+        output = str(result.content)
         ctx.tracer.event(
             "tool_call",
             agent=self.name,
             tool=call.name,
             arguments=call.args,
-            result_size=len(str(result.content)),
+            # What it gave back, bounded (the tracer redacts secrets from every field it keeps).
+            result=None if result.is_error else output[:TRACE_RESULT_CHARS],
+            result_size=len(output),
             duration_ms=round((ctx.clock() - started) * 1000, 3),
             error=str(result.content) if result.is_error else None,
         )
