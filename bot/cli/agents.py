@@ -408,10 +408,15 @@ def schema() -> None:
     typer.echo(json.dumps(agent_json_schema(), indent=2, ensure_ascii=False))
 
 
-graph_app = typer.Typer(help="Agent graphs (runner: graph): show one.", add_completion=False, no_args_is_help=True)
+graph_app = typer.Typer(
+    help="Agent graphs (runner: graph): show (or visualize) one, replay a request.",
+    add_completion=False,
+    no_args_is_help=True,
+)
 agents_app.add_typer(graph_app, name="graph")
 
 
+@graph_app.command("visualize", help="The same as show (the design's name).")
 @graph_app.command("show")
 def graph_show(
     name: Annotated[str, typer.Argument(help="The graph agent's name.")],
@@ -436,7 +441,8 @@ def graph_show(
         typer.echo(graph.mermaid())
         return
     lines = [f"{name}: starts at {graph.entry}, at most {graph.max_steps} steps ({_display(spec.source)})", "Nodes:"]
-    lines += [f"  {node} → agent {agent}" for node, agent in graph.nodes.items()]
+    kept = {node: f" (its answer: state.{key})" for node, key in graph.outputs.items() if key != node}
+    lines += [f"  {node} → agent {agent}{kept.get(node, '')}" for node, agent in graph.nodes.items()]
     lines.append("Edges (tried in order; none that holds, or END, ends the graph):")
     lines += [f"  {e.source} → {e.to}" + (f"  when {e.when}" if e.when else "  always") for e in graph.edges]
     problems = [e for e in check_references(spec, registry.names()) if e.field.startswith("graph.")]
@@ -444,6 +450,23 @@ def graph_show(
     typer.echo("\n".join(lines))
     if problems:
         raise typer.Exit(1)
+
+
+@agents_app.command("run")
+def run_command(
+    name: Annotated[str, typer.Argument(help="The agent: a file agent, or chat, react, plan.")],
+    prompt: Annotated[str, typer.Option("--prompt", "-p", help="The request.")],
+    trace: Annotated[
+        bool, typer.Option("--trace", help="Print the trace: model and tokens, tool input and output, handoffs.")
+    ] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Run one request through the gateway as the console's user, printing each step (a pause is asked here)."""
+    from bot.cli.run import run_once, run_settings, setup_run_logging
+
+    settings = run_settings(config)
+    setup_run_logging(settings)
+    raise typer.Exit(asyncio.run(run_once(settings, name, prompt, trace=trace)))
 
 
 @agents_app.command("replay")

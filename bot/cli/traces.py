@@ -45,7 +45,7 @@ async def print_trace(settings: Settings, chat_key: str, last: int, as_json: boo
             for event in events:
                 typer.echo(json.dumps(event.as_dict(), ensure_ascii=False))
         else:
-            typer.echo(timeline(events) + "\n")
+            typer.echo(timeline(events, full=True) + "\n")
     return 0
 
 

@@ -1,5 +1,6 @@
-"""Replaying a finished request from its trace: every agent, model call, tool call, handoff, guardrail and pause
-in order, with what each took, then the totals (``bot agents replay``).
+"""Replaying a finished request from its trace: every agent, model call, tool call (input and output), handoff (reason
+and payload), guardrail (violations, policy, repair) and pause in order, with what each took, then the totals
+(``bot agents replay``); each step shown through :mod:`bot.tracing.steps`.
 
 It reads only trace events (what ``tracing.events`` and ``tracing.sample_rate`` kept), so it shows what
 happened without running anything again.
@@ -7,15 +8,13 @@ happened without running anything again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.tracing.recorder import TraceEvent
-from bot.tracing.timeline import agents_of, describe, human_duration
-
-ARGS_CHARS = 120
+from bot.tracing.event import TraceEvent
+from bot.tracing.steps import human_duration, lines, step_of
+from bot.tracing.timeline import agents_of
 
 
 @dataclass
@@ -78,22 +77,9 @@ class Totals:
 
 
 def detail(event: TraceEvent) -> str:
-    """What :func:`describe` leaves out and a replay shows: arguments, matched words, reasons."""
-    d = event.data
-    if event.type == "tool_call" and d.get("arguments") is not None:
-        args = json.dumps(d["arguments"], ensure_ascii=False, default=str)
-        return args if len(args) <= ARGS_CHARS else args[: ARGS_CHARS - 1] + "…"
-    if event.type == "route":
-        matched = [*(d.get("keywords") or []), *(d.get("patterns") or [])]
-        parts = [f"strategy {d.get('strategy')}"] if d.get("strategy") else []
-        parts += [f"matched {', '.join(map(str, matched))}"] if matched else []
-        parts += [str(d["note"])] if d.get("note") else []
-        return "; ".join(parts)
-    if event.type == "guardrail" and d.get("errors"):
-        return str(d["errors"])[:ARGS_CHARS]
-    if event.type == "llm_call" and d.get("purpose"):
-        return f"for {d['purpose']}"
-    return ""
+    """What the one-line step leaves out and a replay shows, a line per field: a tool's input and output, a
+    handoff's reason and payload, a guardrail's policy, violations and repair, a model's tokens."""
+    return "\n".join(lines(step_of(event), indent="")[1:])
 
 
 def replay(events: Sequence[TraceEvent]) -> str:
@@ -103,14 +89,14 @@ def replay(events: Sequence[TraceEvent]) -> str:
     start, end = events[0].at, events[-1].at
     totals = Totals()
     head = f"▶ {events[0].correlation_id} in {events[0].chat_key}, {start:%Y-%m-%d %H:%M:%S} UTC"
-    lines = [head]
+    out = [head]
     totals.agents = agents_of(events)
     for event in events:
         totals.add(event)
         offset = (event.at - start).total_seconds() * 1000
-        more = detail(event)
-        lines.append(f"+{human_duration(offset):>8}  {describe(event)}" + (f"\n{'':>11}{more}" if more else ""))
-    return "\n".join([*lines, *totals.lines((end - start).total_seconds() * 1000)])
+        first, *more = lines(step_of(event), indent=" " * 13)
+        out += [f"+{human_duration(offset):>8}  {first}", *more]
+    return "\n".join([*out, *totals.lines((end - start).total_seconds() * 1000)])
 
 
 def replay_json(events: Sequence[TraceEvent]) -> dict[str, Any]:

@@ -1,76 +1,20 @@
-"""Trace events as people read them: one line per event (``describe``) and a request's timeline (``/trace``,
-``bot trace``)."""
+"""A request's timeline as people read it: ``/trace`` in a chat (one compact line per step) and ``bot trace`` in a
+shell (every step with its fields). Each event is shown through :mod:`bot.tracing.steps`, the presentation the
+replay, ``bot agents run`` and the web console's run timeline share."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from bot.tracing.event import TraceEvent
+from bot.tracing.steps import compact, human_duration, lines, shorten, step_of
 
-
-def human_duration(ms: float) -> str:
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    seconds = ms / 1000
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    minutes = seconds / 60
-    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+__all__ = ["agents_of", "describe", "human_duration", "shorten", "timeline"]
 
 
 def describe(event: TraceEvent) -> str:
-    d = event.data
-    took = f", {human_duration(float(d['duration_ms']))}" if "duration_ms" in d else ""
-    if event.type == "route":
-        return f"🎯 route → {event.agent or 'nobody'} ({d.get('method')}, {d.get('confidence', 0):.0f} %)"
-    if event.type == "llm_call":
-        tokens = f"{d.get('input_tokens', 0)}→{d.get('output_tokens', 0)} tokens"
-        return f"🧠 {event.agent}: {d.get('model', 'model')} {tokens}{took}"
-    if event.type == "tool_call":
-        error = " ⚠️ error" if d.get("error") else ""
-        return f"🔧 {event.agent}: {d.get('tool')} ({d.get('result_size', 0)} chars{took}){error}"
-    if event.type == "handoff":
-        verb = "→" if d.get("status") == "accepted" else "⛔ refused →"
-        return f"🔀 {event.agent} {verb} {d.get('target')}: {d.get('reason', '')}"
-    if event.type == "guardrail":
-        return f"🛡 {event.agent}: {d.get('guardrail')} {d.get('status')}"
-    if event.type == "interrupt":
-        who = f" by {d['by']}" if d.get("by") else ""
-        return f"⏸ {d.get('kind')} {d.get('status')}{who}"
-    if event.type == "error":
-        return f"⚠️ {event.agent}: {d.get('message', '')}"
-    if event.type == "run":
-        return f"🏁 {event.agent}: {d.get('status')}"
-    if event.type == "memory":
-        return f"📝 {event.agent}: {_memory(d)}"
-    if event.type == "graph":
-        when = f" ({d['when']})" if d.get("when") else ""
-        return f"🧭 {d.get('graph')}: {d.get('node')} → {d.get('to')}{when}"
-    if event.type == "summary":
-        size = f"{d.get('summary_chars')} chars{took}"
-        return f"📝 {d.get('messages')} older messages summarised by {d.get('by')} ({size})"
-    return f"{event.type} {event.agent}"
-
-
-def _memory(d: dict[str, Any]) -> str:
-    """What a run was told besides its history: memories (ids and tokens, never their text), the summary,
-    session keys."""
-    parts = []
-    if d.get("recalled"):
-        ids = ", ".join(f"#{i}" for i in d["recalled"][:10]) + (" …" if len(d["recalled"]) > 10 else "")
-        parts.append(f"recalled {ids} ({d.get('tokens', 0)}/{d.get('budget', 0)} tokens)")
-    if d.get("summary_chars"):
-        parts.append(f"summary {d['summary_chars']} chars")
-    if isinstance(d.get("session"), dict):
-        shown = "; ".join(f"{k}={shorten(str(v)) if v else '(not set)'}" for k, v in d["session"].items())
-        parts.append(f"session: {shown}")
-    return ", ".join(parts) or "nothing recalled"
-
-
-def shorten(text: str, limit: int = 60) -> str:
-    """``text``, cut to ``limit`` characters with an ellipsis when longer."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """One event in one line: its icon, what it was, how long it took."""
+    return step_of(event).line
 
 
 def agents_of(events: Sequence[TraceEvent]) -> list[str]:
@@ -84,18 +28,23 @@ def agents_of(events: Sequence[TraceEvent]) -> list[str]:
     return chain
 
 
-def timeline(events: Sequence[TraceEvent]) -> str:
-    """A short, human-readable timeline of one request."""
+def timeline(events: Sequence[TraceEvent], *, full: bool = False) -> str:
+    """One request: a line per step with its key fields cut short (``/trace``), or with ``full`` each step's
+    fields on lines of their own (``bot trace``): tool input and output, handoff payloads, guardrail repairs."""
     if not events:
         return "No trace yet: send a request first."
     start = events[0].at
     chain = agents_of(events)
     total = (events[-1].at - start).total_seconds() * 1000
-    head = f"🧭 Trace {events[0].correlation_id} — {len(events)} events, {human_duration(total)}"
-    lines = [head]
+    out = [f"🧭 Trace {events[0].correlation_id} — {len(events)} events, {human_duration(total)}"]
     for e in events:
-        offset = (e.at - start).total_seconds() * 1000
-        lines.append(f"+{human_duration(offset)}  {describe(e)}")
+        offset = f"+{human_duration((e.at - start).total_seconds() * 1000)}"
+        step = step_of(e)
+        if full:
+            first, *more = lines(step, indent=" " * (len(offset) + 4))
+            out += [f"{offset}  {first}", *more]
+        else:
+            out.append(f"{offset}  {compact(step)}")
     if chain:
-        lines.append("Chain: " + " → ".join(chain))
-    return "\n".join(lines)
+        out.append("Chain: " + " → ".join(chain))
+    return "\n".join(out)
