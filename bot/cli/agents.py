@@ -8,7 +8,6 @@ code, never a traceback: 0 all good, 1 problems found, 2 wrong usage or config.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from dataclasses import dataclass
 from enum import StrEnum
@@ -32,36 +31,11 @@ from bot.cli.settings import ConfigOpt, cli_settings
 from bot.cli.wizard import Answers
 from bot.config.settings import Settings
 from bot.runs.catalog import builtin_agents_dir
+from bot.runs.tool_names import known_tool_names
 
 agents_app = typer.Typer(
     help="File-defined agents: list, show, validate, create, schema.", add_completion=False, no_args_is_help=True
 )
-
-
-@functools.cache
-def known_tool_names() -> frozenset[str]:
-    """The tool names an agent file may use: the built-in tools and the gateway's (``ask_user``,
-    ``schedule_message``, ``schedule_job``, ``send_file``, the memory tools).
-
-    A stand-in until the toolset registry answers this; MCP tools are checked by their server.
-    """
-    from agents.react import ASK_USER
-    from agents.tools import builtin_toolset
-    from agents.tools.config import ToolsConfig
-
-    # Every tool, enabled or not: an agent may name run_command before the operator turns it on
-    # (or before a sandbox for it is installed).
-    return frozenset({t.name for t in builtin_toolset(ToolsConfig()).tools}) | {
-        ASK_USER,
-        "schedule_message",
-        "schedule_job",
-        "send_file",
-        "run_command",
-        "remember",
-        "recall",
-        "forget",
-        "update_session",
-    }
 
 
 @dataclass(frozen=True)

@@ -157,8 +157,7 @@ class RuleRouting(_Section):
     confidence_threshold: float = Field(80, ge=0, le=100)
     """hybrid: a rule decision at least this confident stands; below it, the model is asked."""
     agent_min_score: float = Field(20, ge=0)
-    """A file agent's triggers must score this much (a pattern, or two keywords at priority 100) to win
-    over the built-in agents."""
+    """What a file agent's triggers must score (a pattern, or two keywords at priority 100) to beat the built-ins."""
     agent_margin: float = Field(10, ge=0)
     """...and this much more than the next file agent's."""
     learned: bool = True
@@ -166,12 +165,8 @@ class RuleRouting(_Section):
     min_confidence: float = Field(65, ge=0, le=100)
     """Below this, the classifier has not recognised the message (gibberish scores about 60 %): the rules
     decide nothing, and ``routing.fallback`` (or, in hybrid, the model) takes over."""
-    strong_priority: int = Field(80, ge=0, le=100)
-    """A file agent whose triggers have at least this priority takes a message any of them matches (one
-    keyword is enough) ..."""
-    classifier_sure: float = Field(99, ge=0, le=100)
-    """... unless the classifier gives one built-in agent at least this share (%): then it is that agent's
-    (0 turns this rule off; hybrid takes such a trigger match without asking the model)."""
+    strong_priority: int = Field(80, ge=0, le=100)  # a file agent at this trigger priority wins on one match...
+    classifier_sure: float = Field(99, ge=0, le=100)  # ...unless the classifier is this sure (%); 0 turns it off
 
 
 class LlmRouting(_Section):
@@ -188,8 +183,7 @@ class RoutingSection(_Section):
     fallback: Literal["none", "prompt_user", "default_agent"] = "default_agent"
     default_agent: str = "chat"
     notify: bool | Literal["agents"] = "agents"
-    """Say where a message was routed before the answer ("🤖 Auto-routing to: debug-analyzer (matched: bug)"):
-    ``agents`` when a file agent's triggers took it, ``true`` for every routed message, ``false`` never."""
+    """A "🤖 Auto-routing to: X (matched: bug)" line: ``agents`` (to a file agent), ``true`` (always), ``false``."""
 
 
 class InterruptsSection(_Section):

@@ -47,7 +47,7 @@ def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers:
     """Log what an agent file names that does not exist here (a misspelt tool in ``tools.allow`` would
     otherwise just never be offered); the agent still loads."""
     from agents.spec import check_references
-    from bot.cli.agents import known_tool_names
+    from bot.runs.tool_names import known_tool_names
 
     known = tools | known_tool_names()
     for agent in catalog.agents.values():
