@@ -28,10 +28,16 @@ def job_tools(service: JobService, is_admin: Callable[[str], bool]) -> list[Tool
     ) -> str:
         """Make a recurring (or one-time) job in this chat. Give exactly one action: `message` (sent as it is)
         or `prompt` (run by an agent each time, with its tools: `agent` names it, e.g. "react"; else routed).
-        Give exactly one trigger: `cron` (minute hour day month weekday, e.g. "0 8 * * mon-fri" = weekdays
-        08:00), `every_minutes`, or `at` (ISO time, e.g. "2026-12-01T09:00"). Times are in the chat's time
-        zone unless `timezone` (IANA, e.g. "Europe/Berlin") is given. `chat` (channel:chat_id, admins only)
-        makes the job for another chat; it runs there."""
+        Give exactly one trigger: `cron`, `every_minutes`, or `at` (ISO time, e.g. "2026-12-01T09:00").
+        `cron` is standard crontab: minute hour day-of-month month day-of-week; weekdays count from Sunday (0 and 7
+        are Sunday, 1-5 is Monday to Friday) or are names (mon-fri); ranges, lists and steps (*/15); when both day
+        fields are set a day matching either fires ("0 9 1 * mon": the 1st and every Monday); @hourly, @daily,
+        @weekly, @monthly, @yearly. E.g. "0 8 * * 1-5" = weekdays at 08:00, "30 18 * * 0" = Sundays at 18:30.
+        Times are in the chat's time zone unless `timezone` (IANA, e.g. "Europe/Berlin") is given. Across clock
+        changes: a local time that exists fires at that time; one the clocks skip fires once, at the first moment
+        after the gap; one they pass twice fires once (both times if the job runs every hour). `chat`
+        (channel:chat_id, admins only) makes the job for another chat; it runs there. The result says what the
+        schedule means in words and its next 3 fires: check them against what was asked."""
         if (message is None) == (prompt is None):
             raise ToolError("give exactly one of message (sent as is) or prompt (run by an agent)")
         here = ChatKey.parse(ctx.chat_key)
@@ -60,6 +66,6 @@ def job_tools(service: JobService, is_admin: Callable[[str], bool]) -> list[Tool
         except JobError as exc:
             raise ToolError(str(exc)) from None
         where = f" in {target}" if target != here else ""
-        return f"job {job.id} ({job.name}){where}: {job.trigger.describe()}; next at {service.when(job)}"
+        return f"job {job.id} ({job.name}){where}: {job.trigger.describe()}; next at {service.upcoming(job)}"
 
     return [schedule_job]

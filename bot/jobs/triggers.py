@@ -1,17 +1,17 @@
 """When a recurring job fires: a cron expression, a fixed interval, or one time, in a time zone.
 
-Cron expressions are APScheduler's (``CronTrigger.from_crontab``: minute hour day month day-of-week, names
-allowed: ``0 8 * * mon-fri``), evaluated in the job's time zone, so "every day at 08:00" stays at 08:00 local
-across daylight-saving changes. Two DST edges are decided here:
-
-- a local time that does not exist (02:30 on the night clocks go forward) fires once, at the same instant
-  an hour-less clock would reach it (APScheduler's answer: 01:30 UTC for Europe/Berlin, 03:30 local);
-- a local time that happens twice (02:30 on the night clocks go back) fires once, the first time: a fire
-  whose local wall time equals the previous fire's is skipped, unless the expression runs every hour (then
-  every real hour fires, 02:00 twice).
+Cron expressions are read as cron reads them (:mod:`bot.jobs.cron`: weekdays from Sunday = 0 or 7, names,
+ranges, steps, day-of-month or day-of-week when both are restricted, ``@daily``-style macros) and evaluated in
+the job's time zone by the rules of :mod:`bot.jobs.schedule`: "every day at 08:00" stays at 08:00 local across
+daylight-saving changes, a local time the clocks skip fires once at the first instant after the gap, and one
+they pass twice fires once (both times when the job runs every hour).
 
 Intervals are absolute (every 3,600 s is every hour of real time, DST or not), anchored at the job's start.
 All times handed in and out are aware datetimes; the store keeps them as naive UTC.
+
+Jobs stored before these rules (APScheduler read weekday numbers from Monday = 0, and required both day fields)
+load as they are: the expression now means what crontab means; one that can no longer be read reports why
+(:attr:`Trigger.problem`) and fires nothing.
 """
 
 from __future__ import annotations
@@ -19,16 +19,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from apscheduler.triggers.cron import CronTrigger
+from bot.jobs.cron import CronError, parse
+from bot.jobs.schedule import ZonedCron, local_instant
+from bot.jobs.wording import describe
 
 Kind = Literal["cron", "interval", "once"]
-FOLD_PROBES = 8
-"""Half-hour steps tried past a time APScheduler answers twice (the night the clocks go back)."""
 SAMPLE_FIRES = 50
 """Fires of a cron expression looked at to find its shortest gap (the minimum-interval limit)."""
+JUST_BEFORE = timedelta(microseconds=1)
 
 
 class TriggerError(ValueError):
@@ -40,6 +42,14 @@ def zone(name: str) -> ZoneInfo:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise TriggerError(f"unknown time zone {name!r}: use an IANA name such as Europe/Berlin or UTC") from None
+
+
+@lru_cache(maxsize=1024)
+def _schedule(spec: str, timezone: str) -> ZonedCron:
+    try:
+        return ZonedCron(parse(spec), zone(timezone))
+    except CronError as exc:
+        raise TriggerError(f"cannot read the cron expression {spec!r}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,7 @@ class Trigger:
     @classmethod
     def cron(cls, expression: str, timezone: str) -> Trigger:
         trigger = cls("cron", " ".join(expression.split()), timezone)
-        trigger._cron()  # validates
+        _schedule(trigger.spec, timezone)  # validates
         return trigger
 
     @classmethod
@@ -66,14 +76,28 @@ class Trigger:
 
     @classmethod
     def once(cls, at: str, timezone: str) -> Trigger:
-        """``at``: ISO 8601; without an offset it is local time in ``timezone``."""
+        """``at``: ISO 8601; without an offset it is local time in ``timezone`` (a time the clocks skip that
+        night is the first instant after the gap, one they pass twice the first pass)."""
         try:
             when = datetime.fromisoformat(at.strip().replace("Z", "+00:00"))
         except ValueError:
             raise TriggerError(f"cannot read the time {at!r}; use ISO 8601 like 2026-05-01T17:00") from None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=zone(timezone))
-        return cls("once", when.astimezone(UTC).isoformat(), timezone)
+        moment = local_instant(when, zone(timezone)) if when.tzinfo is None else when.astimezone(UTC)
+        return cls("once", moment.isoformat(), timezone)
+
+    @property
+    def problem(self) -> str | None:
+        """Why a stored cron expression cannot be read any more (None: it can, or this is not cron)."""
+        if self.kind != "cron":
+            return None
+        try:
+            _schedule(self.spec, self.timezone)
+        except TriggerError as exc:
+            return str(exc)
+        return None
+
+    def _cron(self) -> ZonedCron | None:
+        return None if self.problem else _schedule(self.spec, self.timezone)
 
     # -- firing --------------------------------------------------------------------------------
 
@@ -90,28 +114,53 @@ class Trigger:
                 return self.anchor
             steps = math.ceil((since - self.anchor).total_seconds() / period - 1e-9)
             return self.anchor + timedelta(seconds=steps * period)
-        trigger = self._cron()
-        # Arithmetic in UTC: an aware local datetime plus a timedelta moves its wall clock, not real time.
-        now = now.astimezone(UTC)
-        probe = max(now, fired.astimezone(UTC) + timedelta(seconds=1)) if fired else now
-        hourly = self.spec.split()[1] in ("*", "*/1")
-        local = zone(self.timezone)
-        for _ in range(FOLD_PROBES):
-            candidate = trigger.get_next_fire_time(None, probe)
-            if candidate is None:
+        schedule = self._cron()
+        if schedule is None:
+            return None
+        after = now.astimezone(UTC) - JUST_BEFORE
+        if fired is not None:
+            after = max(after, fired.astimezone(UTC))
+        return schedule.next_after(after)
+
+    def last_until(self, moment: datetime) -> datetime | None:
+        """The last fire at or before ``moment`` (None: none)."""
+        if self.kind == "once":
+            at = datetime.fromisoformat(self.spec)
+            return at if at <= moment else None
+        if self.kind == "interval":
+            assert self.anchor is not None
+            if moment < self.anchor:
                 return None
-            # In the hour the clocks go back APScheduler can answer a time already passed: look further on.
-            if candidate < probe:
-                probe += timedelta(minutes=30)
-                continue
-            candidate = candidate.astimezone(UTC)
-            # The same local time again that night: a job at a fixed hour fires once (the first time); one
-            # that runs every hour keeps every real hour.
-            if fired is not None and not hourly and _wall(candidate, local) == _wall(fired, local):
-                probe = candidate.astimezone(UTC) + timedelta(seconds=1)
-                continue
-            return candidate
-        raise TriggerError(f"the cron expression {self.spec!r} gave no usable next time")
+            period = float(self.spec)
+            steps = math.floor((moment - self.anchor).total_seconds() / period + 1e-9)
+            return self.anchor + timedelta(seconds=steps * period)
+        schedule = self._cron()
+        return None if schedule is None else schedule.last_until(moment.astimezone(UTC))
+
+    def count(self, start: datetime, end: datetime) -> int:
+        """How many fires there are from ``start`` to ``end``, both included."""
+        if end < start:
+            return 0
+        if self.kind == "once":
+            return int(start <= datetime.fromisoformat(self.spec) <= end)
+        if self.kind == "interval":
+            first, last = self.next_after(None, start), self.last_until(end)
+            if first is None or last is None or last < first:
+                return 0
+            return round((last - first).total_seconds() / float(self.spec)) + 1
+        schedule = self._cron()
+        return 0 if schedule is None else schedule.count(start.astimezone(UTC), end.astimezone(UTC))
+
+    def upcoming(self, now: datetime, count: int) -> list[datetime]:
+        """The next ``count`` fires from ``now`` on (fewer when the trigger ends)."""
+        fires: list[datetime] = []
+        fired: datetime | None = None
+        while len(fires) < count:
+            fired = self.next_after(fired, now if fired is None else fired)
+            if fired is None:
+                break
+            fires.append(fired)
+        return fires
 
     def shortest_gap(self, now: datetime) -> float | None:
         """The shortest time between two fires, in seconds (None: it fires once)."""
@@ -119,34 +168,22 @@ class Trigger:
             return None
         if self.kind == "interval":
             return float(self.spec)
-        fires: list[datetime] = []
-        fired: datetime | None = None
-        for _ in range(SAMPLE_FIRES):
-            fired = self.next_after(fired, now if fired is None else fired)
-            if fired is None:
-                break
-            fires.append(fired)
+        fires = self.upcoming(now, SAMPLE_FIRES)
         gaps = [(b - a).total_seconds() for a, b in zip(fires, fires[1:], strict=False)]
         return min(gaps) if gaps else None
 
     def describe(self) -> str:
+        """What the trigger means, in words, with its expression: "at 08:00 on Monday to Friday, Europe/Berlin
+        (cron '0 8 * * 1-5')"."""
         if self.kind == "cron":
-            return f"cron '{self.spec}' ({self.timezone})"
+            problem = self.problem
+            if problem is not None:
+                return f"cron '{self.spec}' ({self.timezone}), which can no longer be read: {problem}"
+            return f"{describe(_schedule(self.spec, self.timezone).cron)}, {self.timezone} (cron '{self.spec}')"
         if self.kind == "interval":
             return f"every {_span(float(self.spec))}"
         at = datetime.fromisoformat(self.spec).astimezone(zone(self.timezone))
         return f"once at {at:%Y-%m-%d %H:%M} ({self.timezone})"
-
-    def _cron(self) -> CronTrigger:
-        try:
-            return CronTrigger.from_crontab(self.spec, timezone=zone(self.timezone))
-        except TriggerError:
-            raise
-        except ValueError as exc:
-            raise TriggerError(
-                f"cannot read the cron expression {self.spec!r} ({exc}); five fields: minute hour day month "
-                "day-of-week, e.g. '0 8 * * mon-fri' for weekdays at 08:00"
-            ) from None
 
     # -- storage ---------------------------------------------------------------------------------
 
@@ -158,15 +195,11 @@ class Trigger:
 
     @classmethod
     def from_json(cls, data: dict[str, str]) -> Trigger:
+        """A stored trigger as it is (not validated: a job whose expression cannot be read any more still loads,
+        and :attr:`problem` says why)."""
         anchor = datetime.fromisoformat(data["anchor"]) if data.get("anchor") else None
         kind: Kind = data["kind"]  # type: ignore[assignment]
         return cls(kind, data["spec"], data["timezone"], anchor)
-
-
-def _wall(moment: datetime, local: ZoneInfo) -> tuple[int, int, int, int, int]:
-    """The local clock's reading (a time the clocks pass twice reads the same both times)."""
-    moment = moment.astimezone(local)
-    return moment.year, moment.month, moment.day, moment.hour, moment.minute
 
 
 def _span(seconds: float) -> str:

@@ -161,20 +161,42 @@ class JobStore:
         attempt: int = 0,
         event_key: str | None = None,
         detail: str | None = None,
+        fired: datetime | None = None,
     ) -> list[Step]:
         """Claim ``job``'s fire at ``due`` (its ``next_fire_at`` must still be ``due``), move it on to
-        ``following`` (None: a one-time job is done), and record the fire as ``status``."""
-        now = utcnow()
+        ``following`` (None: a one-time job is done), and record the fire as ``status``. ``fired``: the fire made
+        (or missed) when it is a later one than ``due`` (the bot was down past several); it is the job's last fire
+        and the fire row's time."""
+        now, fired = utcnow(), fired or due
         return [
             Step(
                 "UPDATE jobs SET next_fire_at = ?, last_fire_at = ?, fires = fires + 1, status = ?, updated_at = ? "
                 "WHERE id = ? AND status = 'active' AND next_fire_at = ?",
-                (_naive(following) if following else None, _naive(due), "active" if following else "done", now,
+                (_naive(following) if following else None, _naive(fired), "active" if following else "done", now,
                  job.id, _naive(due)),
                 guard=True,
             ),
-            self.fire_step(job.id, due, attempt, status, event_key, detail),
+            self.fire_step(job.id, fired, attempt, status, event_key, detail),
         ]  # fmt: skip
+
+    def move_step(self, job_id: str, due: datetime, following: datetime | None) -> Step:
+        """Move an active job's next fire from ``due`` to ``following`` without firing (``due`` was reckoned by an
+        older reading of its schedule); None: it has no further fire, so it is done."""
+        return Step(
+            "UPDATE jobs SET next_fire_at = ?, status = ?, updated_at = ? "
+            "WHERE id = ? AND status = 'active' AND next_fire_at = ?",
+            (_naive(following) if following else None, "active" if following else "done", utcnow(), job_id,
+             _naive(due)),
+            guard=True,
+        )  # fmt: skip
+
+    def pause_step(self, job_id: str, due: datetime) -> Step:
+        """Pause an active job whose next fire is still ``due`` (its schedule cannot be read any more)."""
+        return Step(
+            "UPDATE jobs SET status = 'paused', updated_at = ? WHERE id = ? AND status = 'active' AND next_fire_at = ?",
+            (utcnow(), job_id, _naive(due)),
+            guard=True,
+        )
 
     def fire_step(
         self, job_id: str, due: datetime, attempt: int, status: str, event_key: str | None, detail: str | None
