@@ -4,7 +4,7 @@ The interrupts table is the source of truth.  A resolution is a conditional
 update on ``status = 'pending'``: of two presses (or a press and an expiry)
 exactly one wins, and the loser changes nothing.  After it commits, the
 prompt is edited to show the outcome and the run resumes from its checkpoint.
-Expiry runs on APScheduler (job id = interrupt id, no misfire grace),
+Expiry runs on the clock's timers (one per interrupt, :class:`~bot.interrupts.expiry.ExpiryTimers`),
 reconciled from the table at start-up; what expired while the gateway was
 down expires at start-up.
 """
