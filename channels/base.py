@@ -127,6 +127,8 @@ class BuildContext:
     """Told the channel's name each time its platform answers 429 (a metric)."""
     clock: Any = None
     """The gateway's clock (a ``bot.clock.Clock``: a test's fake one too); None: real time."""
+    started: Callable[[], Awaitable[object]] | None = None
+    """Waits until the gateway has started (a terminal shows its first prompt after the start-up lines)."""
 
     def limiter(self, channel: str) -> Callable[[], None] | None:
         """``rate_limited`` for ``channel``: what its adapter calls on a 429."""

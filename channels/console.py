@@ -48,6 +48,7 @@ class ConsoleChannel:
         self,
         *,
         join: Callable[[], Awaitable[None]] | None = None,
+        started: Callable[[], Awaitable[object]] | None = None,
         user_id: str = "console-user",
         user_name: str = "you",
         stdin: TextIO | None = None,
@@ -61,6 +62,8 @@ class ConsoleChannel:
         self.sender = Sender(id=user_id, name=user_name)
         self._join = join
         """Waits until the gateway handled everything so far (so each reply prints before the next line is read)."""
+        self._started = started
+        """Waits until start-up is over: the first ``you>`` comes after its lines (never ``you> Ready in 0.4 s.``)."""
         self.finished = asyncio.Event()
         """Set when the input ended and every line was answered."""
         self._ids = itertools.count(1)
@@ -102,6 +105,8 @@ class ConsoleChannel:
     async def _read_loop(self, inbox: Inbox) -> None:
         lines = self._lines()
         try:
+            if self._started is not None:
+                await self._started()
             while True:
                 self._prompt()
                 line = await lines.get()
@@ -186,4 +191,6 @@ class ConsoleChannel:
 
 def build(settings: ConsoleSettings, context: BuildContext) -> ConsoleChannel:
     """The channel plugin's factory (:mod:`channels.registry`)."""
-    return ConsoleChannel(user_id=settings.user_id, user_name=settings.user_name, join=context.settled)
+    return ConsoleChannel(
+        user_id=settings.user_id, user_name=settings.user_name, join=context.settled, started=context.started
+    )

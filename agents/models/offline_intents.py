@@ -68,8 +68,10 @@ _UNITS = {"m": 1.0, "h": 60.0, "s": 1 / 60}
 
 TRY = (
     'Try: "what time is it in Tokyo?", "remind me in 2 minutes to stretch", "write hello to notes.txt", '
-    '"read notes.txt", "plan a weekend trip to Paris", "help me choose a laptop", "remember that I like green tea".'
+    '"read notes.txt", "plan a weekend trip to Paris", "@react help me choose a laptop", '
+    '"remember that I like green tea".'
 )
+"""Every suggestion works as typed (a test sends each one through the gateway)."""
 
 
 @cache
@@ -109,7 +111,8 @@ def tool_call(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[s
             minutes = 24 * 60.0 if found.groupdict().get("tomorrow") else float(found.group("n"))
             if not found.groupdict().get("tomorrow"):
                 minutes *= _UNITS[found.group("unit")[0].lower()]
-            return "schedule_message", {"text": f"⏰ Reminder: {what}", "in_minutes": max(minutes, 0.1)}
+            # The gateway marks a scheduled message with ⏰ itself.
+            return "schedule_message", {"text": f"Reminder: {what}", "in_minutes": max(minutes, 0.1)}
     if "write_file" in tools and (found := _WRITE.search(text)):
         return "write_file", {"path": found.group("path"), "content": found.group("content").strip() + "\n"}
     if "read_file" in tools and (found := _READ.search(text)) and not _URL.search(text):
@@ -175,11 +178,16 @@ def replan(request: str) -> dict[str, Any]:
     if steps:
         return {"action": "plan", "steps": steps}
     goal = _PLAN_WORDS.sub("", request.split("\n", 1)[0].removeprefix("Goal:").strip())
-    done = [
-        line[2:].split(":", 1)[0] for line in request.split("Completed:", 1)[-1].splitlines() if line.startswith("- ")
-    ]
+    done = [_step_done(line) for line in request.split("Completed:", 1)[-1].splitlines() if line.startswith("- ")]
     listed = "\n".join(f"• {d}" for d in done)
     return {"action": "respond", "answer": f"The plan for {goal or 'your request'} is done:\n{listed}"}
+
+
+def _step_done(line: str) -> str:
+    """The step of a completed line ``- STEP: RESULT``; a step may hold colons itself (an edit's feedback does:
+    ``Take this into account: cheaper hotels``), so it ends where the result, which the offline model labels, begins."""
+    labelled = re.match(r"- (.+?): \[offline model\] ", line)
+    return labelled.group(1) if labelled else line[2:].split(":", 1)[0]
 
 
 def step_of(brief: str) -> str | None:
@@ -193,5 +201,7 @@ def chat_reply(text: str) -> str:
         return f"Hello! I am the offline stand-in, so I answer a few plain requests. {TRY}"
     if _THANKS.search(text):
         return "You're welcome!"
+    if _CHOOSE.search(text):  # asking back takes the ask_user tool, which the chat agent does not have
+        return f"To ask you what matters, I need the react agent: send “@react {text.strip()}”."
     shown = text if len(text) <= 120 else text[:117] + "…"
     return f"You said: “{shown}”. Without a language model I only understand a few requests. {TRY}"

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dotenv import dotenv_values
+
 from agents.messages import Message
 from agents.models.base import Generation, ModelError
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings, load_settings
@@ -47,7 +49,6 @@ Check = Callable[[Settings], Awaitable[list[Line]]]
 
 async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, str] | None = None) -> list[Line]:
     """Every check's lines; a configuration that does not load stops there (the rest needs it)."""
-    env = dict(os.environ) if env is None else env
     try:
         settings = load_settings(config, env=env, require_secrets=False)
     except ConfigError as exc:
@@ -55,6 +56,9 @@ async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, 
         return [
             Line(False, f"config: {exc}", f"edit {file} (or the variable named); `bot config show` prints the result")
         ]
+    files = settings.env_files
+    if env is None:
+        env = {**(files.values if files is not None else {}), **os.environ}
     lines = [_layers(settings, config, env)]
     lines += [Line(False, f"config: {w}", "move the value to the environment") for w in settings.warnings]
     checks: list[Check] = [_channels, _http, _web, _store, _redis, _models, _mcp, _agents]
@@ -72,6 +76,8 @@ def _layers(settings: Settings, config: Path | None, env: dict[str, str]) -> Lin
     files.append(str(user) if user.is_file() else f"{user} (absent)")
     project = config or PROJECT_CONFIG
     files.append(str(project) if project.is_file() else f"{project} (absent)")
+    if settings.env_files is not None and settings.env_files.read:
+        files.append(", ".join(f"{path} ({len(dotenv_values(path))} variables)" for path in settings.env_files.read))
     variables = sorted(n for n in env if n.startswith("BOT_") and "__" in n)
     files.append(f"{len(variables)} BOT_* variable(s)")
     return Line(True, "config: " + " < ".join(files))
@@ -316,5 +322,12 @@ async def _agents(settings: Settings) -> list[Line]:
         for e in errors
     ]
     if not errors:
-        lines.append(Line(True, f"agents: {len(specs)} valid"))
+        files = sum(1 for spec in specs if spec.scope != "builtin")
+        where = ", ".join(str(d) for d in settings.agents.dirs) or "no project folder"
+        lines.append(Line(True, f"agents: {len(specs)} valid ({files} from files; project agents in {where})"))
+    missing = [d for d in settings.agents.dirs if settings.origin("agents.dirs") != "default" and not d.is_dir()]
+    lines += [
+        Line(False, f"agents: the folder {d} (agents.dirs) does not exist", "create it, or fix agents.dirs")
+        for d in missing
+    ]
     return lines

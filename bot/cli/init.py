@@ -166,7 +166,11 @@ def _ids(values: list[str] | None) -> str:
 
 
 def render_env(choices: Choices) -> str:
-    lines = ["# Secrets for config/bot.yaml: copy to .env (never commit it) or export them.", ""]
+    lines = [
+        "# Secrets for config/bot.yaml: copy to .env (never commit it) and fill in, or export them (they win).",
+        "# The bot reads .env beside config/ or in the folder it starts in; docker compose reads deploy/.env.",
+        "",
+    ]
     for name in needed(choices):
         lines += [f"# {SECRETS[name][1]}", f"{name}="]
     return "\n".join(lines) + "\n"
@@ -175,6 +179,7 @@ def render_env(choices: Choices) -> str:
 def validate(config_text: str, choices: Choices) -> None:
     """Load ``config_text`` as the project file, every layer, with placeholder secrets: raises ConfigError."""
     env = {name: "placeholder-" + name.lower() for name in needed(choices)}
+    env["TELEGRAM_BOT_TOKEN"] = "123456:placeholder"  # a token's shape is checked when the settings load
     if choices.scale:
         env["DATABASE_URL"], env["REDIS_URL"] = "postgresql://bot:pw@127.0.0.1:5432/bot", "redis://127.0.0.1:6379/0"
     with tempfile.TemporaryDirectory() as tmp:
@@ -272,8 +277,13 @@ def init(
     secrets = needed(choices)
     if secrets:
         typer.echo(
-            f"next: fill in {', '.join(secrets)} (copy {env_file} to .env: docker compose reads it; "
-            "or export them), then `bot doctor`"
+            f"next: copy {env_file} to {env_file.with_name('.env')} and fill in {', '.join(secrets)} (the bot reads "
+            "that .env, or one in the folder it starts in; exported variables win), then `bot doctor`, then `bot run`"
         )
+        if choices.scale:
+            typer.echo(
+                "docker compose -f deploy/docker-compose.yml reads deploy/.env (the compose file's folder), "
+                "not this one: put the same lines there"
+            )
     else:
         typer.echo("next: `bot doctor`, then `bot run`")

@@ -22,6 +22,7 @@ from bot.cli.agents import agents_app
 from bot.cli.init import init as init_command
 from bot.cli.mcp import mcp_app
 from bot.cli.settings import ConfigOpt, cli_settings, pass_config_down
+from bot.cli.startup import load_platform_libraries
 from bot.cli.traces import print_trace
 from bot.cli.web import web_app
 from bot.config.secrets import scrub_environment
@@ -32,6 +33,7 @@ app = typer.Typer(
     no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 config_app = typer.Typer(help="Inspect the effective configuration.", add_completion=False)
 app.add_typer(config_app, name="config")
@@ -75,8 +77,6 @@ def _exit_now(code: int, why: str) -> None:
 
 
 async def _run_gateway(settings: Settings, *, until_console_done: bool, role: str = "all") -> int:
-    from bot.gateway.app import Gateway
-
     for warning in settings.warnings:
         logging.getLogger("bot").warning("config: %s", warning)
     began = time.monotonic()
@@ -92,6 +92,10 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool, role: st
 
     def progress(line: str) -> None:
         typer.echo(f"  {line}", err=True)
+
+    if role != "worker":
+        load_platform_libraries(enabled, progress)
+    from bot.gateway.app import Gateway
 
     try:
         gateway = Gateway(settings, progress=progress, role=role)  # type: ignore[arg-type]
@@ -121,7 +125,16 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool, role: st
             "Try: what time is it in Tokyo? / plan a weekend trip to Paris",
             err=True,
         )
-    starting = asyncio.create_task(gateway.start())
+    from bot.gateway.runtime import tune_gc
+
+    async def start() -> None:
+        await gateway.start()
+        tune_gc(settings.runtime)
+        # Said before anything else runs: the console's first prompt waits for the gateway's start (set last),
+        # so it comes after this line.
+        typer.echo(f"Ready in {time.monotonic() - began:.1f} s.", err=True)
+
+    starting = asyncio.create_task(start())
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
     if not starting.done():  # stopped while starting (recovery can take a while)
@@ -134,10 +147,6 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool, role: st
         typer.echo(f"could not start: {starting.exception()}", err=True)
         await gateway.stop(timeout=DRAIN_S)
         return 1
-    from bot.gateway.runtime import tune_gc
-
-    tune_gc(settings.runtime)
-    typer.echo(f"Ready in {time.monotonic() - began:.1f} s.", err=True)
     waiters: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]
     from channels.console import ConsoleChannel
 
@@ -299,12 +308,16 @@ def config_show(config: ConfigOpt = None) -> None:
 
 @app.command()
 def trace(
-    chat_key: Annotated[str, typer.Argument(help="The chat, e.g. telegram:12345 or slack:C123:1700000000.1")],
+    chat_key: Annotated[
+        str | None,
+        typer.Argument(help="The chat, e.g. telegram:12345 or slack:C123:1700000000.1 (default: the last one traced)"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Every event as one JSON object per line.")] = False,
     last: Annotated[int, typer.Option("--last", min=1, max=100, help="How many of the chat's requests.")] = 1,
     config: ConfigOpt = None,
 ) -> None:
-    """Show how the chat's last requests were handled: route, model and tool calls, handoffs, interrupts."""
+    """Show how a chat's last requests were handled (default: the chat traced last): route, model and tool calls,
+    handoffs, interrupts."""
     settings = _settings(config)
     raise typer.Exit(asyncio.run(print_trace(settings, chat_key, last, as_json)))
 

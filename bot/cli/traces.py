@@ -33,13 +33,25 @@ async def with_traces(settings: Settings, read: Callable[[Tracing], Awaitable[T]
         await store.close()
 
 
-async def print_trace(settings: Settings, chat_key: str, last: int, as_json: bool) -> int:
-    runs = await with_traces(settings, lambda tracing: tracing.runs(chat_key, last))
-    if runs is None:
+async def print_trace(settings: Settings, chat_key: str | None, last: int, as_json: bool) -> int:
+    """The timeline of ``chat_key``'s last requests (None: the chat traced last, named on stderr)."""
+
+    async def read(tracing: Tracing) -> tuple[str | None, list[list[TraceEvent]]]:
+        chat = chat_key or await last_traced_chat(tracing)
+        return chat, await tracing.runs(chat, last) if chat else []
+
+    found = await with_traces(settings, read)
+    if found is None:
+        return 1
+    chat, runs = found
+    if chat is None:
+        typer.echo("no trace events yet: send the bot a message first", err=True)
         return 1
     if not runs:
-        typer.echo(f"no trace events for {chat_key}", err=True)
+        typer.echo(f"no trace events for {chat}", err=True)
         return 1
+    if chat_key is None:
+        typer.echo(f"the last chat traced: {chat} (bot trace CHAT_KEY for another)", err=True)
     for events in runs:
         if as_json:
             for event in events:
@@ -47,6 +59,12 @@ async def print_trace(settings: Settings, chat_key: str, last: int, as_json: boo
         else:
             typer.echo(timeline(events, full=True) + "\n")
     return 0
+
+
+async def last_traced_chat(tracing: Tracing) -> str | None:
+    """The chat of the newest trace event (``bot trace`` without a chat key)."""
+    rows = await tracing.store.read("SELECT chat_key FROM trace_events ORDER BY seq DESC LIMIT 1")
+    return str(rows[0][0]) if rows else None
 
 
 async def session_events(tracing: Tracing, session: str) -> list[TraceEvent]:

@@ -23,8 +23,10 @@ URL_FORMS = (
 )
 
 
-def interpolate(value: Any, env: Mapping[str, str], problems: list[str], where: str = "") -> Any:
-    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string; an unset ``${VAR}`` adds to ``problems``."""
+def interpolate(value: Any, env: Mapping[str, str], problems: list[str], where: str = "", path: str = "") -> Any:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string; an unset ``${VAR}`` adds to ``problems`` a line
+    naming the layer ``where`` and the field's dotted ``path`` (``project file config/bot.yaml:
+    channels.telegram.token: ${TELEGRAM_BOT_TOKEN} is not set``)."""
     if isinstance(value, str):
 
         def sub(match: re.Match[str]) -> str:
@@ -33,14 +35,15 @@ def interpolate(value: Any, env: Mapping[str, str], problems: list[str], where: 
                 return env.get(name) or default
             if name in env:
                 return env[name]
-            problems.append(f"{where}: ${{{name}}} is not set (set it, or write ${{{name}:-}} if it may be empty)")
+            field = f"{path}: " if path else ""
+            problems.append(f"{where}: {field}${{{name}}} is not set (write ${{{name}:-}} if it may be empty)")
             return ""
 
         return VAR.sub(sub, value)
     if isinstance(value, dict):
-        return {k: interpolate(v, env, problems, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        return {k: interpolate(v, env, problems, where, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [interpolate(v, env, problems, where) for v in value]
+        return [interpolate(v, env, problems, where, path) for v in value]
     return value
 
 

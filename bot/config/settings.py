@@ -14,25 +14,26 @@ from (``Settings.origin``) so ``/routing`` and ``bot config show`` can say why a
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
-from agents import yaml_safe
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
 from bot.config.checks import bus_url_problem, interpolate, literal_secrets, store_url_problem
+from bot.config.envfiles import EnvFiles, with_env_files
+from bot.config.explain import explain
 from bot.config.jobs import JobsSection
+from bot.config.layers import env_layers, merge, read_yaml
 from bot.config.media import MediaSection
 from bot.config.memory import MemorySection
 from bot.config.model import ModelSection
 from bot.config.ops import BudgetsSection, HttpSection, MetricsSection
+from bot.config.paths import anchor_paths, project_dir
 from bot.config.secrets import SECRET_KEYS, redact, walk
 from bot.config.web import WebSection
 from bot.errors import ConfigError
@@ -41,15 +42,6 @@ from channels.registry import PLUGINS
 
 USER_CONFIG = Path("~/.config/bot/bot.yaml")
 PROJECT_CONFIG = Path("config/bot.yaml")
-ENV_PREFIX = "BOT_"
-ENV_SHORTHANDS: dict[str, tuple[str, ...]] = {
-    "GEMINI_API_KEY": ("model", "providers", "gemini", "api_key"),
-    "GEMINI_BASE_URL": ("model", "providers", "gemini", "base_url"),
-    "OPENAI_API_KEY": ("model", "providers", "openai", "api_key"),
-    "OPENAI_BASE_URL": ("model", "providers", "openai", "base_url"),
-    "DATABASE_URL": ("store", "url"),
-    "REDIS_URL": ("bus", "url"),
-}
 
 
 class _Section(BaseModel):
@@ -320,6 +312,12 @@ class Settings(_Section):
 
     _origins: dict[str, str] = {}
     _warnings: list[str] = []
+    _env_files: EnvFiles | None = None
+
+    @property
+    def env_files(self) -> EnvFiles | None:
+        """The ``.env`` files read for these settings (None: an environment was given, no file was read)."""
+        return self._env_files
 
     @property
     def warnings(self) -> list[str]:
@@ -328,12 +326,7 @@ class Settings(_Section):
 
     def origin(self, dotted: str) -> str:
         """The layer that set ``dotted`` (e.g. ``model.name``), or ``default``."""
-        probe = dotted
-        while probe:
-            if probe in self._origins:
-                return self._origins[probe]
-            probe = probe.rpartition(".")[0]
-        return "default"
+        return _origin(self._origins, dotted)
 
     def secrets(self) -> set[str]:
         """Every configured secret value (for the log filter and redaction)."""
@@ -353,61 +346,6 @@ class Settings(_Section):
         return redact(self.model_dump(mode="json"))
 
 
-def _merge(base: dict[str, Any], top: Mapping[str, Any], layer: str, origins: dict[str, str], prefix: str = "") -> None:
-    for key, value in top.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
-            _merge(base[key], value, layer, origins, dotted + ".")
-        else:
-            base[key] = value.copy() if isinstance(value, dict) else value
-            for existing in [o for o in origins if o.startswith(dotted + ".")]:
-                del origins[existing]
-            origins[dotted] = layer
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml_safe.load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections")
-    return data
-
-
-def _env_layer(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    """``BOT_A__B__C=v`` → ``{"a": {"b": {"c": v}}}``, one layer per variable."""
-    layers: dict[str, dict[str, Any]] = {}
-    for name in sorted(env):
-        if not name.startswith(ENV_PREFIX) or "__" not in name:
-            continue
-        parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
-        if not all(parts):
-            continue
-        raw = env[name]
-        try:
-            value = yaml_safe.load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
-        nested: dict[str, Any] = {}
-        cursor = nested
-        for part in parts[:-1]:
-            cursor = cursor.setdefault(part, {})
-        cursor[parts[-1]] = value
-        layers[f"env {name}"] = nested
-    for name, path in ENV_SHORTHANDS.items():
-        if env.get(name):
-            shorthand: Any = env[name]
-            for part in reversed(path):
-                shorthand = {part: shorthand}
-            layers[f"env {name}"] = shorthand
-    return layers
-
-
 def builtin_defaults_path() -> Path:
     return Path(str(resources.files("bot") / "defaults" / "bot.yaml"))
 
@@ -422,23 +360,26 @@ def load_settings(
 ) -> Settings:
     """Read every layer and validate the result (``require_secrets``: every enabled channel's secrets set).
 
-    ``config`` is the project file; without it ``config/bot.yaml`` is used when
-    it exists.  A ``--config`` that does not exist is an error.
+    ``config`` is the project file; without it ``config/bot.yaml`` is used when it exists.  A ``--config`` that
+    does not exist is an error.  ``env`` None: the process environment over the ``.env`` files
+    (:mod:`bot.config.envfiles`); given, exactly that.  Relative paths follow the file that set them
+    (:mod:`bot.config.paths`).
     """
-    env = os.environ if env is None else env
+    if config is not None and not config.is_file():
+        raise ConfigError(f"{config}: config file not found")
+    project = config if config is not None else PROJECT_CONFIG if PROJECT_CONFIG.is_file() else None
+    files: EnvFiles | None = None
+    if env is None:
+        env, files = with_env_files(project)
     layers: list[tuple[str, Path | None, Mapping[str, Any]]] = []
     defaults = builtin_defaults_path()
-    layers.append(("default", defaults, _read_yaml(defaults)))
+    layers.append(("default", defaults, read_yaml(defaults)))
     user = (user_config or USER_CONFIG).expanduser()
     if user.is_file():
-        layers.append((f"user file {user}", user, _read_yaml(user)))
-    if config is not None:
-        if not config.is_file():
-            raise ConfigError(f"{config}: config file not found")
-        layers.append((f"project file {config}", config, _read_yaml(config)))
-    elif PROJECT_CONFIG.is_file():
-        layers.append((f"project file {PROJECT_CONFIG}", PROJECT_CONFIG, _read_yaml(PROJECT_CONFIG)))
-    layers.extend((name, None, data) for name, data in _env_layer(env).items())
+        layers.append((f"user file {user}", user, read_yaml(user)))
+    if project is not None:
+        layers.append((f"project file {project}", project, read_yaml(project)))
+    layers.extend((name, None, data) for name, data in env_layers(env).items())
     if overrides:
         layers.append(("override", None, overrides))
 
@@ -453,9 +394,16 @@ def load_settings(
                 f"(write {key.rsplit('.', 1)[-1]}: ${{VARIABLE}} and export VARIABLE)"
                 for key in literal_secrets(data, SECRET_KEYS)
             ]
-        _merge(merged, interpolate(data, env, unset, name), name, origins)
+        merge(merged, interpolate(data, env, unset, name), name, origins)
     if unset:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(unset))
+        where = files.where() if files is not None else "not read: the environment was given"
+        hint = f"set it: export it, or write it in a .env file (.env files: {where})"
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join([*unset, hint]))
+    if project is not None:
+        bases = {f"project file {project}": project_dir(project), "default": project_dir(project)}
+        if user.is_file():
+            bases[f"user file {user}"] = user.parent
+        anchor_paths(merged, lambda dotted: _origin(origins, dotted), bases)
     tools = merged.setdefault("tools", {})
     if isinstance(tools, dict) and tools.get("workspace") is None:
         # Beside the database, in the data dir (a Docker volume), not wherever the process was started.
@@ -463,9 +411,10 @@ def load_settings(
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_explain(exc, origins)) from None
+        raise ConfigError(explain(exc, lambda dotted: _origin(origins, dotted), Settings)) from None
     settings._origins = {k: v for k, v in origins.items() if v != "default"}
     settings._warnings = warnings
+    settings._env_files = files
     problem = store_url_problem(settings.store.url)
     if problem is not None:
         raise ConfigError(f"invalid configuration:\n  {settings.origin('store.url')}: store.url: {problem}")
@@ -477,19 +426,14 @@ def load_settings(
     return settings
 
 
-def _explain(exc: ValidationError, origins: dict[str, str]) -> str:
-    lines = []
-    for err in exc.errors():
-        dotted = ".".join(str(p) for p in err["loc"])
-        probe, where = dotted, "default"
-        while probe:
-            if probe in origins:
-                where = origins[probe]
-                break
-            probe = probe.rpartition(".")[0]
-        reason = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-        lines.append(f"{where}: {dotted}: {reason}")
-    return "invalid configuration:\n  " + "\n  ".join(lines)
+def _origin(origins: dict[str, str], dotted: str) -> str:
+    """The layer that set ``dotted`` or the nearest section above it (``default`` when none did)."""
+    probe = dotted
+    while probe:
+        if probe in origins:
+            return origins[probe]
+        probe = probe.rpartition(".")[0]
+    return "default"
 
 
 def _check_required_secrets(settings: Settings) -> None:

@@ -127,13 +127,15 @@ class Gateway:
             else InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
         )
         self.delivery = Delivery(settings.secrets(), marks=self.runs, metrics=self.metrics)
+        self.ready = asyncio.Event()
+        """Set as the last step of :meth:`start` (a terminal holds its first prompt until then)."""
         if role == "worker":
             self.channels: list[Channel] = []
         else:
             self.channels = (
                 list(channels)
                 if channels is not None
-                else build_channels(settings, self.settled, self.metrics.platform_rate_limited, clock)
+                else build_channels(settings, self.settled, self.metrics.platform_rate_limited, clock, self.ready.wait)
             )
         self.scheduled = ScheduledMessages(self.runs, self.delivery, clock, self.fences)
         self.media = MediaService(settings, self.model, self.delivery, clock)
@@ -408,10 +410,12 @@ class Gateway:
             self.model.name,
             list(self.catalog.agents),
         )
+        self.ready.set()
 
     async def stop(self, timeout: float = 30.0) -> None:
         """Stop receiving, let in-flight work finish (up to ``timeout``), then close everything."""
         self._started = False
+        self.ready.clear()
         if self.scale is not None:
             await self.scale.stop_receiving()
         await self.starter.stop()

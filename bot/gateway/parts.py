@@ -62,7 +62,8 @@ def build_channels(
     join: Callable[[], Awaitable[None]] | None = None,
     rate_limited: Callable[[str], None] | None = None,
     clock: Clock | None = None,
+    started: Callable[[], Awaitable[object]] | None = None,
 ) -> list[Channel]:
     """An adapter for every enabled channel section, from its plugin (platform libraries load only then)."""
-    context = BuildContext(settled=join, rate_limited=rate_limited, clock=clock)
+    context = BuildContext(settled=join, rate_limited=rate_limited, clock=clock, started=started)
     return [PLUGINS[name].build(settings.channels.section(name), context) for name in settings.channels.enabled()]

@@ -36,4 +36,20 @@ class TelegramSettings(ChannelSection):
         return self
 
     def problems(self) -> list[str]:
-        return [] if self.token else ["channels.telegram.token is empty: set TELEGRAM_BOT_TOKEN in the environment"]
+        if not self.token:
+            return ["channels.telegram.token is empty: set TELEGRAM_BOT_TOKEN in the environment"]
+        shape = token_shape_problem(self.token)
+        return [f"channels.telegram.token {shape}: set TELEGRAM_BOT_TOKEN to @BotFather's token"] if shape else []
+
+
+def token_shape_problem(token: str) -> str | None:
+    """Why ``token`` cannot be a bot token (aiogram's own rule: digits, a colon, the rest), never quoting it; None
+    when it can.  Checked when the settings load, before the Telegram library (seconds to import) is loaded."""
+    if token[:1] in "\"'" and token[-1:] == token[:1]:
+        return "is wrapped in quotes"
+    if any(c.isspace() for c in token):
+        return "contains a space or a line break"
+    bot_id, colon, secret = token.partition(":")
+    if not colon or not bot_id.isdigit() or not secret:
+        return "is not a bot token (expected the bot's number, a colon and the secret: 123456:ABC…)"
+    return None

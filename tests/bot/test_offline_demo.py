@@ -3,8 +3,13 @@ written after confirmation, a three-step plan to approve, a question back, a han
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+
+from agents.models.offline_intents import TRY
+from bot.clock import FakeClock
+from tests.waiting import eventually
 
 LABEL = "[offline model]"
 
@@ -15,14 +20,32 @@ async def start(make_harness: Any, **overrides: Any) -> Any:
     )
 
 
-async def test_the_time_in_a_city_and_a_reminder(make_harness: Any) -> None:
-    h = await start(make_harness)
+async def test_the_time_in_a_city_and_a_reminder_marked_once(make_harness: Any) -> None:
+    clock = FakeClock()
+    h = await start(make_harness, clock=clock)
     [answer] = await h.say("what time is it in Tokyo?")
     assert answer.startswith(LABEL) and "Asia/Tokyo" in answer
     [scheduled] = await h.say("remind me in 2 minutes to stretch")
     assert scheduled.startswith(LABEL) and "scheduled" in scheduled
     [pending] = await h.gateway.scheduled.pending(str(h.chat()))
-    assert pending["text"] == "⏰ Reminder: stretch"
+    assert pending["text"] == "Reminder: stretch"
+    await clock.advance(121)
+    await eventually(lambda: "⏰ Reminder: stretch" in h.channel.texts(), what="the reminder, one ⏰")
+    assert not any("⏰ ⏰" in text for text in h.channel.texts())
+
+
+async def test_every_suggestion_of_the_offline_model_works_as_typed(make_harness: Any) -> None:
+    h = await start(make_harness)
+    suggestions = re.findall(r'"([^"]+)"', TRY)
+    assert "@react help me choose a laptop" in suggestions
+    for text in suggestions:
+        sent = await h.say(text)
+        assert sent and not any("only understand a few requests" in t for t in sent), (text, sent)
+        if h.gateway.runs is not None and await h.gateway.runs.pending(str(h.chat())):
+            await h.say("/cancel")
+    # Asked of the chat agent (no tool to ask back with), it says how instead of refusing.
+    [answer] = await h.say("help me choose a phone")
+    assert "@react help me choose a phone" in answer and "only understand" not in answer
 
 
 async def test_writing_a_file_asks_first_and_then_writes(make_harness: Any) -> None:
@@ -44,6 +67,17 @@ async def test_a_plan_of_three_steps_is_approved_and_carried_out(make_harness: A
     done = await h.click("Approve")
     assert any(t.startswith(LABEL) and "The plan for a weekend trip to Paris is done" in t for t in done), done
     assert sent
+
+
+async def test_an_edited_plan_keeps_the_edit_in_its_summary(make_harness: Any) -> None:
+    h = await start(make_harness)
+    await h.say("plan a weekend trip to Paris")
+    await h.click("Edit")
+    await h.say("stay in cheap hotels: under 100 euros")
+    assert "Take this into account: stay in cheap hotels: under 100 euros" in h.prompt().text
+    done = await h.click("Approve")
+    summary = next(t for t in done if "The plan for a weekend trip to Paris is done" in t)
+    assert "• Take this into account: stay in cheap hotels: under 100 euros" in summary, summary
 
 
 async def test_help_me_choose_asks_back(make_harness: Any) -> None:

@@ -77,7 +77,7 @@ def test_an_unset_variable_is_an_error_naming_file_and_field(tmp_path: Path, mon
     with pytest.raises(ConfigError) as err:
         load_settings(cfg, env={"SET_EMPTY": ""}, user_config=tmp_path / "x")
     text = str(err.value)
-    assert f"project file {cfg}.model.name: ${{UNSET_VAR}} is not set" in text and "${UNSET_VAR:-}" in text
+    assert f"project file {cfg}: model.name: ${{UNSET_VAR}} is not set" in text and "${UNSET_VAR:-}" in text
     assert "SET_EMPTY" not in text  # set (even empty) is set
 
 

@@ -108,7 +108,7 @@ async def test_a_good_setup_passes_every_check(tmp_path: Path, fakes: dict[str, 
     assert "answered a 1-token request" in by_text(lines, "model gemini/").what
     assert fakes["gemini"].requests[0].body["generationConfig"]["maxOutputTokens"] == 1
     assert by_text(lines, "mcp echoer").what.startswith("mcp echoer: up, ")
-    assert by_text(lines, "agents").what == "agents: 4 valid"
+    assert by_text(lines, "agents").what.startswith("agents: 4 valid (1 from files; project agents in ")
     assert "is free" in by_text(lines, "http").what
     assert by_text(lines, "telegram:").what == "telegram: enabled (1 allowed, 0 admin(s))"
     assert by_text(lines, "discord:").what == "discord: enabled (everyone, 0 admin(s))"

@@ -20,6 +20,8 @@ def listed(env_example: Path) -> list[str]:
 def load(tmp_path: Path, values: dict[str, str] | None = None) -> object:
     names = listed(tmp_path / ".env.example")
     env = {name: f"value-of-{name.lower()}-0123456789" for name in names}
+    if "TELEGRAM_BOT_TOKEN" in env:  # a bot token has the bot's number, a colon, the secret
+        env["TELEGRAM_BOT_TOKEN"] = "123456:" + env["TELEGRAM_BOT_TOKEN"]
     env.update(values or {})
     return load_settings(tmp_path / "config" / "bot.yaml", env=env, user_config=tmp_path / "none.yaml")
 
