@@ -345,3 +345,23 @@ class PartitionFence(SQLModel, table=True):
     token: int = Field(sa_type=BigInteger)
     owner: str = Field(max_length=255)
     updated_at: datetime = Field(sa_type=DateTime)
+
+
+class EvalRun(SQLModel, table=True):
+    """A run of an eval suite (``bot eval``): its figures, and the whole result as JSON (``bot/evals``)."""
+
+    __tablename__ = "eval_runs"
+    __table_args__ = (Index("ix_eval_runs_suite_started_at", "suite", "started_at"),)
+
+    id: str = Field(primary_key=True, max_length=32)
+    suite: str = Field(max_length=80)
+    models: str = Field(max_length=255)
+    status: str = Field(max_length=16)
+    """``passed``, ``failed`` or ``stopped`` (the budget ran out)."""
+    cases: int
+    trials: int
+    passed: int
+    pass_rate: float
+    cost: float
+    data: str = Field(sa_type=Text)
+    started_at: datetime = Field(sa_type=DateTime)
