@@ -20,7 +20,9 @@ def register(plugin: ChannelPlugin) -> None:
     PLUGINS[plugin.name] = plugin
 
 
-register(ChannelPlugin("console", ConsoleSettings, "channels.console:build"))
+register(
+    ChannelPlugin("console", ConsoleSettings, "channels.console:build", fetcher="channels.console_files:build_fetcher")
+)
 register(
     ChannelPlugin(
         "telegram",
