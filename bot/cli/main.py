@@ -19,6 +19,7 @@ import typer
 import yaml
 
 from bot.cli.agents import agents_app
+from bot.cli.evals import eval_command
 from bot.cli.init import init as init_command
 from bot.cli.mcp import mcp_app
 from bot.cli.settings import ConfigOpt, cli_settings, pass_config_down
@@ -40,6 +41,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(agents_app, name="agents")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(web_app, name="web")
+app.command("eval")(eval_command)
 
 _settings = cli_settings
 

@@ -1,0 +1,251 @@
+"""``bot eval SUITE.yaml``: run a suite of conversations through the real supervisor and check each turn
+(``bot/evals``); ``bot eval --from-traces --since 7d --agent NAME``: replay real conversations.
+
+Exit codes: 0 the pass rate reached ``--min-pass``; 1 it did not (or nothing to run); 2 a suite or settings that
+cannot be used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from bot.cli.settings import ConfigOpt, cli_settings
+from bot.config.settings import ConfigError, Settings, load_settings
+
+
+def eval_command(
+    suite_file: Annotated[Path | None, typer.Argument(metavar="SUITE", help="The suite file (YAML).")] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model", "-m", help="offline, scripted or provider/name (again, or comma-separated, for several)."
+        ),
+    ] = None,
+    models: Annotated[str, typer.Option("--models", help="Several models, comma-separated.")] = "",
+    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Trials at once.")] = 4,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Run each case N times (pass rate per case).")] = 1,
+    budget: Annotated[
+        float | None, typer.Option("--budget", min=0, help="Start no more trials once the estimated cost reaches this.")
+    ] = None,
+    min_pass: Annotated[
+        float, typer.Option("--min-pass", min=0, max=1, help="Exit 1 when the pass rate is below this.")
+    ] = 1.0,
+    judge: Annotated[str | None, typer.Option("--judge", help="The model that scores judge: checks.")] = None,
+    junit_file: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the results (JSON) here too.")] = None,
+    case: Annotated[list[str] | None, typer.Option("--case", help="Only this case (again for more).")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Only cases with this tag.")] = None,
+    from_traces: Annotated[
+        bool, typer.Option("--from-traces", help="Make the cases from recorded conversations.")
+    ] = False,
+    since: Annotated[str, typer.Option("--since", help="With --from-traces: how far back (30m, 12h, 7d).")] = "7d",
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="With --from-traces: conversations this agent took part in.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="With --from-traces: at most this many chats.")] = 50,
+    write: Annotated[
+        Path | None, typer.Option("--write", help="With --from-traces: save the cases as a suite.")
+    ] = None,
+    keep: Annotated[Path | None, typer.Option("--keep", help="Keep each trial's store and workspace here.")] = None,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the run in the store.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    schema: Annotated[bool, typer.Option("--schema", help="Print the suite file's JSON schema and exit.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Run an eval suite through the real supervisor (a fresh store per case) and check each turn."""
+    from bot.evals.suite import SuiteError, suite_json_schema
+
+    if schema:
+        typer.echo(json.dumps(suite_json_schema(), indent=2, ensure_ascii=False))
+        return
+    settings = cli_settings(config)
+    _logging(settings)
+    if (suite_file is None) == (not from_traces):
+        typer.echo("give a suite file, or --from-traces (not both)", err=True)
+        raise typer.Exit(2)
+    try:
+        if from_traces:
+            suite = asyncio.run(_from_traces(settings, since, agent, limit, write))
+        else:
+            from bot.evals.suite import load_suite
+
+            assert suite_file is not None
+            suite = load_suite(suite_file)
+    except (SuiteError, ValueError) as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    if suite is None:
+        raise typer.Exit(1)
+    if case or tag:
+        suite = suite.select(case, tag)
+        if not suite.cases:
+            typer.echo("no case has that id or tag", err=True)
+            raise typer.Exit(1)
+    names = [m.strip() for spec in [*(model or []), models] for m in spec.split(",") if m.strip()]
+    base_dir = suite_file.parent if suite_file is not None else Path.cwd()
+    source = str(suite_file) if suite_file is not None else f"traces since {since}"
+    result, changes = asyncio.run(
+        _run(settings, config, suite, names, base_dir, source, concurrency, repeat, budget, judge, keep, as_json)
+    )
+    _save(settings, result, out, junit_file, no_store)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=1))
+    else:
+        from bot.evals.report import report
+
+        typer.echo(report(result, changes, every_case=False))
+    raise typer.Exit(0 if result.trials and result.pass_rate >= min_pass else 1)
+
+
+def _logging(settings: Settings) -> None:
+    from bot.cli.logs import setup_logging
+
+    file = settings.store.data_dir.expanduser() / "eval.log"
+    try:
+        setup_logging(settings.log.level, settings.secrets(), file=file, terminal_level="ERROR")
+    except OSError:
+        setup_logging("ERROR", settings.secrets())
+
+
+async def _from_traces(settings: Settings, since: str, agent: str | None, limit: int, write: Path | None) -> Any:
+    from bot.clock import SYSTEM_CLOCK
+    from bot.evals.traces import TraceCases, seconds_of
+    from bot.store import store_from_settings
+    from bot.store.base import StoreError
+    from bot.tracing.recorder import Redactor
+
+    start = SYSTEM_CLOCK.utcnow() - timedelta(seconds=seconds_of(since))
+    store = store_from_settings(settings.store, read_only=True)
+    try:
+        await store.start()
+    except StoreError as exc:
+        typer.echo(f"cannot read the traces: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        maker = TraceCases(store, Redactor.from_settings(settings))
+        suite = await maker.suite(start, agent, limit)
+    finally:
+        await store.close()
+    for note in maker.notes:
+        typer.echo(f"note: {note}", err=True)
+    if suite is None:
+        about = f" with {agent}" if agent else ""
+        typer.echo(f"no recorded conversation{about} since {since} (are traces on? tracing.enabled)", err=True)
+        return None
+    typer.echo(f"{len(suite.cases)} conversations made into cases", err=True)
+    if write is not None:
+        data = suite.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        write.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+        typer.echo(f"cases written to {write}", err=True)
+    return suite
+
+
+async def _run(
+    settings: Settings,
+    config: Path | None,
+    suite: Any,
+    names: list[str],
+    base_dir: Path,
+    source: str,
+    concurrency: int,
+    repeat: int,
+    budget: float | None,
+    judge: str | None,
+    keep: Path | None,
+    quiet: bool,
+) -> tuple[Any, list[str] | None]:
+    from bot.evals.models import choose
+    from bot.evals.report import trial_line
+    from bot.evals.results import TrialResult, diff, previous_run
+    from bot.evals.runner import EvalOptions, run_suite
+
+    def progress(trial: TrialResult) -> None:
+        if not quiet:
+            typer.echo(trial_line(trial))
+
+    try:
+        chosen = [choose(name) for name in names]
+    except ConfigError as exc:
+        typer.echo(f"--model: {exc}", err=True)
+        raise typer.Exit(2) from None
+    options = EvalOptions(
+        models=chosen,
+        repeat=repeat,
+        concurrency=concurrency,
+        budget=budget,
+        judge=judge,
+        keep=keep,
+        on_trial=progress,
+        source=source,
+    )
+
+    def settings_for(overrides: dict[str, Any]) -> Settings:
+        return load_settings(config, overrides=overrides)
+
+    try:
+        result = await run_suite(suite, settings_for, options, base_dir)
+    except ConfigError as exc:
+        typer.echo(f"config error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    before = await _stored_previous(settings, result) or previous_run(_folder(settings), suite.name, result)
+    return result, diff(before, result) if before is not None else None
+
+
+def _folder(settings: Settings) -> Path:
+    return settings.store.data_dir.expanduser() / "evals"
+
+
+async def _stored_previous(settings: Settings, result: Any) -> Any:
+    from bot.evals.store import last_run
+    from bot.store import store_from_settings
+    from bot.store.base import StoreError
+
+    store = store_from_settings(settings.store, read_only=True)
+    try:
+        await store.start()
+    except StoreError:
+        return None
+    try:
+        return await last_run(store, result.suite, result)
+    except Exception:  # a database from before eval runs were stored: nothing to compare with there
+        return None
+    finally:
+        await store.close()
+
+
+def _save(settings: Settings, result: Any, out: Path | None, junit_file: Path | None, no_store: bool) -> None:
+    from bot.evals.report import junit
+    from bot.evals.results import save_json
+
+    path = save_json(result, _folder(settings))
+    typer.echo(f"results: {path}", err=True)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(result.model_dump_json(indent=1), encoding="utf-8")
+    if junit_file is not None:
+        junit_file.parent.mkdir(parents=True, exist_ok=True)
+        junit_file.write_text(junit(result), encoding="utf-8")
+    if not no_store:
+        asyncio.run(_store(settings, result))
+
+
+async def _store(settings: Settings, result: Any) -> None:
+    from bot.evals.store import save_run
+    from bot.store import store_from_settings
+    from bot.store.base import StoreError
+
+    store = store_from_settings(settings.store, secrets=settings.secrets())
+    try:
+        await store.start()
+        await save_run(store, result)
+    except StoreError as exc:
+        typer.echo(f"the run was not recorded in the store ({exc}); its results are in the file", err=True)
+    finally:
+        await store.close()

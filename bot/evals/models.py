@@ -1,0 +1,111 @@
+"""The models an eval runs against, and the judge's.
+
+A model is named as on the command line: ``offline`` (the labelled stand-in, no key), ``scripted`` (each case's
+``script``: its answers in order, no network), or ``provider/name`` (``gemini/gemini-2.5-flash``,
+``openai/gpt-4.1-mini``: through the configured keys and base URLs, as the bot would call it); a bare name is
+the configured provider's.  The model under test is the gateway's main model; an agent file that names its own
+``model:`` keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.messages import ToolCall
+from agents.models.base import Model, ModelError, ModelResponse, Usage
+from agents.models.offline import OfflineModel
+from agents.models.scripted import ScriptedModel, Step
+from bot.config.settings import Settings
+from bot.errors import ConfigError
+from bot.evals.suite import Case, ScriptStep
+from bot.gateway.models import PROVIDERS, ModelCatalog, parse_spec
+
+OFFLINE = "offline"
+SCRIPTED = "scripted"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One model a suite runs against: its label in the results, the settings that select it, or the model
+    itself (made per trial: a scripted model's answers are the case's)."""
+
+    label: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    make: Callable[[Case], Model] | None = None
+
+
+def choose(spec: str) -> ModelChoice:
+    """The model ``spec`` names (``offline``, ``scripted``, ``provider/name`` or a bare name)."""
+    spec = spec.strip()
+    if not spec:
+        raise ConfigError("an empty model name")
+    if spec == OFFLINE:
+        return ModelChoice(OFFLINE, {"model": {"provider": OFFLINE, "fallbacks": []}})
+    if spec == SCRIPTED:
+        return ModelChoice(SCRIPTED, make=case_script)
+    head, sep, rest = spec.partition("/")
+    if sep and head in PROVIDERS and rest:
+        return ModelChoice(spec, {"model": {"provider": head, "name": rest}})
+    return ModelChoice(spec, {"model": {"name": spec}})
+
+
+def configured(settings: Settings) -> ModelChoice:
+    """The configured main model, as it is (no settings changed)."""
+    provider = settings.model.main_provider()
+    return ModelChoice(OFFLINE if provider == OFFLINE else f"{provider}/{settings.model.name}")
+
+
+def case_script(case: Case) -> Model:
+    if case.script is None:
+        raise ConfigError(f"case {case.id} has no script for the scripted model")
+    return scripted(case.script)
+
+
+def scripted(steps: list[ScriptStep], name: str = SCRIPTED) -> ScriptedModel:
+    """A scripted model answering ``steps`` in order (tool call ids numbered by step, unique in the case)."""
+    return ScriptedModel([_step(step, n, name) for n, step in enumerate(steps, 1)], name=name)
+
+
+def _step(step: ScriptStep, n: int, name: str) -> Step:
+    usage = Usage(**step.usage.model_dump()) if step.usage is not None else Usage()
+    if step.error is not None:
+        return ModelError(step.error)
+    if step.text is not None:
+        return ModelResponse(text=step.text, usage=usage, model=name)
+    if step.json_value is not None:
+        return ModelResponse(
+            text=json.dumps(step.json_value, ensure_ascii=False), parsed=step.json_value, usage=usage, model=name
+        )
+    wanted = [(step.call, step.args)] if step.call is not None else [(c.name, c.args) for c in step.calls or []]
+    calls = tuple(ToolCall(id=f"s{n}-{k}-{tool}", name=tool, args=args) for k, (tool, args) in enumerate(wanted))
+    return ModelResponse(tool_calls=calls, usage=usage, model=name)
+
+
+class JudgeModels:
+    """Judge models by name, built once (through the configured keys and base URLs)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._catalog: ModelCatalog | None = None
+        self._made: dict[str, Model] = {}
+
+    def get(self, spec: str) -> Model:
+        """The model ``spec`` names; :class:`ConfigError` when it cannot be built."""
+        if spec not in self._made:
+            if spec == OFFLINE:
+                self._made[spec] = OfflineModel()
+            elif spec == SCRIPTED:
+                raise ConfigError("a scripted model cannot judge: name a model with --judge or judge.model")
+            else:
+                if self._catalog is None:
+                    self._catalog = ModelCatalog(self.settings, OfflineModel())
+                provider, name = parse_spec(spec, self._catalog.provider)
+                self._made[spec] = self._catalog.build(f"{provider}/{name}")
+        return self._made[spec]
+
+    async def aclose(self) -> None:
+        for model in self._made.values():
+            await model.aclose()

@@ -1,0 +1,281 @@
+"""What an eval run found: per check, turn, trial (a case run once against one model), case and model; saved as
+JSON, compared with the suite's previous run.
+
+A trial passes when every check of every turn held (a judge that could not judge is a skipped check, neither
+way); a trial the budget stopped before it started counts as not passed.  Latency is a turn's time from the
+message (or press) to the gateway having settled; cost is estimated from ``budgets.prices``, as the bot counts
+it (the judge's calls apart, and in the total).
+"""
+
+from __future__ import annotations
+
+import statistics
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+RESULT_CHARS = 2000
+"""An answer kept in the results is cut here (the trace of a failing trial is kept whole)."""
+
+
+class JudgeRecord(BaseModel):
+    """A judge's verdict: what it was asked, what it said."""
+
+    model: str
+    prompt: str
+    score: float | None = None
+    reason: str = ""
+    threshold: float = 0.7
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+class CheckResult(BaseModel):
+    check: str
+    """Its kind: agent, tool, no_tool, interrupt, answer, notice, handoff, memory, files, judge, status, script."""
+    expected: str
+    passed: bool | None
+    """None: skipped (a judge that cannot judge)."""
+    seen: str = ""
+    """What the turn did instead (or did, when it held)."""
+    judge: JudgeRecord | None = None
+
+
+class ToolSeen(BaseModel):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class TurnResult(BaseModel):
+    index: int
+    action: str
+    """``user: …``, ``press: …`` or ``choice: …``."""
+    agent: str | None = None
+    tools: list[ToolSeen] = Field(default_factory=list)
+    interrupts: list[str] = Field(default_factory=list)
+    handoffs: list[str] = Field(default_factory=list)
+    answer: str = ""
+    status: str | None = None
+    checks: list[CheckResult] = Field(default_factory=list)
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost: float = 0.0
+    latency_ms: float = 0.0
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and all(c.passed is not False for c in self.checks)
+
+
+class TrialResult(BaseModel):
+    case: str
+    model: str
+    attempt: int = 1
+    passed: bool = False
+    skipped: str | None = None
+    """Why it did not run (the budget was reached)."""
+    error: str | None = None
+    """Why it could not be set up or finished (a configuration error, a crash)."""
+    turns: list[TurnResult] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
+    """Checks of the whole trial (the scripted model's answers all used)."""
+    duration_ms: float = 0.0
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """The trace of a trial that failed, for showing what happened."""
+
+    @property
+    def all_checks(self) -> list[CheckResult]:
+        return [c for t in self.turns for c in t.checks] + self.checks
+
+    @property
+    def judge_cost(self) -> float:
+        return sum(c.judge.cost for c in self.all_checks if c.judge is not None)
+
+    @property
+    def cost(self) -> float:
+        return sum(t.cost for t in self.turns) + self.judge_cost
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(t.input_tokens for t in self.turns)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(t.output_tokens for t in self.turns)
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(len(t.tools) for t in self.turns)
+
+    @property
+    def latency_ms(self) -> float:
+        return sum(t.latency_ms for t in self.turns)
+
+    def failures(self) -> list[str]:
+        """Each failed check (and error) as one line: where, what was expected, what happened."""
+        out = [f"error: {self.error}"] if self.error else []
+        for turn in self.turns:
+            if turn.error:
+                out.append(f"turn {turn.index} ({turn.action}): {turn.error}")
+            out += [
+                f"turn {turn.index} ({turn.action}): {c.check}: expected {c.expected}; saw {c.seen or 'nothing'}"
+                for c in turn.checks
+                if c.passed is False
+            ]
+        out += [f"{c.check}: expected {c.expected}; saw {c.seen}" for c in self.checks if c.passed is False]
+        return out
+
+
+class Totals(BaseModel):
+    trials: int = 0
+    passed: int = 0
+    skipped: int = 0
+    checks: int = 0
+    checks_passed: int = 0
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    tool_calls: int = 0
+    cost: float = 0.0
+    judge_cost: float = 0.0
+    latency_ms_p50: float = 0.0
+    """The median turn."""
+    latency_ms_max: float = 0.0
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.trials if self.trials else 0.0
+
+    @classmethod
+    def of(cls, trials: list[TrialResult]) -> Totals:
+        latencies = [t.latency_ms for trial in trials for t in trial.turns]
+        checks = [c for trial in trials for c in trial.all_checks if c.passed is not None]
+        return cls(
+            trials=len(trials),
+            passed=sum(t.passed for t in trials),
+            skipped=sum(t.skipped is not None for t in trials),
+            checks=len(checks),
+            checks_passed=sum(bool(c.passed) for c in checks),
+            model_calls=sum(t.model_calls for trial in trials for t in trial.turns),
+            input_tokens=sum(t.input_tokens for t in trials),
+            output_tokens=sum(t.output_tokens for t in trials),
+            cached_tokens=sum(t.cached_tokens for trial in trials for t in trial.turns),
+            tool_calls=sum(t.tool_calls for t in trials),
+            cost=round(sum(t.cost for t in trials), 9),
+            judge_cost=round(sum(t.judge_cost for t in trials), 9),
+            latency_ms_p50=round(statistics.median(latencies), 3) if latencies else 0.0,
+            latency_ms_max=round(max(latencies), 3) if latencies else 0.0,
+        )
+
+
+class RunResult(BaseModel):
+    id: str
+    suite: str
+    source: str = ""
+    """The suite file, or ``traces since …`` for cases made from traces."""
+    started_at: datetime
+    finished_at: datetime | None = None
+    models: list[str] = Field(default_factory=list)
+    repeat: int = 1
+    concurrency: int = 1
+    budget: float | None = None
+    stopped: str | None = None
+    """Why trials were left out (the budget was reached)."""
+    trials: list[TrialResult] = Field(default_factory=list)
+
+    @property
+    def totals(self) -> Totals:
+        return Totals.of(self.trials)
+
+    @property
+    def pass_rate(self) -> float:
+        return self.totals.pass_rate
+
+    def by_model(self) -> dict[str, Totals]:
+        return {m: Totals.of([t for t in self.trials if t.model == m]) for m in self.models}
+
+    def by_case(self) -> dict[tuple[str, str], Totals]:
+        keys = dict.fromkeys((t.case, t.model) for t in self.trials)
+        return {k: Totals.of([t for t in self.trials if (t.case, t.model) == k]) for k in keys}
+
+    def summary(self) -> dict[str, Any]:
+        """The figures the store keeps beside the whole result (the web console's list of runs)."""
+        totals = self.totals
+        return {
+            "cases": len({t.case for t in self.trials}),
+            "trials": totals.trials,
+            "passed": totals.passed,
+            "pass_rate": round(totals.pass_rate, 4),
+            "cost": totals.cost,
+            "status": "stopped" if self.stopped else ("passed" if totals.passed == totals.trials else "failed"),
+        }
+
+
+# -- files -------------------------------------------------------------------------------------------
+
+
+def save_json(result: RunResult, folder: Path) -> Path:
+    """Write ``result`` as ``<suite>-<time>-<id>.json`` in ``folder``; its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{result.suite}-{result.started_at:%Y%m%dT%H%M%S}-{result.id[-8:]}.json"
+    path.write_text(result.model_dump_json(indent=1), encoding="utf-8")
+    return path
+
+
+def previous_run(folder: Path, suite: str, before: RunResult | None = None) -> RunResult | None:
+    """The suite's newest run saved in ``folder`` (other than ``before``, and started before it)."""
+    found: list[RunResult] = []
+    for path in folder.glob(f"{suite}-*.json"):
+        try:
+            run = RunResult.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if run.suite == suite and (before is None or (run.id != before.id and run.started_at <= before.started_at)):
+            found.append(run)
+    return max(found, key=lambda r: r.started_at) if found else None
+
+
+# -- against the last run ----------------------------------------------------------------------------
+
+
+def _rate(totals: Totals | None) -> str:
+    if totals is None:
+        return "—"
+    if totals.trials == 1:
+        return "passed" if totals.passed else ("skipped" if totals.skipped else "failed")
+    return f"{totals.passed}/{totals.trials}"
+
+
+def diff(previous: RunResult, current: RunResult) -> list[str]:
+    """What changed since ``previous``: cases that passed and fail (or the other way), cases new or gone, and
+    each model's pass rate, cost, tokens and latency."""
+    before, now = previous.by_case(), current.by_case()
+    lines = []
+    for key in sorted(set(before) | set(now)):
+        case, model = key
+        old, new = before.get(key), now.get(key)
+        if old is None:
+            lines.append(f"{case} [{model}]: new, {_rate(new)}")
+        elif new is None:
+            lines.append(f"{case} [{model}]: not run this time (was {_rate(old)})")
+        elif (old.passed, old.trials) != (new.passed, new.trials):
+            lines.append(f"{case} [{model}]: {_rate(old)} → {_rate(new)}")
+    old_models, new_models = previous.by_model(), current.by_model()
+    for model, new in new_models.items():
+        old = old_models.get(model)
+        if old is None:
+            continue
+        lines.append(
+            f"{model}: pass rate {old.pass_rate:.0%} → {new.pass_rate:.0%}, cost ${old.cost:.4f} → ${new.cost:.4f}, "
+            f"tokens {old.input_tokens + old.output_tokens:,} → {new.input_tokens + new.output_tokens:,}, "
+            f"median turn {old.latency_ms_p50:.0f} → {new.latency_ms_p50:.0f} ms"
+        )
+    return lines

@@ -1,0 +1,300 @@
+"""Running a suite: every case against every model, ``repeat`` times, ``concurrency`` at once.
+
+Each trial is a real gateway (the supervisor, routing, agents, tools, interrupts, memory and tracing, unchanged)
+started on its own SQLite store in a fresh folder (a copy of one database migrated at the start of the run),
+with the tools' workspace there too, so side effects stay in it; its only channel is the eval's seat.  Every
+setting comes from the configuration, then the suite's ``config``, the case's, the model's, and last what the
+eval itself needs (that store and workspace, every event traced, answers whole, no platform channel, no HTTP
+server).  A budget stops new trials once the run has spent it; trials under way finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.models.base import Model, Usage
+from agents.models.scripted import ScriptedModel
+from bot.clock import SYSTEM_CLOCK, Clock
+from bot.config.settings import Settings
+from bot.errors import ConfigError
+from bot.evals.checks import CheckContext, check_turn, script_check, tools_of
+from bot.evals.judge import judge
+from bot.evals.models import OFFLINE, JudgeModels, ModelChoice, choose, configured
+from bot.evals.results import RESULT_CHARS, CheckResult, RunResult, TrialResult, TurnResult
+from bot.evals.seat import EvalChannel, Seat, TurnError, TurnLog
+from bot.evals.suite import Case, JudgeCheck, Suite, Turn
+from bot.events import Sender
+from bot.ids import fast_id
+from bot.store.migrate import migrate_url
+
+log = logging.getLogger(__name__)
+
+SettingsSource = Callable[[dict[str, Any]], Settings]
+"""Settings from every configured layer with these overrides on top (``load_settings(config, overrides=…)``)."""
+
+
+@dataclass
+class EvalOptions:
+    models: list[ModelChoice] = field(default_factory=list)
+    """Empty: the suite's ``models``, else the configured model."""
+    repeat: int = 1
+    concurrency: int = 4
+    budget: float | None = None
+    """Start no trial once the run's estimated cost reached this."""
+    judge: str | Model | None = None
+    """The judge for every ``judge:`` check that names none (a model's name, or the model)."""
+    clock: Clock = SYSTEM_CLOCK
+    keep: Path | None = None
+    """Keep each trial's folder (store, workspace) under here, to look at afterwards."""
+    on_trial: Callable[[TrialResult], None] | None = None
+    """Told each trial as it ends (a progress line)."""
+    source: str = ""
+
+
+def merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, mappings merged key by key."""
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _said(turn: Turn) -> str:
+    if turn.user is not None:
+        return f"user: {turn.user}" + (f" (+{len(turn.attach)} files)" if turn.attach else "")
+    return f"press: {turn.press}" if turn.press is not None else f"choice: {turn.choice}"
+
+
+class Runner:
+    def __init__(self, suite: Suite, settings: SettingsSource, options: EvalOptions, base_dir: Path) -> None:
+        """``base_dir``: where the suite's relative paths (agent folders, attachments) start."""
+        self.suite = suite
+        self.settings = settings
+        self.options = options
+        self.base_dir = base_dir
+        self.clock = options.clock
+        self.spent = 0.0
+        self.stopped: str | None = None
+        self._judges: JudgeModels | None = None
+
+    async def run(self) -> RunResult:
+        base = self.settings({})
+        self._channels = [name for name in type(base.channels).model_fields if name != "console"]
+        self._judges = JudgeModels(base)
+        models = self.options.models or [choose(m) for m in self.suite.models] or [configured(base)]
+        result = RunResult(
+            id=fast_id(),
+            suite=self.suite.name,
+            source=self.options.source,
+            started_at=self.clock.utcnow(),
+            models=[m.label for m in models],
+            repeat=self.options.repeat,
+            concurrency=self.options.concurrency,
+            budget=self.options.budget,
+        )
+        gate = asyncio.Semaphore(max(1, self.options.concurrency))
+        with tempfile.TemporaryDirectory(prefix="bot-eval-") as temp:
+            root = Path(temp)
+            template = root / "template.db"
+            await migrate_url(f"sqlite:///{template}")
+
+            async def one(case: Case, model: ModelChoice, attempt: int) -> TrialResult:
+                async with gate:
+                    if self.options.budget is not None and self.spent >= self.options.budget:
+                        self.stopped = self.stopped or (
+                            f"the budget of ${self.options.budget:g} was reached (${self.spent:.4f} spent)"
+                        )
+                        trial = TrialResult(case=case.id, model=model.label, attempt=attempt, skipped=self.stopped)
+                    else:
+                        trial = await self.trial(case, model, attempt, root, template)
+                        self.spent += trial.cost
+                if self.options.on_trial is not None:
+                    self.options.on_trial(trial)
+                return trial
+
+            plan = [
+                one(case, model, attempt)
+                for case in self.suite.cases
+                for model in models
+                for attempt in range(1, self.options.repeat + 1)
+            ]
+            result.trials = list(await asyncio.gather(*plan))
+        await self._judges.aclose()
+        result.stopped = self.stopped
+        result.finished_at = self.clock.utcnow()
+        return result
+
+    # -- one trial -----------------------------------------------------------------------------------
+
+    def overrides(self, case: Case, model: ModelChoice, data: Path, workspace: Path) -> dict[str, Any]:
+        out = merged(merged(self.suite.config, case.config), model.settings)
+        if self.suite.agents:
+            out = merged(out, {"agents": {"dirs": [str(self.base_dir / d) for d in self.suite.agents]}})
+        console = {
+            "enabled": True,
+            "streaming": False,
+            "allow_from": ["*"],
+            "admins": [case.user] if case.admin else [],
+            "mention_policy": "all",
+        }
+        eval_needs = {
+            "store": {"data_dir": str(data), "url": None},
+            "bus": {"url": None},
+            "tools": {"workspace": str(workspace)},
+            "http": {"enabled": False},
+            "web": {"enabled": False},
+            "tracing": {"enabled": True, "sample_rate": 1.0, "events": []},
+            "budgets": {"enabled": True},
+            "channels": {"console": console, **{name: {"enabled": False} for name in self._channels}},
+        }
+        return merged(out, eval_needs)
+
+    async def trial(self, case: Case, model: ModelChoice, attempt: int, root: Path, template: Path) -> TrialResult:
+        trial = TrialResult(case=case.id, model=model.label, attempt=attempt)
+        started = self.clock.monotonic()
+        folder = root / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{case.id}-{model.label}-{attempt}")
+        data, workspace = folder / "data", folder / "workspace"
+        data.mkdir(parents=True)
+        workspace.mkdir()
+        shutil.copyfile(template, data / "bot.db")
+        for name, text in case.files.items():
+            (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / name).write_text(text, encoding="utf-8")
+        try:
+            settings = self.settings(self.overrides(case, model, data, workspace))
+            instance = model.make(case) if model.make is not None else None
+        except ConfigError as exc:
+            trial.error = str(exc)
+            return trial
+        from bot.gateway.app import Gateway
+
+        channel = EvalChannel()
+        events: list[dict[str, Any]] = []
+        try:
+            gateway = Gateway(settings, model=instance, channels=[channel], clock=self.clock)
+        except ConfigError as exc:
+            trial.error = f"the gateway could not be built: {exc}"
+            return trial
+        try:
+            await gateway.start()
+            seat = Seat(gateway, channel, Sender(id=case.user, name=case.user), self.clock, chat_id=case.id)
+            for index, turn in enumerate(case.turns, 1):
+                result, turn_log = await self._turn(gateway, seat, turn, index, model, workspace)
+                trial.turns.append(result)
+                events += [e.as_dict() for e in turn_log.events]
+                if result.error:
+                    break
+            if isinstance(instance, ScriptedModel):
+                trial.checks.append(script_check(instance.remaining, instance.errors))
+        except Exception as exc:  # a crash in the bot under test is a failed trial, not a failed run
+            log.exception("eval %s: case %s failed", self.suite.name, case.id)
+            trial.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            try:
+                await gateway.stop(timeout=5)
+            except Exception:
+                log.exception("eval %s: case %s: the gateway did not stop cleanly", self.suite.name, case.id)
+        trial.passed = (
+            trial.error is None
+            and all(t.passed for t in trial.turns)
+            and all(c.passed is not False for c in trial.checks)
+        )
+        if not trial.passed:
+            trial.events = events
+        trial.duration_ms = round((self.clock.monotonic() - started) * 1000, 3)
+        if self.options.keep is not None:
+            shutil.copytree(folder, self.options.keep / folder.name, dirs_exist_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        return trial
+
+    async def _turn(
+        self, gateway: Any, seat: Seat, turn: Turn, index: int, model: ModelChoice, workspace: Path
+    ) -> tuple[TurnResult, TurnLog]:
+        said = _said(turn)
+        result = TurnResult(index=index, action=said)
+        try:
+            if turn.user is not None:
+                turn_log = await seat.say(turn.user, [self.base_dir / p for p in turn.attach])
+            else:
+                turn_log = await seat.press(label=turn.press, choice=turn.choice)
+        except TurnError as exc:
+            result.error = str(exc)
+            return result, TurnLog()
+
+        def cost(name: str, usage: Usage) -> float:
+            return float(gateway.budgets.cost(name, usage)) if gateway.budgets is not None else 0.0
+
+        for event in turn_log.of("llm_call"):
+            d = event.data
+            usage = Usage(
+                input_tokens=int(d.get("input_tokens") or 0),
+                output_tokens=int(d.get("output_tokens") or 0),
+                cached_tokens=int(d.get("cached_tokens") or 0),
+            )
+            result.model_calls += 1
+            result.input_tokens += usage.input_tokens
+            result.output_tokens += usage.output_tokens
+            result.cached_tokens += usage.cached_tokens
+            result.cost += cost(str(d.get("model") or ""), usage)
+        result.agent = turn_log.agent
+        result.tools = tools_of(turn_log)
+        result.interrupts = [
+            str(e.data.get("kind")) for e in turn_log.of("interrupt") if e.data.get("status") == "raised"
+        ]
+        result.handoffs = [
+            f"{e.agent} → {e.data.get('target')}" for e in turn_log.of("handoff") if e.data.get("status") == "accepted"
+        ]
+        result.answer = turn_log.answer[:RESULT_CHARS]
+        result.status = turn_log.status
+        result.latency_ms = round(turn_log.latency_ms, 3)
+
+        async def memories() -> list[tuple[int, str]]:
+            rows = await gateway.store.read("SELECT id, text FROM memories ORDER BY id")
+            return [(int(i), str(t)) for i, t in rows]
+
+        async def judged(check: JudgeCheck, answer: str) -> CheckResult:
+            return await self._judge(check, turn.user or said, answer, model, cost)
+
+        context = CheckContext(workspace=workspace, memories=memories, judge=judged)
+        result.checks = await check_turn(turn.expect, turn_log, context)
+        return result, turn_log
+
+    async def _judge(
+        self, check: JudgeCheck, said: str, answer: str, model: ModelChoice, cost: Callable[[str, Usage], float]
+    ) -> CheckResult:
+        threshold = check.threshold if check.threshold is not None else self.suite.judge.threshold
+        given = self.options.judge
+        if check.model is None and isinstance(given, Model):
+            return await judge(
+                given, given.name, rubric=check.rubric, said=said, answer=answer, threshold=threshold, cost=cost
+            )
+        spec = check.model or given or self.suite.judge.model or (model.label if model.make is None else None)
+        expected = f"{check.rubric!r} scores ≥ {threshold:g}"
+        if not isinstance(spec, str):
+            seen = f"no judge for the {model.label} model: skipped; give --judge provider/name or judge.model"
+            return CheckResult(check="judge", expected=expected, passed=None, seen=seen)
+        assert self._judges is not None
+        try:
+            found = self._judges.get(spec)
+        except ConfigError as exc:
+            return CheckResult(check="judge", expected=expected, passed=False, seen=f"the judge {spec}: {exc}")
+        label = OFFLINE if spec == OFFLINE else spec
+        return await judge(found, label, rubric=check.rubric, said=said, answer=answer, threshold=threshold, cost=cost)
+
+
+async def run_suite(
+    suite: Suite, settings: SettingsSource, options: EvalOptions | None = None, base_dir: Path | None = None
+) -> RunResult:
+    """Run ``suite``; the results (nothing saved: :mod:`bot.evals.store` and :func:`save_json` do that)."""
+    return await Runner(suite, settings, options or EvalOptions(), base_dir or Path.cwd()).run()

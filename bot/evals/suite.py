@@ -1,0 +1,475 @@
+"""The eval suite format: a YAML file of cases, each a conversation of turns with checks per turn.
+
+```yaml
+name: support
+config: {routing: {strategy: hybrid}}          # settings for every case (then the case's own ``config``)
+cases:
+  - id: time-in-tokyo
+    turns:
+      - user: what time is it in Tokyo?
+        expect:
+          agent: react
+          tool: {name: get_current_time, args: {timezone: Asia/Tokyo}}
+          answer: Asia/Tokyo
+      - press: Approve                          # a button of the pending prompt, by label
+```
+
+The models below are the format: the JSON schema (``bot eval --schema``) is made from them, a file is checked
+against that schema first (every problem at once, with its line and a did-you-mean for a misspelt key), then read
+into them.  Short forms (``tool: NAME``, ``answer: TEXT``, ``judge: RUBRIC``, one check or a list) are part of
+the schema and made long here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agents import yaml_safe
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+INTERRUPT_KINDS = ("tool_confirm", "plan_approval", "ask_user")
+STATUSES = ("done", "failed", "stopped", "cancelled", "waiting")
+
+
+class SuiteError(Exception):
+    """A suite file that cannot be used; ``problems`` are ``line N: where: what`` lines."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__(f"{source}: " + ("\n  ".join(["invalid suite:", *problems]) if problems else "invalid"))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True)
+
+
+def _listed(value: Any) -> Any:
+    return value if isinstance(value, list) else [value]
+
+
+def _named(key: str) -> Any:
+    """One check or several, each a mapping or its short form (a string for ``key``)."""
+    return lambda value: [{key: v} if isinstance(v, str) else v for v in _listed(value)]
+
+
+def _regex_problem(pattern: str) -> str | None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"not a regular expression ({exc})"
+    return None
+
+
+def _schema_problem(schema: Any) -> str | None:
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return f"not a JSON schema ({exc.message})"
+    return None
+
+
+def _in_workspace(files: dict[str, Any]) -> dict[str, Any]:
+    for name in files:
+        if not name or Path(name).is_absolute() or ".." in Path(name).parts:
+            raise ValueError(f"{name!r}: a path inside the workspace")
+    return files
+
+
+class ToolCheck(_Strict):
+    """The turn called this tool, with arguments that match."""
+
+    name: str = Field(min_length=1)
+    args: dict[str, Any] | None = None
+    """What its arguments must be (see ``match``); none: any arguments."""
+    match: Literal["exact", "subset", "regex", "schema"] = "subset"
+    """exact: equal; subset: these keys with these values (nested objects alike); regex: each value a regular
+    expression the argument's text must contain; schema: ``args`` is a JSON schema the arguments fit."""
+    times: int | None = Field(None, ge=1)
+    """Exactly this many calls of it (none: at least one)."""
+
+    @model_validator(mode="after")
+    def _usable(self) -> ToolCheck:
+        if self.match == "regex":
+            for key, pattern in (self.args or {}).items():
+                problem = _regex_problem(pattern) if isinstance(pattern, str) else "a regular expression is text"
+                if problem:
+                    raise ValueError(f"args.{key}: {problem}")
+        if self.match == "schema":
+            problem = _schema_problem(self.args or {})
+            if problem:
+                raise ValueError(f"args: {problem}")
+        return self
+
+
+class AnswerCheck(_Strict):
+    """What the bot wrote in the turn (its messages, prompts included; notices and edits left out)."""
+
+    contains: Annotated[list[str], BeforeValidator(_listed, json_schema_input_type=str | list[str])] = []
+    not_contains: Annotated[list[str], BeforeValidator(_listed, json_schema_input_type=str | list[str])] = []
+    matches: str | None = None
+    """A regular expression found in it."""
+    equals: str | None = None
+    json_schema: dict[str, Any] | None = Field(None, alias="schema")
+    """The answer is JSON (a fenced block is fine) that fits this schema."""
+    ignore_case: bool = False
+
+    @model_validator(mode="after")
+    def _usable(self) -> AnswerCheck:
+        problem = _regex_problem(self.matches) if self.matches is not None else None
+        problem = problem or (_schema_problem(self.json_schema) if self.json_schema is not None else None)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+class InterruptCheck(_Strict):
+    """The turn paused for a person: a confirmation, a plan to approve or a question."""
+
+    kind: Literal["tool_confirm", "plan_approval", "ask_user"]
+    prompt: str | None = None
+    """Text the prompt contains."""
+
+
+class HandoffCheck(_Strict):
+    """An agent handed the conversation to another (accepted, not refused)."""
+
+    to: str
+    source: str | None = Field(None, alias="from")
+
+
+class MemoryCheck(_Strict):
+    """Long-term memory: after the turn a memory holds ``stored``; in the turn a recalled memory (or the
+    ``recall`` tool's answer) holds ``recalled``."""
+
+    stored: str | None = None
+    recalled: str | None = None
+
+
+class JudgeCheck(_Strict):
+    """A rubric a model scores the turn's answer against (0 to 1); the prompt and the score are kept."""
+
+    rubric: str = Field(min_length=1)
+    threshold: float | None = Field(None, ge=0, le=1)
+    """The least score that passes (none: the suite's ``judge.threshold``)."""
+    model: str | None = None
+    """The judge (none: ``--judge``, the suite's ``judge.model``, else the model under test)."""
+
+
+Tools = Annotated[
+    list[ToolCheck], BeforeValidator(_named("name"), json_schema_input_type=str | ToolCheck | list[str | ToolCheck])
+]
+Judges = Annotated[
+    list[JudgeCheck],
+    BeforeValidator(_named("rubric"), json_schema_input_type=str | JudgeCheck | list[str | JudgeCheck]),
+]
+Handoffs = Annotated[
+    list[HandoffCheck] | Literal[False] | None,
+    BeforeValidator(
+        lambda v: v if v is False or v is None else _named("to")(v),
+        json_schema_input_type=Literal[False] | str | HandoffCheck | list[str | HandoffCheck] | None,
+    ),
+]
+
+
+class Expect(_Strict):
+    """The checks of one turn; each holds or the turn fails."""
+
+    agent: str | None = None
+    """The agent the message was routed to (a press or an answer: the agent that went on)."""
+    tool: Tools = []
+    exact_tools: bool = False
+    """No tool called beyond those ``tool`` lists (with ``times``: exactly as often)."""
+    no_tool: bool | list[str] = False
+    """true: no tool called at all; names: none of these called."""
+    interrupt: Annotated[
+        InterruptCheck | Literal[False] | None,
+        BeforeValidator(
+            lambda v: {"kind": v} if isinstance(v, str) else v,
+            json_schema_input_type=Literal["tool_confirm", "plan_approval", "ask_user", False] | InterruptCheck | None,
+        ),
+    ] = None
+    """A kind (``tool_confirm``, ``plan_approval``, ``ask_user``) or false: no pause."""
+    answer: Annotated[
+        AnswerCheck | None,
+        BeforeValidator(
+            lambda v: {"contains": v} if isinstance(v, str | list) else v,
+            json_schema_input_type=str | list[str] | AnswerCheck | None,
+        ),
+    ] = None
+    notice: Annotated[list[str], BeforeValidator(_listed, json_schema_input_type=str | list[str])] = []
+    """Text the turn's notices contain (routing, handoff, progress lines)."""
+    handoff: Handoffs = None
+    """A target (or several, or ``{to, from}``), or false: no handoff."""
+    memory: MemoryCheck | None = None
+    files: dict[str, str | bool] = {}
+    """The workspace after the turn: path → text the file contains, true (it exists) or false (it does not)."""
+    judge: Judges = []
+    status: Literal["done", "failed", "stopped", "cancelled", "waiting"] | None = None
+    """How the turn's run ended (``waiting``: paused for a person)."""
+
+    _inside = field_validator("files")(lambda files: _in_workspace(files))
+
+
+class Turn(_Strict):
+    """One thing the person does: a message, or a press of the pending prompt's button."""
+
+    user: str | None = None
+    """A message (the answer to a pending question too)."""
+    press: str | None = None
+    """A button of the newest prompt, by its label (its start; an emoji before it is ignored)."""
+    choice: str | None = None
+    """A button by the choice its payload carries (what traces record: ``a``, ``d``, ``approve``)."""
+    attach: Annotated[list[str], BeforeValidator(_listed, json_schema_input_type=str | list[str])] = []
+    """Files sent with the message (paths relative to the suite file)."""
+    expect: Expect = Expect()
+
+    @model_validator(mode="after")
+    def _one_action(self) -> Turn:
+        given = [k for k in ("user", "press", "choice") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a turn is one of user, press or choice (it has {', '.join(given) or 'none'})")
+        if self.attach and self.user is None:
+            raise ValueError("attach goes with a user message")
+        return self
+
+
+class Usage(_Strict):
+    input_tokens: int = Field(0, ge=0)
+    output_tokens: int = Field(0, ge=0)
+    cached_tokens: int = Field(0, ge=0)
+
+
+class CallStep(_Strict):
+    name: str
+    args: dict[str, Any] = {}
+
+
+class ScriptStep(_Strict):
+    """One answer of the scripted model: text, one tool call, several, a JSON object (a plan), or an error."""
+
+    text: str | None = None
+    call: str | None = None
+    args: dict[str, Any] = {}
+    calls: list[CallStep] | None = None
+    json_value: Any = Field(None, alias="json")
+    error: str | None = None
+    usage: Usage | None = None
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> ScriptStep:
+        given = [k for k in ("text", "call", "calls", "json_value", "error") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("a step is one of text, call, calls, json or error")
+        return self
+
+
+Script = Annotated[
+    list[ScriptStep] | None,
+    BeforeValidator(
+        lambda v: None if v is None else [{"text": s} if isinstance(s, str) else s for s in v],
+        json_schema_input_type=list[str | ScriptStep] | None,
+    ),
+]
+
+
+class Case(_Strict):
+    """A conversation in a fresh store and workspace, as one person in one chat."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)
+    description: str = ""
+    tags: list[str] = []
+    user: str = "eval-user"
+    """The sender's id (allowed; an admin when ``admin``)."""
+    admin: bool = False
+    files: dict[str, str] = {}
+    """The workspace's files before the first turn: path → text."""
+    config: dict[str, Any] = {}
+    """Settings for this case, over the suite's ``config``."""
+    script: Script = None
+    """The scripted model's answers, in order (``--model scripted``)."""
+    turns: list[Turn] = Field(min_length=1)
+
+    _inside = field_validator("files")(lambda files: _in_workspace(files))
+
+
+class JudgeConfig(_Strict):
+    model: str | None = None
+    """The judge model (``provider/name``); none: the model under test."""
+    threshold: float = Field(0.7, ge=0, le=1)
+
+
+class Suite(_Strict):
+    """An eval suite: cases run through the real supervisor, checked turn by turn."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)
+    description: str = ""
+    config: dict[str, Any] = {}
+    """Settings for every case (over the configuration; a case's own ``config`` goes over these)."""
+    agents: list[str] = []
+    """Directories of agent files for the cases (relative to the suite file); none: the configured ones."""
+    models: list[str] = []
+    """Models to run when the command names none (``offline``, ``scripted``, ``provider/name``)."""
+    judge: JudgeConfig = JudgeConfig()
+    cases: list[Case] = Field(min_length=1)
+
+    @field_validator("cases")
+    @classmethod
+    def _unique(cls, cases: list[Case]) -> list[Case]:
+        seen: set[str] = set()
+        for case in cases:
+            if case.id in seen:
+                raise ValueError(f"two cases are named {case.id!r}")
+            seen.add(case.id)
+        return cases
+
+    def select(self, ids: list[str] | None = None, tags: list[str] | None = None) -> Suite:
+        """The suite with only the cases named (or tagged)."""
+        cases = [c for c in self.cases if (not ids or c.id in ids) and (not tags or any(t in c.tags for t in tags))]
+        return self.model_copy(update={"cases": cases})
+
+
+def suite_json_schema() -> dict[str, Any]:
+    """The JSON schema of a suite file (for editors: ``# yaml-language-server: $schema=…``)."""
+    schema = Suite.model_json_schema(by_alias=True)
+    return {"$schema": JSON_SCHEMA_DIALECT, **schema, "title": "Eval suite"}
+
+
+_VALIDATOR: Draft202012Validator | None = None
+
+
+def _validator() -> Draft202012Validator:
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        _VALIDATOR = Draft202012Validator(suite_json_schema())
+    return _VALIDATOR
+
+
+def parse_suite(text: str, source: str = "<suite>") -> Suite:
+    """A suite file's text → a :class:`Suite`; :class:`SuiteError` lists every problem with its line."""
+    try:
+        data = yaml_safe.load(text)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise SuiteError(source, [f"{where}invalid YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+    if not isinstance(data, dict):
+        raise SuiteError(source, ["a suite is a mapping with name and cases"])
+    found: list[tuple[int, str]] = [(_line_of(root, _pointed(e)), _describe(e)) for e in _validator().iter_errors(data)]
+    if found:
+        raise SuiteError(source, [f"line {n}: {what}" if n else what for n, what in sorted(found)])
+    try:
+        return Suite.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            path = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+            message = err["msg"].removeprefix("Value error, ")
+            found.append((_line_of(root, path), f"{_where(path)}: {message}"))
+        raise SuiteError(source, [f"line {n}: {what}" if n else what for n, what in sorted(found)]) from None
+
+
+def load_suite(path: Path) -> Suite:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SuiteError(str(path), [f"cannot read it ({exc.strerror})"]) from None
+    return parse_suite(text, str(path))
+
+
+def _where(path: list[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f"{'.' if out else ''}{part}"
+    return out or "the suite"
+
+
+def _pointed(error: Any) -> list[Any]:
+    """Where an error points: the misspelt key itself for an unknown key."""
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {})
+        path += [next(k for k in error.instance if k not in known)]
+    return path
+
+
+def _line_of(node: Any, path: list[Any]) -> int:
+    """The line of the YAML node at ``path`` (the deepest one found)."""
+    found = node
+    for part in path:
+        if isinstance(found, yaml.MappingNode):
+            found = next((v for k, v in found.value if k.value == part), None)
+        elif isinstance(found, yaml.SequenceNode) and isinstance(part, int) and part < len(found.value):
+            found = found.value[part]
+        else:
+            break
+        if found is None:
+            break
+        node = found
+    return int(node.start_mark.line) + 1 if node is not None else 0
+
+
+def _describe(error: Any) -> str:
+    """One schema error as a person reads it: where, what, and a did-you-mean for a misspelt key."""
+    where = _where(list(error.absolute_path))
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        # A short form or its long one: say what is wrong with the branch of the same shape.
+        shaped = [e for e in error.context if _same_shape(e, error.instance)] or list(error.context)
+        deepest = max(shaped, key=lambda e: len(e.absolute_path))
+        if deepest.validator not in ("type", "anyOf", "oneOf") or len(deepest.absolute_path) > len(error.path):
+            return _describe(deepest)
+        kinds = sorted({t for e in error.context if e.validator == "type" for t in _listed(e.validator_value)})
+        return f"{where}: {_shown(error.instance)} is not {' or '.join(kinds) or 'allowed here'}{_quote_hint(error)}"
+    if error.validator == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in known]
+        hints = []
+        for key in extra:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hints.append(f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return f"{where}: {'; '.join(hints)}; known: {', '.join(known)}"
+    if error.validator == "enum":
+        close = difflib.get_close_matches(str(error.instance), [str(v) for v in error.validator_value], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        listed = ", ".join(_shown(v) for v in error.validator_value)
+        return f"{where}: {_shown(error.instance)} is not one of {listed}{hint}"
+    if error.validator == "const":
+        return f"{where}: {_shown(error.instance)} is not allowed here"
+    if error.validator == "required":
+        return f"{where}: {error.message.replace('property', 'key')}"
+    if error.validator == "type":
+        wanted = " or ".join(_listed(error.validator_value))
+        return f"{where}: {_shown(error.instance)} is not {wanted}{_quote_hint(error)}"
+    return f"{where}: {error.message}"
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, bool | None | int | float) else repr(value)
+
+
+def _quote_hint(error: Any) -> str:
+    """YAML reads ``yes``, ``1`` or ``on`` as a boolean or number where text was meant."""
+    wanted = {t for e in [error, *(error.context or [])] if e.validator == "type" for t in _listed(e.validator_value)}
+    if "string" in wanted and isinstance(error.instance, bool | int | float):
+        return f" (YAML read it as {type(error.instance).__name__}: put it in quotes)"
+    return ""
+
+
+def _same_shape(error: Any, instance: Any) -> bool:
+    """The branch ``error`` came from is for values shaped like ``instance`` (an object for a mapping …)."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    kind = schema.get("type")
+    shapes = {dict: "object", list: "array", str: "string", bool: "boolean"}
+    wanted = next((name for cls, name in shapes.items() if isinstance(instance, cls)), None)
+    if kind is None:
+        return "properties" in schema and wanted == "object"
+    return wanted in _listed(kind)

@@ -1,0 +1,253 @@
+"""Cases from what really happened: ``bot eval --from-traces --since 7d --agent NAME``.
+
+Each chat with requests since then (touching the agent, when one is named) becomes a case; each request a turn
+(its message, read from the history row its run started from, secrets redacted), and each answer to a pause a
+turn too (the button's choice, or the text answer, from the interrupt's stored resolution).  A turn expects what
+the trace recorded: the agent routed to, exactly the tool calls made (arguments as traced: a value the tracer
+redacted or cut short is left out of the comparison), the pause raised, the handoffs, how the run ended.  Run
+against a changed agent file or another model, a failed check shows where behaviour changed.
+
+When the chat's stored history holds every model answer of the case (as many as the trace counted model calls),
+the case also gets them as its ``script``, so ``--model scripted`` replays the same answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from agents.messages import Message
+from bot.evals.seat import EVENT_COLUMNS, event_of
+from bot.evals.suite import Suite
+from bot.store.sql import SqlStore
+from bot.tracing.event import TraceEvent
+from bot.tracing.recorder import Redactor
+
+MAX_TURNS = 40
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def seconds_of(text: str) -> float:
+    """``7d``, ``12h``, ``30m`` → seconds; :class:`ValueError` otherwise."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration like 30m, 12h, 7d or 2w")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def _redacted(value: Any) -> bool:
+    """A value the tracer replaced (``***``, or ``‹redacted: kind›``) or cut short (``…``)."""
+    return isinstance(value, str) and (value == "***" or value.startswith("‹redacted") or value.endswith("…"))
+
+
+def _clean(args: Any) -> tuple[Any, bool]:
+    """Traced arguments without the values the tracer redacted or cut; whether any were left out."""
+    if isinstance(args, dict):
+        out, cut = {}, False
+        for key, value in args.items():
+            if _redacted(value):
+                cut = True
+                continue
+            out[key], inner = _clean(value)
+            cut = cut or inner
+        return out, cut
+    return args, False
+
+
+def _expect(segment: Sequence[TraceEvent], first: bool) -> dict[str, Any]:
+    expect: dict[str, Any] = {}
+    route = next((e for e in segment if e.type == "route"), None)
+    if first and route is not None:
+        expect["agent"] = route.agent
+    calls: Counter[tuple[str, str, bool]] = Counter()
+    for e in segment:
+        if e.type == "tool_call":
+            args, cut = _clean(e.data.get("arguments") or {})
+            calls[(str(e.data.get("tool")), json.dumps(args, sort_keys=True, ensure_ascii=False), cut)] += 1
+    if calls:
+        expect["tool"] = [
+            {"name": name, "args": json.loads(args), "match": "subset" if cut else "exact", "times": n}
+            for (name, args, cut), n in calls.items()
+        ]
+        expect["exact_tools"] = True
+    else:
+        expect["no_tool"] = True
+    raised = [str(e.data.get("kind")) for e in segment if e.type == "interrupt" and e.data.get("status") == "raised"]
+    expect["interrupt"] = raised[0] if raised else False
+    handoffs = [
+        str(e.data.get("target")) for e in segment if e.type == "handoff" and e.data.get("status") == "accepted"
+    ]
+    expect["handoff"] = handoffs or False
+    ends = [str(e.data.get("status")) for e in segment if e.type == "run"]
+    if raised:
+        expect["status"] = "waiting"
+    elif ends:
+        expect["status"] = ends[-1]
+    return expect
+
+
+def _turn_of_resolution(resolution: dict[str, Any]) -> dict[str, Any] | None:
+    """The turn that gives this answer again (None: it cannot be given in a chat, such as edited arguments)."""
+    choice, feedback, answer = resolution.get("choice"), resolution.get("feedback"), resolution.get("answer")
+    if choice == "e" or resolution.get("edited"):
+        return None
+    if feedback:
+        return {"user": feedback}
+    if choice:
+        return {"choice": choice}
+    if answer:
+        return {"user": answer}
+    return None
+
+
+class TextRedactor(Protocol):
+    def text(self, value: str) -> str: ...
+
+
+class TraceCases:
+    """Reads traces, runs, interrupts and history from a store (read-only) and makes cases of them."""
+
+    def __init__(self, store: SqlStore, redactor: TextRedactor | None = None) -> None:
+        self.store = store
+        self.redactor = redactor or Redactor()
+        self.notes: list[str] = []
+        """Requests and answers left out, and why."""
+
+    async def suite(self, since: datetime, agent: str | None = None, limit: int = 50, name: str = "") -> Suite | None:
+        """The cases of chats with requests since ``since`` (touching ``agent``); None when there are none."""
+        rows = await self.store.read(
+            "SELECT chat_key, MIN(seq) FROM trace_events WHERE type = 'route' AND created_at >= ? "
+            "GROUP BY chat_key ORDER BY MIN(seq)",
+            (since.replace(tzinfo=None),),
+        )
+        cases: list[dict[str, Any]] = []
+        for chat_key, first in rows:
+            if len(cases) >= limit:
+                self.notes.append(f"only the first {limit} chats were taken (--limit)")
+                break
+            events = [
+                event_of(r[1:])
+                for r in await self.store.read(
+                    f"SELECT {EVENT_COLUMNS} FROM trace_events WHERE chat_key = ? AND seq >= ? ORDER BY seq",
+                    (chat_key, first),
+                )
+            ]
+            if agent and not any(e.agent == agent or e.data.get("target") == agent for e in events):
+                continue
+            case = await self._case(str(chat_key), events, len(cases) + 1)
+            if case is not None:
+                cases.append(case)
+        if not cases:
+            return None
+        about = f" with {agent}" if agent else ""
+        return Suite.model_validate(
+            {
+                "name": name or (f"traces-{agent}" if agent else "traces"),
+                "description": f"{len(cases)} conversations{about} since {since:%Y-%m-%d %H:%M} UTC, from traces",
+                "cases": cases,
+            }
+        )
+
+    async def _case(self, chat_key: str, events: list[TraceEvent], number: int) -> dict[str, Any] | None:
+        position = {e.id: i for i, e in enumerate(events)}
+        by_request: dict[str, list[TraceEvent]] = {}
+        for e in events:
+            by_request.setdefault(e.correlation_id, []).append(e)
+        turns: list[tuple[int, dict[str, Any]]] = []
+        user = ""
+        cutoffs: list[int] = []
+        calls = 0
+        for correlation_id, request in by_request.items():
+            if not any(e.type == "route" for e in request):
+                continue  # a request that began before ``since``
+            found = await self._message(chat_key, correlation_id)
+            if found is None:
+                self.notes.append(f"{chat_key}: {correlation_id}: its message is no longer stored; left out")
+                continue
+            text, user_id, cutoff = found
+            user = user or user_id
+            cutoffs.append(cutoff)
+            calls += sum(1 for e in request if e.type == "llm_call")
+            seqs = [i for i, e in enumerate(request) if e.type == "interrupt" and e.data.get("status") == "resolved"]
+            bounds = [0, *seqs, len(request)]
+            for k in range(len(bounds) - 1):
+                segment = request[bounds[k] : bounds[k + 1]]
+                turn: dict[str, Any] | None
+                if k == 0:
+                    route = next(e for e in request if e.type == "route")
+                    explicit = route.data.get("method") == "explicit" and not text.startswith(f"@{route.agent}")
+                    said = f"@{route.agent} {text}" if explicit else text
+                    turn = {"user": said}
+                else:
+                    turn = await self._answer(request[: bounds[k]], chat_key, correlation_id)
+                    if turn is None:
+                        break
+                turn["expect"] = _expect(segment, first=k == 0)
+                turns.append((position[segment[0].id], turn))
+        if not turns:
+            return None
+        turns.sort(key=lambda t: t[0])
+        if len(turns) > MAX_TURNS:
+            self.notes.append(f"{chat_key}: only its first {MAX_TURNS} turns were taken")
+        case: dict[str, Any] = {
+            "id": f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', chat_key).strip('-')[:70] or 'chat'}-{number}",
+            "description": f"replayed from {chat_key}",
+            "user": user or "eval-user",
+            "turns": [t for _n, t in turns[:MAX_TURNS]],
+        }
+        script = await self._script(chat_key, min(cutoffs))
+        if script is not None and len(script) == calls and len(turns) <= MAX_TURNS:
+            case["script"] = script
+        return case
+
+    async def _message(self, chat_key: str, correlation_id: str) -> tuple[str, str, int] | None:
+        rows = await self.store.read(
+            "SELECT user_id, history_cutoff FROM runs WHERE chat_key = ? AND correlation_id = ? "
+            "ORDER BY created_at LIMIT 1",
+            (chat_key, correlation_id),
+        )
+        if not rows or not rows[0][1]:
+            return None
+        user_id, cutoff = str(rows[0][0]), int(rows[0][1])
+        found = await self.store.read("SELECT data FROM session_messages WHERE id = ?", (cutoff,))
+        if not found:
+            return None
+        message = Message.model_validate_json(str(found[0][0]))
+        if message.media:
+            self.notes.append(f"{chat_key}: {correlation_id}: its files are not replayed (the text is)")
+        return self.redactor.text(message.text or ""), user_id, cutoff
+
+    async def _answer(self, before: list[TraceEvent], chat_key: str, correlation_id: str) -> dict[str, Any] | None:
+        raised = [e for e in before if e.type == "interrupt" and e.data.get("status") == "raised"]
+        interrupt_id = raised[-1].data.get("interrupt_id") if raised else None
+        rows = await self.store.read("SELECT resolution FROM interrupts WHERE id = ?", (str(interrupt_id),))
+        resolution = json.loads(str(rows[0][0])) if rows and rows[0][0] else None
+        turn = _turn_of_resolution(resolution) if isinstance(resolution, dict) else None
+        if turn is None:
+            self.notes.append(f"{chat_key}: {correlation_id}: an answer that cannot be replayed; the rest left out")
+            return None
+        if "user" in turn:
+            turn["user"] = self.redactor.text(str(turn["user"]))
+        return turn
+
+    async def _script(self, chat_key: str, first_id: int) -> list[Any] | None:
+        """The model's answers as the history kept them (text, or the tool calls of a turn), in order."""
+        rows = await self.store.read(
+            "SELECT data FROM session_messages WHERE chat_key = ? AND id >= ? AND role = 'assistant' ORDER BY id",
+            (chat_key, first_id),
+        )
+        steps: list[Any] = []
+        for (data,) in rows:
+            message = Message.model_validate_json(str(data))
+            if message.tool_calls:
+                steps.append({"calls": [{"name": c.name, "args": c.args} for c in message.tool_calls]})
+            elif message.text is not None:
+                steps.append({"text": message.text})
+            else:
+                return None
+        return steps
