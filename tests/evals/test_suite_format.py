@@ -4,6 +4,7 @@ did-you-mean, and the JSON schema shipped for editors is the one the command che
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,11 @@ def test_the_shipped_schema_is_current_and_the_example_suite_fits_it() -> None:
     assert shipped == suite_json_schema(), "regenerate: bot eval --schema > evals/suite.schema.json"
     suite = load_suite(ROOT / "evals" / "builtin.yaml")
     assert len(suite.cases) >= 8 and len({c.id for c in suite.cases}) == len(suite.cases)
+
+
+def test_the_readmes_example_suite_is_valid() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(# evals/support\.yaml.*?)```", readme, re.DOTALL)
+    assert block is not None
+    suite = parse_suite(block.group(1))
+    assert [t.press or t.user for t in suite.cases[0].turns] == ["write hello to notes.txt", "Approve"]
