@@ -9,6 +9,7 @@ recorded, the time it took, and whether a pause is left waiting.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import mimetypes
@@ -25,6 +26,8 @@ from bot.tracing.event import TraceEvent
 if TYPE_CHECKING:
     from bot.gateway.app import Gateway
 
+TURN_TIMEOUT_S = 600.0
+"""A turn still working after this long fails (a model or tool that hangs past its own timeouts)."""
 EVENT_COLUMNS = "seq, id, chat_key, correlation_id, run_id, agent, type, data, created_at"
 
 
@@ -98,7 +101,16 @@ class TurnLog:
 class Seat:
     """One person in one chat of a started gateway."""
 
-    def __init__(self, gateway: Gateway, channel: EvalChannel, sender: Sender, clock: Clock, chat_id: str) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        channel: EvalChannel,
+        sender: Sender,
+        clock: Clock,
+        chat_id: str,
+        timeout_s: float = TURN_TIMEOUT_S,
+    ) -> None:
+        self.timeout_s = timeout_s
         self.gateway = gateway
         self.channel = channel
         self.sender = sender
@@ -147,7 +159,10 @@ class Seat:
         before = len(self.channel.sent)
         started = self.clock.monotonic()
         await self.gateway.inbox.submit(event)
-        await self.gateway.settled()
+        try:
+            await asyncio.wait_for(self.gateway.settled(), self.timeout_s)
+        except TimeoutError:
+            raise TurnError(f"the turn did not finish within {self.timeout_s:g} s") from None
         latency = (self.clock.monotonic() - started) * 1000
         messages = [m for _ref, m in self.channel.sent[before:]]
         prompt = next((m.text for m in reversed(messages) if m.buttons and m.edit_of is None), "")
