@@ -101,8 +101,9 @@ class ChannelSection(BaseModel):
     allow_from: list[str] = Field(default_factory=list)
     admins: list[str] = Field(default_factory=list)
     mention_policy: Literal["mention", "all"] = "mention"
-    unknown_senders: Literal["reply", "ignore"] = "reply"
-    """What a sender outside ``allow_from`` gets: a refusal naming their id, or silence."""
+    unknown_senders: Literal["pair", "reply", "ignore"] = "pair"
+    """What a sender outside ``allow_from`` gets: a pairing code an admin approves with ``/pair CODE`` (in a
+    direct chat; in a group, where to ask for one), a refusal naming their id, or silence."""
     streaming: bool = True
     """Show an answer while the model writes it (a preview message edited about once a second)."""
 

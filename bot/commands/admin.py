@@ -89,7 +89,7 @@ def register_admin_commands(ctx: CommandContext) -> None:
                 lines.append(f"strategy = {effective} - {origin}")
             else:
                 lines.append(f"{key} = {_get(config, key)!r} - {origins[key]}")
-        last = await _last_route(ctx, str(call.event.chat))
+        last = await last_route(ctx, str(call.event.chat))
         if last:
             lines.append(f"Last message here: {last}")
         return "\n".join(lines)
@@ -131,7 +131,7 @@ def register_admin_commands(ctx: CommandContext) -> None:
     ctx.commands.add("reload", reload, "re-read agent files", admin=True)
 
 
-async def _last_route(ctx: CommandContext, chat_key: str) -> str:
+async def last_route(ctx: CommandContext, chat_key: str) -> str:
     """How the chat's last request was routed, from its trace: ``debug-analyzer (rule, matched: bug)``."""
     if ctx.tracing is None or not ctx.tracing.config.enabled:
         return ""

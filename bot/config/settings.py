@@ -33,6 +33,7 @@ from bot.config.media import MediaSection
 from bot.config.memory import MemorySection
 from bot.config.model import ModelSection
 from bot.config.ops import BudgetsSection, HttpSection, MetricsSection
+from bot.config.pairing import PairingSection
 from bot.config.paths import anchor_paths, project_dir
 from bot.config.secrets import SECRET_KEYS, redact, walk
 from bot.config.web import WebSection
@@ -309,6 +310,7 @@ class Settings(_Section):
     budgets: BudgetsSection = Field(default_factory=BudgetsSection)
     jobs: JobsSection = Field(default_factory=JobsSection)
     web: WebSection = Field(default_factory=WebSection)
+    pairing: PairingSection = Field(default_factory=PairingSection)
 
     _origins: dict[str, str] = {}
     _warnings: list[str] = []

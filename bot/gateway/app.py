@@ -17,7 +17,9 @@ from bot.commands.builtin import register_builtin_commands
 from bot.commands.context import CommandContext
 from bot.commands.jobs import register_job_commands
 from bot.commands.memory import register_memory_commands
+from bot.commands.pairing import register_pairing_commands
 from bot.commands.registry import CommandRegistry
+from bot.commands.session import register_session_commands
 from bot.commands.usage import register_usage_commands
 from bot.config.settings import ConfigError, Settings
 from bot.delivery import Delivery
@@ -40,6 +42,7 @@ from bot.media.service import MediaService
 from bot.memory.service import SESSION_TOOL, MemoryService
 from bot.ops.budgets import Budgets
 from bot.ops.metrics import Metrics
+from bot.pairing import Pairing
 from bot.routing import Router
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
@@ -47,6 +50,7 @@ from bot.runs.manager import RunManager
 from bot.runs.recovery import RecoveryReport, recover
 from bot.runs.scheduled import ScheduledMessages
 from bot.store import SqlStore, store_from_settings
+from bot.store.pairing import PairingStore
 from bot.store.runs import RunStore
 from bot.tracing.recorder import OtelSink, Redactor, Sink, Tracing
 from bot.web.actions import ConsoleActions
@@ -204,6 +208,7 @@ class Gateway:
             clock=clock,
         )
         self.interrupts = InterruptService(self.runs, self.manager, self.delivery, self.timers, self.fences)
+        self.pairing = Pairing(settings.pairing, PairingStore(self.store), self.runs, clock)
         self.commands = CommandRegistry()
         context = CommandContext(
             settings=settings,
@@ -221,7 +226,9 @@ class Gateway:
         register_memory_commands(context)
         register_usage_commands(context, self.budgets)
         register_job_commands(context, self.jobs)
+        register_session_commands(context, self.models, self.bus.queued, self.budgets)
         register_admin_commands(context)
+        register_pairing_commands(context, self.pairing)
         self.supervisor = Supervisor(
             settings=settings,
             store=self.store,
@@ -235,6 +242,7 @@ class Gateway:
             tracing=self.tracing,
             media=self.media.intake,
             clock=clock,
+            pairing=self.pairing,
         )
         self.inbox = DurableInbox(
             self.store,
@@ -246,6 +254,7 @@ class Gateway:
             handled_here=self.scale is None,
             metrics=self.metrics,
             clock=clock.monotonic,
+            pairing=self.pairing,
         )
         self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.http: HttpServer | None = None

@@ -12,8 +12,10 @@ left pending by a crash, in arrival order.
 **Fair and bounded.**  Before anything is stored, cheap checks that cost no store
 write decide what a sender or chat may have:
 
-- bots are ignored; an unknown sender who addressed the bot gets at most one "not
-  allowed" reply per ``limits.unknown_sender_reply_s`` and nothing is stored;
+- bots are ignored; an unknown sender who addressed the bot gets at most one answer
+  per ``limits.unknown_sender_reply_s`` (a pairing code in a direct chat, see
+  :mod:`bot.pairing`; else their id) and nothing of the message is stored (a sender
+  let in by pairing is asked of the pairing, a read);
 - a sender over the token bucket (``limits.sender_rate_per_min``, burst
   ``limits.sender_burst``; admins exempt) hears it once per ``notice_interval_s``
   and is dropped silently until the bucket refills;
@@ -46,9 +48,10 @@ from datetime import datetime
 
 from bot.bus import Bus, BusClosed, BusUnavailable
 from bot.config.settings import ChannelSection, ChannelsSection, LimitsSection
-from bot.events import Action, InboundEvent, InboundMessage, OutboundMessage, event_key
+from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, event_key
 from bot.inbox import InboxClosed, NotStored, Receipt
 from bot.ops.metrics import Metrics
+from bot.pairing import Pairing
 from bot.store.base import EventLog, StoreError
 
 log = logging.getLogger(__name__)
@@ -151,8 +154,11 @@ class DurableInbox:
         clock: Callable[[], float] = time.monotonic,
         handled_here: bool = True,
         metrics: Metrics | None = None,
+        pairing: Pairing | None = None,
     ) -> None:
         self.store = store
+        self.pairing = pairing
+        """Senders let in by an admin's ``/pair``, and codes for strangers (None: ``allow_from`` only)."""
         self.metrics = metrics
         self.handled_here = handled_here
         """The bus hands events to this process's supervisor (wrapped by :meth:`tracked`); False for a gateway
@@ -310,6 +316,8 @@ class DurableInbox:
         if sender.is_bot:
             return self._ignore(), None
         allowed = config is not None and (config.allows(sender.id) or config.is_admin(sender.id))
+        if not allowed and config is not None and self.pairing is not None:
+            allowed = await self.pairing.allows(event.chat.channel, sender.id)
         if not allowed:
             if isinstance(event, InboundMessage):
                 self._refuse_stranger(event, config)
@@ -390,27 +398,44 @@ class DurableInbox:
         if not (event.is_direct or event.mentions_bot or config.mention_policy != "mention"):
             return
         key = f"stranger:{event.chat.channel}:{event.sender.id}"
-        if self._told.due(key, self._clock(), self.limits.unknown_sender_reply_s):
+        if not self._told.due(key, self._clock(), self.limits.unknown_sender_reply_s):
+            return
+        if config.unknown_senders == "pair" and self.pairing is not None:
+            if event.is_direct:
+                self._tell_later(event, self.pairing.offer(event))  # a write: off the intake's path
+                return
             self._tell(
                 event,
-                f"Sorry, I only talk to approved users. Your user id is {event.sender.id}; "
-                "ask the operator to add it to allow_from.",
+                f"I don't know you yet: write to me directly for a code an admin can let you in with "
+                f"(your user id is {event.sender.id}).",
             )
+            return
+        self._tell(
+            event,
+            f"Sorry, I only talk to approved users. Your user id is {event.sender.id}; "
+            "ask the operator to add it to allow_from.",
+        )
 
     def _tell(self, event: InboundEvent, text: str) -> None:
         """Send a notice off the intake's path (best effort: it never delays an acknowledgement)."""
+        self._tell_later(event, _ready(text))
+
+    def _tell_later(self, event: InboundEvent, text: Awaitable[str]) -> None:
+        """Send the notice ``text`` makes, off the intake's path."""
         if len(self._notices) >= _MAX_NOTICES:
             log.warning("inbox: too many notices in flight; skipped one for %s", event.chat)
+            if asyncio.iscoroutine(text):
+                text.close()
             return
-        task = asyncio.ensure_future(self._send(OutboundMessage(chat=event.chat, text=text, kind="notice")))
+        task = asyncio.ensure_future(self._send(event.chat, text))
         self._notices.add(task)
         task.add_done_callback(self._notices.discard)
 
-    async def _send(self, message: OutboundMessage) -> None:
+    async def _send(self, chat: ChatKey, text: Awaitable[str]) -> None:
         try:
-            await self._notify(message)
+            await self._notify(OutboundMessage(chat=chat, text=await text, kind="notice"))
         except Exception as exc:
-            log.warning("inbox: could not send a notice to %s: %s", message.chat, exc)
+            log.warning("inbox: could not send a notice to %s: %s", chat, exc)
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -445,3 +470,7 @@ class DurableInbox:
         self._closed = True
         if self._notices:
             await asyncio.wait(set(self._notices), timeout=timeout)
+
+
+async def _ready(text: str) -> str:
+    return text

@@ -43,6 +43,7 @@ from bot.fencing import LeaseLost
 from bot.ids import fast_id
 from bot.interrupts.service import InterruptService, TextOutcome
 from bot.media.intake import MediaIntake
+from bot.pairing import Pairing
 from bot.routing import parse_target, routing_notice
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
@@ -90,6 +91,8 @@ class Supervisor:
     media: MediaIntake | None = None
     clock: Clock = SYSTEM_CLOCK
     """Waits between attempts at a refused write, and the spacing of "delayed" notices."""
+    pairing: Pairing | None = None
+    """Senders an admin let in with ``/pair`` (allowed like ``allow_from``)."""
     _busy: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     _stopping: set[str] = field(default_factory=set)
     _delayed: OrderedDict[str, float] = field(default_factory=OrderedDict)
@@ -115,9 +118,16 @@ class Supervisor:
             sender = sender.model_copy(update={"is_admin": is_admin})
         return sender, config.allows(sender.id) or is_admin
 
+    async def admit_sender(self, chat: ChatKey, sender: Sender) -> tuple[Sender, bool]:
+        """:meth:`resolve_sender`, and a sender the configuration does not allow asked of the pairing."""
+        sender, allowed = self.resolve_sender(chat, sender)
+        if not allowed and self.pairing is not None and self.channel_config(chat) is not None:
+            allowed = await self.pairing.allows(chat.channel, sender.id)
+        return sender, allowed
+
     async def check_press(self, action: Action) -> str | None:
         """For adapters, before they publish a press: why it would be refused (a toast), or None."""
-        sender, allowed = self.resolve_sender(action.chat, action.sender)
+        sender, allowed = await self.admit_sender(action.chat, action.sender)
         if not allowed:
             return f"You are not allowed to use this bot (your id: {action.sender.id})."
         return await self.interrupts.check_press(action.model_copy(update={"sender": sender}))
@@ -125,11 +135,11 @@ class Supervisor:
     # -- entry points -----------------------------------------------------------------------
 
     def is_urgent(self, event: InboundEvent) -> bool:
-        """``/cancel`` is handled at once, outside the chat's queue, so it can stop a busy run."""
+        """``/cancel`` (or ``/stop``) is handled at once, outside the chat's queue, so it can stop a busy run."""
         if not isinstance(event, InboundMessage):
             return False
         parsed = parse_command(event.text, self._bot_names())
-        return parsed is not None and parsed[0] == "cancel" and str(event.chat) in self._busy
+        return parsed is not None and parsed[0] in ("cancel", "stop") and str(event.chat) in self._busy
 
     async def handle(self, event: InboundEvent) -> None:
         with correlated(event_key(event)):
@@ -147,7 +157,7 @@ class Supervisor:
             web_sender = self.console_sender(event.console)
             sender, allowed = (web_sender, True) if web_sender is not None else (event.sender, False)
         else:
-            sender, allowed = self.resolve_sender(event.chat, event.sender)
+            sender, allowed = await self.admit_sender(event.chat, event.sender)
         if sender is not event.sender:
             event = event.model_copy(update={"sender": sender})
         key = event_key(event)
@@ -213,9 +223,9 @@ class Supervisor:
         await self._run_tracked(event, self._route_and_run(event, key, media))
 
     async def handle_urgent(self, event: InboundEvent) -> None:
-        """``/cancel`` while a run is busy: stop it now."""
+        """``/cancel`` or ``/stop`` while a run is busy: stop it now."""
         assert isinstance(event, InboundMessage)
-        sender, allowed = self.resolve_sender(event.chat, event.sender)
+        sender, allowed = await self.admit_sender(event.chat, event.sender)
         if not allowed or not await self._accept(event, event_key(event), None):
             return
         key = str(event.chat)

@@ -134,7 +134,7 @@ class RunManager:
         repair = self.settings.model.repair
         ctx = RunContext(
             chat_key=run.chat_key,
-            model=self._budgeted(run, self.model_for(agent)),
+            model=self._budgeted(run, self.model_for(agent, chat_settings.get("model"))),
             repair_model=self._budgeted(run, self.models.get(repair)) if repair and self.models is not None else None,
             history=history,
             emit=emit,
@@ -192,10 +192,10 @@ class RunManager:
         admin = section is not None and section.is_admin(run.user_id)
         return BudgetedModel(model, self.budgets, self.budgets.payer(run.chat, run.user_id, admin))
 
-    def model_for(self, agent: AgentDef) -> Model:
+    def model_for(self, agent: AgentDef, chat_model: str | None = None) -> Model:
         if self.models is None:
             return self.model
-        return self.models.get(agent.model, agent.generation)
+        return self.models.get(agent.model or chat_model, agent.generation)  # its file's model:, else /model's
 
     # -- start / resume ------------------------------------------------------------------
 

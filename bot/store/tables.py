@@ -365,3 +365,32 @@ class EvalRun(SQLModel, table=True):
     cost: float
     data: str = Field(sa_type=Text)
     started_at: datetime = Field(sa_type=DateTime)
+
+
+class PairingCode(SQLModel, table=True):
+    """A one-time code an unknown sender was given (``channels.<name>.unknown_senders: pair``): an admin's
+    ``/pair CODE`` (or the web console) lets that sender in. One per sender; it expires."""
+
+    __tablename__ = "pairing_codes"
+    __table_args__ = (Index("ix_pairing_codes_sender", "channel", "user_id", unique=True),)
+
+    code: str = Field(primary_key=True, max_length=16)
+    channel: str = Field(max_length=32)
+    user_id: str = Field(max_length=255)
+    user_name: str = Field(max_length=255)
+    chat_key: str = Field(max_length=255)
+    """Where the code was given (the sender is told there when an admin approves it)."""
+    created_at: datetime = Field(sa_type=DateTime)
+    expires_at: datetime = Field(sa_type=DateTime, index=True)
+
+
+class PairedSender(SQLModel, table=True):
+    """A sender an admin let in by pairing: allowed like one in ``allow_from`` until ``/unpair``."""
+
+    __tablename__ = "paired_senders"
+
+    channel: str = Field(primary_key=True, max_length=32)
+    user_id: str = Field(primary_key=True, max_length=255)
+    user_name: str = Field(max_length=255)
+    approved_by: str = Field(max_length=255)
+    approved_at: datetime = Field(sa_type=DateTime)

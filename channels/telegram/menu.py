@@ -15,6 +15,10 @@ log = logging.getLogger(__name__)
 COMMANDS = (
     ("start", "Introduction"),
     ("help", "The list of commands"),
+    ("new", "Start a new conversation"),
+    ("status", "Model, agent, queue and usage here"),
+    ("model", "The models (admins switch this chat's)"),
+    ("stop", "Stop the running request"),
     ("whoami", "Your id, role and chat"),
     ("reset", "Forget this chat's history"),
     ("cancel", "Cancel the pending or running request"),
