@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.clock import SYSTEM_CLOCK, Clock
@@ -38,6 +39,15 @@ class Approval:
 
     reply: str
     tell: OutboundMessage | None = None
+
+
+@dataclass(frozen=True)
+class PairingDesk:
+    """What the web console's inbox does with pairing: list the codes waiting, approve one as a person
+    (``approve(code, actor)`` returns what to show; the sender is told in their chat)."""
+
+    waiting: Callable[[], Awaitable[list[WaitingCode]]]
+    approve: Callable[[str, str], Awaitable[str]]
 
 
 class Pairing:

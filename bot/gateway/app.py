@@ -42,7 +42,7 @@ from bot.media.service import MediaService
 from bot.memory.service import SESSION_TOOL, MemoryService
 from bot.ops.budgets import Budgets
 from bot.ops.metrics import Metrics
-from bot.pairing import Pairing
+from bot.pairing import Pairing, PairingDesk
 from bot.routing import Router
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
@@ -289,7 +289,14 @@ class Gateway:
             sessions=Sessions(self.settings.web, self.store, self.clock),
             health=health,
             clock=self.clock,
+            pairing=PairingDesk(self.pairing.store.waiting, self._pair_from_console),
         )
+
+    async def _pair_from_console(self, code: str, actor: str) -> str:
+        approval = await self.pairing.approve(code, actor)
+        if approval.tell is not None:
+            await self.delivery.send(approval.tell)
+        return approval.reply
 
     async def _submit_console(self, action: Action) -> None:
         step = self.store.receive_step(event_key(action), str(action.chat), "action", action.model_dump_json())

@@ -24,6 +24,7 @@ from bot.config.web import WebSection
 from bot.events import ChatKey
 from bot.gateway.http import HttpServer
 from bot.ops.metrics import Sample
+from bot.pairing import PairingDesk
 from bot.routing import STRATEGIES
 from bot.routing.policy import GLOBAL
 from bot.web.actions import ConsoleActions
@@ -54,9 +55,11 @@ class WebConsole:
         health: HealthView,
         poll_s: float = 1.0,
         clock: Clock = SYSTEM_CLOCK,
+        pairing: PairingDesk | None = None,
     ) -> None:
-        """``clock``: the sign-in limiter's windows."""
+        """``clock``: the sign-in limiter's windows; ``pairing``: strangers waiting to be let in (the inbox)."""
         self.config = config
+        self.pairing = pairing
         self.root = config.path.rstrip("/")
         self.data = data
         self.actions = actions
@@ -81,6 +84,7 @@ class WebConsole:
         add.add_get(f"{r}/inbox/items", self._viewing(self._items))
         ident = "{id:[A-Za-z0-9]{1,32}}"
         add.add_post(f"{r}/inbox/{ident}", self._acting(self._answer))
+        add.add_post(f"{r}/pairing/" + "{code:[A-Z0-9]{1,16}}", self._acting(self._pair))
         add.add_get(f"{r}/events", self._viewing(self._events))
         add.add_get(f"{r}/chats", self._viewing(self._chats))
         add.add_get(f"{r}/chats/{{key}}", self._viewing(self._chat))
@@ -280,6 +284,7 @@ class WebConsole:
             title="Inbox",
             items=items,
             pending_count=len(items),
+            pairing=await self.pairing.waiting() if self.pairing is not None else [],
             flash=flash,
             flash_ok=ok,
         )
@@ -303,6 +308,13 @@ class WebConsole:
         if outcome.ok:
             return self._redirect(f"{self.root}/?done={request.match_info['id']}")
         return await self._inbox(request, session, flash=outcome.message, ok=False, status=outcome.status)
+
+    async def _pair(self, request: web.Request, session: WebUserSession) -> web.StreamResponse:
+        """Let a stranger in with their pairing code, as ``/pair CODE`` would (audited as ``web:<name>``)."""
+        if self.pairing is None:
+            return self._plain(404, "pairing is not available here")
+        said = await self.pairing.approve(request.match_info["code"], session.actor)
+        return await self._inbox(request, session, flash=said, ok=said.startswith("✅"))
 
     async def _events(self, request: web.Request, session: WebUserSession) -> web.StreamResponse:
         """Server-sent events: ``inbox`` whenever the set of pending requests changes (looked at every
