@@ -1,20 +1,15 @@
 """Eval runs (``bot eval``): each run of a suite with its figures and its whole result as JSON, for the web
 console's page of runs and pass rates over time.
 
-Revision 0015 was reserved for other work when this was written: this one follows it once it exists, else 0014
-(replace the expression by "0015" when 0015 lands).
-
 Revision ID: 0016
-Revises: 0015 (or 0014 until 0015 exists)
+Revises: 0015
 """
-
-from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
-down_revision = "0015" if any(Path(__file__).parent.glob("0015_*.py")) else "0014"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
