@@ -54,7 +54,11 @@ async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, 
     except ConfigError as exc:
         file = config or PROJECT_CONFIG
         return [
-            Line(False, f"config: {exc}", f"edit {file} (or the variable named); `bot config show` prints the result")
+            Line(
+                False,
+                f"config: {exc}",
+                f"edit {file}, or set the variable named (export it, or in .env); `bot config show` prints the result",
+            )
         ]
     files = settings.env_files
     if env is None:

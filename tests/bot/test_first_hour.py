@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,43 @@ def test_bot_in_a_pipe_answers_and_exits_at_the_end_of_input_with_logs_in_a_file
     assert "INFO" not in done.stdout + done.stderr  # INFO lines went to the file
     assert "Starting the bot: console" in done.stderr and "Ready in" in done.stderr
     assert "gateway started" in (tmp_path / "data" / "bot.log").read_text()
+
+
+def test_at_a_terminal_ready_comes_before_the_first_prompt(tmp_path: Path) -> None:
+    """The console's first ``you>`` waits for the start-up lines (never ``you> Ready in 0.4 s.``)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "BOT_"))}
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(ROOT), TERM="dumb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "chat"], cwd=tmp_path, env=env, stdin=slave, stdout=slave, stderr=slave
+    )
+    os.close(slave)
+    seen = b""
+    try:
+
+        def read_until(marker: bytes) -> None:
+            nonlocal seen
+            deadline = time.monotonic() + 60
+            while marker not in seen:
+                assert time.monotonic() < deadline, seen.decode(errors="replace")
+                ready, _w, _x = select.select([master], [], [], 0.05)
+                if ready:
+                    seen += os.read(master, 65536)
+
+        read_until(b"you> ")
+        assert b"you> Ready" not in seen and seen.index(b"Ready in") < seen.index(b"you> "), seen
+        os.write(master, b"/whoami\n")
+        read_until(b"console-user")
+        os.write(master, b"\x04")  # Ctrl-D ends it
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
 
 
 def test_an_unwritable_or_file_data_dir_says_which_path_and_key(tmp_path: Path) -> None:
