@@ -44,6 +44,9 @@ def load(tmp_path: Path, values: dict[str, str] | None = None) -> object:
 def test_flags_write_a_config_that_loads(tmp_path: Path, flags: list[str], secrets: list[str]) -> None:
     result = CliRunner().invoke(app, ["init", "--yes", "--dir", str(tmp_path), *flags])
     assert result.exit_code == 0, result.output
+    assert f"copy {tmp_path / '.env.example'} to {tmp_path / '.env'}" in result.output
+    # docker compose reads the .env beside its file, not the project's.
+    assert ("reads deploy/.env" in result.output) == ("--scale" in flags)
     text = (tmp_path / "config" / "bot.yaml").read_text()
     assert text.startswith("# Written by `bot init`")
     assert listed(tmp_path / ".env.example") == secrets
