@@ -153,7 +153,9 @@ class ScheduledMessages:
         if not rows:
             return False
         chat_key, text = rows[0]
-        body = f"⏰ {text}" + ("\n(delayed: I was offline when this was due)" if late else "")
+        body = (text if text.startswith("⏰") else f"⏰ {text}") + (
+            "\n(delayed: I was offline when this was due)" if late else ""
+        )
         message = OutboundMessage(chat=ChatKey.parse(chat_key), text=body, key=f"scheduled:{sid}")
         with fenced(self.fences.fence_for(chat_key)):
             try:
