@@ -9,10 +9,7 @@ run first, through the ledger, so resuming never runs anything twice.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +19,7 @@ from agents.messages import Message, ToolCall, ToolResult
 from agents.models.base import CUT_OFF, complete
 from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
 from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
+from agents.visible import visible_json
 
 log = logging.getLogger(__name__)
 
@@ -84,25 +82,6 @@ def describe_call(call: ToolCall, limit: int | None = 300) -> str:
     args = ", ".join(f"{k}={visible_json(v)}" for k, v in call.args.items())
     text = f"{call.name}({args})"
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
-
-
-_SPACE_RUN = re.compile(r" {8,}")
-
-
-def visible_json(value: Any) -> str:
-    """``value`` as JSON a person can read completely (see :func:`describe_call`)."""
-    text = json.dumps(value, ensure_ascii=False)
-    if not text.isascii() or "  " in text:
-        text = "".join(f"\\u{ord(ch):04x}" if _hidden(ch) else ch for ch in text)
-        text = _SPACE_RUN.sub(lambda m: f"⟨{len(m[0])} spaces⟩", text)
-    return text
-
-
-def _hidden(ch: str) -> bool:
-    """Characters that show as nothing, or move text around (zero-width, bidi controls, odd spaces)."""
-    if ch == " " or ch.isascii():
-        return False
-    return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cn", "Zl", "Zp", "Zs")
 
 
 def _misfit(call: ToolCall, tools: dict[str, Tool]) -> str | None:

@@ -1,6 +1,7 @@
 """Reading traces from a shell: ``bot trace CHAT_KEY`` (the timeline of a chat's last requests) and
 ``bot agents replay SESSION`` (one finished request step by step, with totals). Both open the store read-only:
-they work beside a running bot and never create or migrate a database."""
+they work beside a running bot and never create or migrate a database.  What they print went through the
+redaction step (:mod:`bot.redaction`) and shows hidden characters as ``\\uXXXX`` (:mod:`bot.tracing.steps`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TypeVar
 import typer
 
 from bot.config.settings import Settings
-from bot.tracing.recorder import TraceEvent, Tracing, timeline
+from bot.tracing.recorder import Redactor, TraceEvent, Tracing, timeline
 
 T = TypeVar("T")
 
@@ -28,7 +29,8 @@ async def with_traces(settings: Settings, read: Callable[[Tracing], Awaitable[T]
         typer.echo(f"cannot read the traces: {exc}", err=True)
         return None
     try:
-        return await read(Tracing(store, settings.tracing))
+        # Read through the redaction step with the configured secrets too (rows kept before it knew a kind).
+        return await read(Tracing(store, settings.tracing, Redactor.from_settings(settings)))
     finally:
         await store.close()
 

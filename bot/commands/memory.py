@@ -1,16 +1,25 @@
-"""``/memory``: what the bot remembers about you, forgetting it, linking your accounts; admins turn memory
-on or off per chat and may link two accounts. Nobody reads another person's memories through the chat."""
+"""``/memory``: what the bot remembers about you, forgetting it (from everything kept about your requests too),
+taking it away as a JSON file, linking your accounts; admins turn memory on or off per chat and may link two
+accounts. Nobody reads another person's memories through the chat."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
+from pathlib import Path
+from typing import Any
 
 from bot.commands.context import CommandContext
 from bot.commands.registry import CommandCall
+from bot.events import OutboundFile, OutboundMessage
+from bot.ids import new_id
+from bot.memory.forgetting import Forgotten
 from bot.memory.service import MemoryService, identity_of
+from bot.store.ops import utcnow
 
 USAGE = (
-    "Usage: /memory | /memory forget ID|all | /memory link [CODE] | /memory unlink"
+    "Usage: /memory | /memory forget ID|all | /memory export | /memory link [CODE] | /memory unlink"
     " | admins: /memory on|off|default, /memory link ACCOUNT ACCOUNT"
 )
 LISTED = 50
@@ -30,15 +39,19 @@ def register_memory_commands(ctx: CommandContext) -> None:
             return await _list(memory, call)
         if verb == "forget" and len(args) == 2:
             return await _forget(memory, call, args[1])
+        if verb == "export" and len(args) == 1:
+            return await _export(ctx, memory, call)
         if verb == "link" and len(args) <= 2:
             return await _link(ctx, memory, call, args[1] if len(args) == 2 else None)
         if verb == "link" and len(args) == 3:
             return await _admin_link(ctx, memory, call, args[1], args[2])
         if verb == "unlink" and len(args) == 1:
-            unlinked = await memory.memories.unlink(_me(call))
-            if not unlinked:
+            unlinked = await memory.unlink(str(call.event.chat), call.event.sender.id)
+            if unlinked is None:
                 return "This account is not linked to another."
-            return "Unlinked: this account starts with no memories; your other accounts keep theirs."
+            return "Unlinked: this account starts with no memories; your other accounts keep theirs." + _scrubbed(
+                unlinked, "what they remembered"
+            )
         if verb in ("on", "off", "default") and len(args) == 1:
             return await _switch(ctx, call, verb)
         return USAGE
@@ -46,8 +59,8 @@ def register_memory_commands(ctx: CommandContext) -> None:
     ctx.commands.add(
         "memory",
         memory_,
-        "what I remember about you; forget it; link your accounts",
-        usage="[forget ID|all | link [CODE] | unlink]",
+        "what I remember about you; forget it; export it; link your accounts",
+        usage="[forget ID|all | export | link [CODE] | unlink]",
     )
 
 
@@ -80,21 +93,77 @@ async def _list(memory: MemoryService, call: CommandCall) -> str:
     accounts = await memory.memories.identities(person)
     if len(accounts) > 1:
         lines.append("Linked accounts: " + ", ".join(accounts))
-    lines.append("Forget one: /memory forget ID, or everything: /memory forget all")
+    lines.append("Forget one: /memory forget ID, or everything: /memory forget all; a copy: /memory export")
     return "\n".join(lines)
 
 
+def _scrubbed(report: Forgotten, what: str = "it") -> str:
+    """The reply's note on what else a forget changed."""
+    if not report.rows:
+        return ""
+    return f" I also removed {what} from {report.rows} stored records of your requests (traces, history, summaries)."
+
+
 async def _forget(memory: MemoryService, call: CommandCall, what: str) -> str:
-    person = await memory.person(str(call.event.chat), call.event.sender.id)
+    chat, user = str(call.event.chat), call.event.sender.id
     if what.lower() == "all":
-        count = await memory.memories.delete(person, None)
-        return f"Forgotten: {count} memories deleted, from search too." if count else "There was nothing to forget."
+        report = await memory.forget(chat, user, None)
+        if not report.memories:
+            return "There was nothing to forget."
+        return f"Forgotten: {report.memories} memories deleted, from search too." + _scrubbed(report, "them")
     number = what.removeprefix("#")
     if not number.isdigit():
         return "Usage: /memory forget ID|all (the ID is the number /memory shows)"
-    if not await memory.memories.delete(person, [int(number)]):
+    report = await memory.forget(chat, user, [int(number)])
+    if not report.memories:
         return f"You have no memory #{number}."
-    return f"Forgotten: #{number} is deleted, from search too."
+    return f"Forgotten: #{number} is deleted, from search too." + _scrubbed(report)
+
+
+async def _export(ctx: CommandContext, memory: MemoryService, call: CommandCall) -> str:
+    """A JSON file of everything remembered about the person, sent to them in a direct chat."""
+    if not call.event.is_direct:
+        return "What I remember about you is private: send /memory export to me in a direct chat to get the file."
+    chat, user = str(call.event.chat), call.event.sender.id
+    person = await memory.person(chat, user)
+    memories = await memory.memories.newest(person, 1 << 30)
+    data: dict[str, Any] = {
+        "exported_at": utcnow().isoformat(timespec="seconds") + "Z",
+        "account": identity_of(chat, user),
+        "linked_accounts": await memory.memories.identities(person),
+        "memory_in_this_chat": await memory.enabled(call.event.chat, True),
+        "memories": [
+            {
+                "id": m.id,
+                "text": m.text,
+                "remembered_at": m.created_at.isoformat(timespec="seconds") + "Z",
+                "remembered_in": m.source,
+            }
+            for m in reversed(memories)
+        ],
+    }
+    folder = ctx.settings.store.data_dir.expanduser() / "media"
+    path = folder / f"memory-export-{new_id(12)}.json"
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    await asyncio.to_thread(_write, path, text)
+    try:
+        ref = await ctx.delivery.send(
+            OutboundMessage(
+                chat=call.event.chat,
+                text=f"What I remember about you: {len(memories)} memories.",
+                file=OutboundFile(path=str(path.resolve()), name="memory.json"),
+            )
+        )
+    finally:
+        await asyncio.to_thread(path.unlink, missing_ok=True)  # sent (or not): no copy stays on the server
+    if ref is None:
+        return "I could not send the file; try again later."
+    return "Sent: memory.json, everything I remember about you (/memory forget all deletes it)."
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 async def _link(ctx: CommandContext, memory: MemoryService, call: CommandCall, code: str | None) -> str:

@@ -168,6 +168,7 @@ class Gateway:
             self.store,
             summary_model=self.models.summariser(settings.memory.summary.model),
             embedder=self.models.embedder(embedding) if (embedding := settings.memory.embeddings.model) else None,
+            flush_traces=self.tracing.flush,
         )
         self.catalog = AgentCatalog.load(settings)
         warn_unknown_references(

@@ -14,15 +14,17 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from agents.models.base import Model, ModelError
 from agents.tools.base import Tool, ToolContext, ToolError, tool
 from bot.config.settings import Settings
 from bot.events import ChatKey
+from bot.memory.forgetting import Forgotten, Scrubber
 from bot.memory.summary import Summariser, to_fold
-from bot.memory.text import estimate_tokens, query_terms, secret_in
+from bot.memory.text import estimate_tokens, query_terms
+from bot.redaction import find_secret
 from bot.store.memory import MemoryFull, MemoryHit, MemoryStore
 from bot.store.sql import SqlStore
 
@@ -104,7 +106,9 @@ class MemoryService:
         *,
         summary_model: Model | None = None,
         embedder: Model | None = None,
+        flush_traces: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
+        """``flush_traces``: writes the buffered trace events (a forget scrubs them from the stored ones)."""
         self.config = settings.memory
         self.history_limit = settings.store.history_limit
         self.context_chars = settings.store.context_chars
@@ -112,6 +116,8 @@ class MemoryService:
         self.memories = MemoryStore(store)
         self.summariser = Summariser(summary_model, self.config.summary.max_chars)
         self.embedder = embedder
+        self.scrubber = Scrubber(store)
+        self.flush_traces = flush_traces
         self._session_tools: dict[tuple[str, ...], Tool] = {}
         self._tools = self._make_tools()
 
@@ -224,6 +230,40 @@ class MemoryService:
         """``/reset``: the chat's summary and session keys go with its history."""
         await self.memories.forget_chat(chat_key)
 
+    # -- forgetting --------------------------------------------------------------------------
+
+    async def forget(self, chat_key: str, user_id: str, ids: Sequence[int] | None) -> Forgotten:
+        """Delete the person's memories ``ids`` (None: all) and remove them from what is stored about the
+        requests of every account of the person (:mod:`bot.memory.forgetting`)."""
+        person = await self.person(chat_key, user_id)
+        facts = await (self.memories.get(person, ids) if ids is not None else self.memories.newest(person, 1 << 30))
+        deleted = await self.memories.delete(person, ids)
+        if not deleted:
+            return Forgotten()
+        accounts = await self.memories.identities(person) or [person]
+        chats = await self.scrubber.chats_of(accounts) | {m.source for m in facts if m.source}
+        if self.flush_traces is not None:
+            await self.flush_traces()
+        report = await self.scrubber.scrub(chats, [m.text for m in facts])
+        report.memories = deleted
+        return report
+
+    async def unlink(self, chat_key: str, user_id: str) -> Forgotten | None:
+        """Detach the account from its person (None: it was not linked). The account starts with no memories, so
+        the facts it got from the other accounts (remembered in their chats) leave its requests' rows too."""
+        identity = identity_of(chat_key, user_id)
+        person = await self.memories.person(identity)
+        facts = await self.memories.newest(person, 1 << 30)
+        if not await self.memories.unlink(identity):
+            return None
+        own = await self.scrubber.chats_of([identity])
+        theirs = [m.text for m in facts if m.source not in own]
+        if not theirs:
+            return Forgotten(chats=len(own))
+        if self.flush_traces is not None:
+            await self.flush_traces()
+        return await self.scrubber.scrub(own, theirs)
+
     # -- tools -----------------------------------------------------------------------------
 
     async def remember_text(self, chat_key: str, user_id: str, fact: str) -> tuple[int, bool]:
@@ -232,8 +272,10 @@ class MemoryService:
             raise ToolError("nothing to remember: the fact is empty")
         if len(fact) > self.config.max_chars:
             raise ToolError(f"too long to remember ({len(fact)} characters, at most {self.config.max_chars})")
-        if secret_in(fact):
-            raise ToolError("that looks like a password, key or card number: secrets are never stored in memory")
+        if (kind := find_secret(fact)) is not None:
+            raise ToolError(
+                f"that looks like a password, key or card number ({kind}): secrets are never stored in memory"
+            )
         person = await self.person(chat_key, user_id)
         try:
             memory_id, new = await self.memories.add(person, fact, chat_key, self.config.max_items)
@@ -286,8 +328,7 @@ class MemoryService:
         @tool(risk="low")
         async def forget(ctx: ToolContext, id: int) -> str:
             """Forget one memory by its number (#id), when the user asks you to."""
-            person = await self.person(ctx.chat_key, ctx.user_id)
-            if not await self.memories.delete(person, [id]):
+            if not (await self.forget(ctx.chat_key, ctx.user_id, [id])).memories:
                 raise ToolError(f"there is no memory #{id} of this user")
             return f"forgot #{id}"
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from agents.messages import Message
 from agents.models.base import Model, ModelError
+from bot.memory.text import query_terms
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,20 @@ def extractive(previous: str, messages: Sequence[Message], limit: int) -> str:
         chosen.append((position, line))
         used += len(line) + len(BULLET) + 1
     return "\n".join(BULLET + line for _, line in sorted(chosen))
+
+
+def without_facts(summary: str, facts: Sequence[str], pattern: re.Pattern[str]) -> str:
+    """The running summary rebuilt without forgotten ``facts``: a line that states one goes (it says the fact in
+    its words: ``pattern`` finds it, or it has at least half of the fact's words, so a model's paraphrase such as
+    "Favourite tea: genmaicha" goes too); the other lines stay as they were."""
+    wanted = [set(query_terms(f)) for f in facts]
+    kept = []
+    for line in summary.splitlines():
+        words = set(query_terms(line))
+        if pattern.search(line) or any(terms and len(terms & words) * 2 >= len(terms) for terms in wanted):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 class Summariser:

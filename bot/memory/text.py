@@ -1,4 +1,5 @@
-"""Text for memory search: search terms, CJK grams, token estimates, and what must not be remembered.
+"""Text for memory search: search terms, CJK grams and token estimates (what must not be remembered is
+:func:`bot.redaction.secret_in`: the detector every stored row is redacted with).
 
 Full-text search on both databases tokenises by words, and a run of Chinese or Japanese characters is one
 word to it; SQLite's trigram tokenizer misses two-character words (``东京``). So every memory also stores its
@@ -71,17 +72,3 @@ def estimate_tokens(text: str) -> int:
     """About how many tokens ``text`` costs: a CJK character is about one, other text about four characters."""
     cjk = sum(len(run) for run in CJK.findall(text))
     return cjk + (len(text) - cjk + 3) // 4
-
-
-SECRET_PATTERNS = re.compile(
-    r"(?i)\b(pass(word)?|passwd|pin|api[ _-]?key|secret|token|private key)\b\s*(is|:|=)\s*\S+"
-    r"|\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bgh[pousr]_[A-Za-z0-9]{20,}"
-    r"|\bAIza[0-9A-Za-z_-]{30,}|-----BEGIN [A-Z ]*PRIVATE KEY-----|\b\d{6,}:[A-Za-z0-9_-]{30,}\b"
-    r"|\b(?:\d[ -]?){13,19}\b"
-)
-"""Passwords, API keys, tokens, private keys and card numbers: never stored as memories."""
-
-
-def secret_in(text: str) -> bool:
-    """Whether ``text`` looks like it holds a credential (a password, key, token or card number)."""
-    return SECRET_PATTERNS.search(text) is not None

@@ -6,6 +6,7 @@ from typing import Any
 
 from agents.messages import ToolCall
 from agents.tools.ledger import LedgerEntry, args_key
+from bot.redaction import redact_value
 from bot.store.runs import RunStore
 
 
@@ -28,9 +29,10 @@ class RunLedger:
         if entry is None and self.resumed:
             entry = await self.runs.ledger_get(run_id, call.id)
         if entry is None and self._earlier:
-            key = args_key(call.args)
+            # The ledger keeps arguments redacted (:mod:`bot.redaction`): compare them as stored.
+            key = args_key(redact_value(call.args))
             for n, earlier in enumerate(self._earlier):
-                if earlier.name == call.name and args_key(earlier.args or {}) == key:
+                if earlier.name == call.name and args_key(redact_value(earlier.args or {})) == key:
                     return self._earlier.pop(n)
         return entry
 

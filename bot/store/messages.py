@@ -7,12 +7,15 @@ from itertools import chain
 from typing import Any
 
 from agents.messages import Message
+from bot.redaction import redact_json
 from bot.store.cache import ChatState
 from bot.store.ops import INSERT_MESSAGES_HEAD, MESSAGE_ROW, Step
 
 
 def message_row(chat_key: str, message: Message, at: Any) -> tuple[Any, ...]:
-    return (chat_key, message.role, message.agent, message.model_dump_json(exclude_defaults=True), at)
+    """A history row; secrets the redaction step finds are not stored (the cached message, which this process's
+    next turns read, keeps them)."""
+    return (chat_key, message.role, message.agent, redact_json(message.model_dump_json(exclude_defaults=True)), at)
 
 
 _MESSAGE_ROWS_PER_INSERT = 100

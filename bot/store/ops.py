@@ -149,10 +149,14 @@ def outbox_step(chat_key: str, message_json: str, interrupt_id: str | None = Non
     )
 
 
+SECRET_MARK = "‹redacted: secret›"
+"""What a configured secret value is replaced by in a stored row (:func:`bot.redaction.mark`)."""
+
+
 def redact(value: Any, secrets: Sequence[str]) -> Any:
-    """``value`` with each of ``secrets`` replaced by ``***`` (only strings change)."""
+    """``value`` with each of ``secrets`` replaced by ``‹redacted: secret›`` (only strings change)."""
     if isinstance(value, str):
         for secret in secrets:
             if secret in value:
-                value = value.replace(secret, "***")
+                value = value.replace(secret, SECRET_MARK)
     return value

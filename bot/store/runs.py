@@ -22,6 +22,7 @@ from typing import Any
 
 from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus, args_key
+from bot.redaction import redact_json, redact_text, redact_value
 from bot.store.cache import PendingSlot
 from bot.store.messages import add_rows, insert_messages
 from bot.store.ops import MARK_HANDLED, Step, WriteResult, outbox_step, to_json, utcnow
@@ -142,7 +143,8 @@ class RunStore:
 
     def _update_run(self, run_id: str, **fields: Any) -> Step:
         if "checkpoint" in fields and fields["checkpoint"] is not None:
-            fields["checkpoint"] = checkpoint_json(fields["checkpoint"])
+            # Stored without secrets (:mod:`bot.redaction`); a run this process paused keeps its own copy.
+            fields["checkpoint"] = redact_json(checkpoint_json(fields["checkpoint"]))
         fields["updated_at"] = utcnow()
         return Step(_update_sql(tuple(fields)), (*fields.values(), run_id))
 
@@ -183,8 +185,8 @@ class RunStore:
                     interrupt.chat_key,
                     interrupt.run_id,
                     interrupt.kind,
-                    interrupt.prompt,
-                    to_json(interrupt.payload),
+                    redact_text(interrupt.prompt),
+                    to_json(redact_value(interrupt.payload)),
                     to_json(interrupt.choices),
                     interrupt.nonce,
                     interrupt.requester,
@@ -262,7 +264,7 @@ class RunStore:
         """
         step = Step(
             "UPDATE interrupts SET choices = ?, prompt = ? WHERE id = ? AND status = 'pending'",
-            (to_json([list(c) for c in choices]), prompt, row.id),
+            (to_json([list(c) for c in choices]), redact_text(prompt), row.id),
             guard=True,
         )
 
@@ -366,7 +368,7 @@ class RunStore:
                 Step(
                     "INSERT INTO tool_ledger (run_id, call_id, name, status, result, args, updated_at) "
                     "VALUES (?, ?, ?, 'started', NULL, ?, ?) ON CONFLICT DO NOTHING",
-                    (run_id, call.id, call.name, args_key(call.args), utcnow()),
+                    (run_id, call.id, call.name, args_key(redact_value(call.args)), utcnow()),
                 )
             ]
         )
@@ -386,8 +388,8 @@ class RunStore:
                         result.call_id,
                         result.name,
                         status,
-                        result.model_dump_json(),
-                        args_key(call.args),
+                        redact_json(result.model_dump_json()),
+                        args_key(redact_value(call.args)),
                         utcnow(),
                     ),
                 )
@@ -410,8 +412,8 @@ class RunStore:
                 actor,
                 scope,
                 name,
-                None if old is None else json.dumps(old, ensure_ascii=False),
-                None if new is None else json.dumps(new, ensure_ascii=False),
+                None if old is None else json.dumps(redact_value(old), ensure_ascii=False),
+                None if new is None else json.dumps(redact_value(new), ensure_ascii=False),
             ),
         )
 

@@ -9,8 +9,10 @@ a restart) and a timestamp.
 Writes are buffered: :meth:`Tracing.record` only appends to a list, and a
 background task writes the list in one group commit every ``flush_interval_s``
 (and at stop), so tracing adds no commit to the per-message path.  Secrets are
-redacted before anything is kept: argument keys that look like secrets, and the
-configured secret values (API keys, bot tokens) wherever they appear.
+redacted before anything is kept, and again when events are read (rows kept before
+the redaction step knew a kind of secret): the configured secret values, values
+under names that look like secrets, and what the detector ``remember`` refuses
+with recognises (:mod:`bot.redaction`).
 """
 
 from __future__ import annotations
@@ -19,16 +21,16 @@ import asyncio
 import hashlib
 import json
 import logging
-import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any, Protocol
 
 from bot.aio import cancel_and_wait
 from bot.clock import SYSTEM_CLOCK, Clock
-from bot.config.settings import Settings, TracingSection
+from bot.config.settings import TracingSection
+from bot.redaction import Redaction
 from bot.store.ops import Step, utcnow
 from bot.store.sql import SqlStore
 from bot.tracing.event import TraceEvent
@@ -38,11 +40,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Redactor", "RunTracer", "Sink", "TraceEvent", "Tracing", "describe", "human_duration", "timeline"]
 
-REDACTED = "***"
-SECRET_KEY = re.compile(
-    r"(^|[_-])(pass(word)?|secret|token|api[_-]?key|authori[sz]ation|cookie|credentials?|private[_-]?key)($|[_-])",
-    re.I,
-)
 MAX_FIELD_CHARS = 2000
 PLAIN = frozenset({int, float, bool})
 """Values that cannot hold a secret (a bare ``type()`` check: cheap on the per-message path)."""
@@ -50,58 +47,12 @@ type_of = type
 _data_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
-class Redactor:
-    """Removes secrets: values under secret-looking keys, and known secret values anywhere."""
-
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        # Short values would redact ordinary words; real keys and tokens are long.
-        self.secrets = sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True)
-        self._keys: dict[str, bool] = {}
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Redactor:
-        values = [*settings.model.keys()]
-        for name in type(settings.channels).model_fields:
-            section = getattr(settings.channels, name)
-            for key in ("token", "bot_token", "app_token", "signing_secret"):
-                values.append(str(getattr(section, key, "") or ""))
-            webhook = getattr(section, "webhook", None)
-            values.append(str(getattr(webhook, "secret_token", "") or ""))
-        for server in settings.mcp.servers.values():
-            values += [str(v) for v in server.env.values()] + [str(v) for v in server.headers.values()]
-        return cls(values)
-
-    def plain_key(self, key: str) -> bool:
-        """The key does not look like it names a secret."""
-        return not self._secret_key(key)
-
-    def _secret_key(self, key: str) -> bool:
-        known = self._keys.get(key)
-        if known is None:
-            known = self._keys[key] = bool(SECRET_KEY.search(key))
-            if len(self._keys) > 10_000:  # keys come from tool arguments too: stay bounded
-                self._keys.clear()
-        return known
+class Redactor(Redaction):
+    """The tracer's :class:`~bot.redaction.Redaction`: every secret replaced, and long strings cut short."""
 
     def text(self, value: str) -> str:
-        for secret in self.secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-
-    def value(self, value: Any, key: str = "") -> Any:
-        if value is None or isinstance(value, (bool, int, float)):
-            return value
-        if key and self._secret_key(key) and value not in ("", [], {}):
-            return REDACTED
-        if isinstance(value, str):
-            value = self.text(value) if self.secrets else value
-            return value if len(value) <= MAX_FIELD_CHARS else value[:MAX_FIELD_CHARS] + "…"
-        if isinstance(value, dict):
-            return {str(k): self.value(v, str(k)) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self.value(v) for v in value]
-        return self.text(str(value))
+        shown = super().text(value)
+        return shown if len(shown) <= MAX_FIELD_CHARS else shown[:MAX_FIELD_CHARS] + "…"
 
 
 Observer = Callable[[str, str, Mapping[str, Any]], None]
@@ -191,20 +142,8 @@ class Tracing:
         """Buffer the event, if tracing is on and keeps it."""
         if not self.config.enabled or (type != "error" and not self.keeps(type, correlation_id)):
             return
-        redactor = self.redactor
-        value = redactor.value
-        if redactor.secrets:
-            data = {k: v if type_of(v) in PLAIN else value(v, k) for k, v in fields.items() if v is not None}
-        else:
-            # No secret values to look for: a short string under an ordinary key is kept as is.
-            plain_key = redactor.plain_key
-            data = {
-                k: v
-                if type_of(v) in PLAIN or (type_of(v) is str and len(v) <= MAX_FIELD_CHARS and plain_key(k))
-                else value(v, k)
-                for k, v in fields.items()
-                if v is not None
-            }
+        value = self.redactor.value
+        data = {k: v if type_of(v) in PLAIN else value(v, k) for k, v in fields.items() if v is not None}
         self._buffer.append(TraceEvent(type, chat_key, correlation_id, run_id, agent, data))
         if len(self._buffer) >= self.config.max_buffer:
             self._wake.set()
@@ -309,7 +248,7 @@ class Tracing:
                 run_id=r[3] or "",
                 agent=r[4] or "",
                 type=r[5],
-                data=json.loads(r[6] or "{}"),
+                data=self.redactor.value(json.loads(r[6] or "{}")),
                 at=r[7] if isinstance(r[7], datetime) else datetime.fromisoformat(str(r[7])),
             )
             for r in rows

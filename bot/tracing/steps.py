@@ -11,16 +11,17 @@ tokens).  The renderers only choose how much of it to show:
 - :func:`run_lines` — the design's step lines (``[debug-analyzer] …``, ``🔄 Handoff: a → b``, ``✓ …``):
   ``bot agents run``.
 
-Values were redacted when the event was kept (:meth:`bot.tracing.recorder.Tracing.keep`); here they are only
-bounded, so a step never runs over a screen.
+Values were redacted when the event was kept and again when it was read (:mod:`bot.redaction`); here they are
+made visible as the chat prompt shows arguments (zero-width and bidi characters as ``\\uXXXX``:
+:mod:`agents.visible`) and bounded, so a step never runs over a screen.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agents.visible import visible, visible_json
 from bot.tracing.event import TraceEvent
 
 FIELD_CHARS = 300
@@ -46,10 +47,11 @@ def shorten(text: str, limit: int = 60) -> str:
 
 
 def shown(value: Any) -> str:
-    """A field value as text: strings as they are, anything else as compact JSON."""
+    """A field value as text: strings as they are, anything else as compact JSON; either with whatever could
+    hide part of it made visible."""
     if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
+        return visible(value)
+    return visible_json(value)
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,9 @@ def step_of(event: TraceEvent) -> Step:
     if shape is None:
         return Step(event, "•", f"{event.type} {agent}".strip(), took)
     icon, title, fields = shape(event, d)
-    return Step(event, icon, title, took, tuple(f for f in fields if f.value))
+    # Whatever a step shows, it shows completely: hidden characters made visible (cheap for plain text).
+    shown_fields = tuple(replace(f, value=visible(f.value)) for f in fields if f.value)
+    return Step(event, icon, visible(title), took, shown_fields)
 
 
 def _route(event: TraceEvent, d: dict[str, Any]) -> tuple[str, str, list[Detail]]:

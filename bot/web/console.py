@@ -2,7 +2,8 @@
 
 Every route under ``web.path`` needs a session except the sign-in page; every POST needs the session's CSRF
 token (and, when the browser sends one, an ``Origin`` of this server); only admins act.  Pages are rendered on
-the server (Jinja2, autoescaped); the one script keeps the inbox live over server-sent events.
+the server (Jinja2, autoescaped); every value a page prints shows its invisible and direction-changing characters
+as the chat prompt does (:func:`printed`); the one script keeps the inbox live over server-sent events.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from urllib.parse import quote, urlsplit
 
 import jinja2
 from aiohttp import web
+from markupsafe import Markup
 
+from agents.visible import visible
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.web import WebSection
 from bot.events import ChatKey
@@ -38,6 +41,14 @@ COOKIE = "bot_session"
 LOGIN_COOKIE = "bot_login_csrf"
 Handler = Callable[[web.Request, WebUserSession], Awaitable[web.StreamResponse]]
 Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def printed(value: Any) -> Any:
+    """What a template prints: text with zero-width, bidi and control characters as ``\\uXXXX`` (markup the
+    console made itself, such as a graph's SVG, is left as it is)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value, spaces=False)
+    return value
 
 
 def _asset(name: str) -> str:
@@ -68,7 +79,7 @@ class WebConsole:
         self.poll_s = poll_s
         self.limiter = LoginLimiter(config.login_attempts, config.login_window_s, clock.monotonic)
         self.templates = jinja2.Environment(
-            loader=jinja2.PackageLoader("bot.web", "templates"), autoescape=True, enable_async=False
+            loader=jinja2.PackageLoader("bot.web", "templates"), autoescape=True, enable_async=False, finalize=printed
         )
         self.css, self.js = _asset("console.css"), _asset("console.js")
         self._closing = asyncio.Event()
@@ -328,7 +339,8 @@ class WebConsole:
         await response.prepare(request)
         quiet = 0.0
         try:
-            await response.write(b"retry: 3000\n\n")
+            # Reconnect soon after a restart: a request raised meanwhile shows within a couple of seconds.
+            await response.write(b"retry: 1000\n\n")
             while not self._closing.is_set():
                 try:
                     await asyncio.wait_for(self._closing.wait(), self.poll_s)

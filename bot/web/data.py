@@ -1,4 +1,10 @@
-"""What the console shows, read from the store and the gateway's parts (nothing here changes anything)."""
+"""What the console shows, read from the store and the gateway's parts (nothing here changes anything).
+
+Every argument, message and answer shown goes through the redaction step (:mod:`bot.redaction`: rows written
+before it knew a kind of secret are redacted on the way out) and is made visible as the chat prompt makes it
+(:mod:`agents.visible`: zero-width and bidi characters as ``\\uXXXX``); the page templates apply the same to every
+other value they print (:func:`bot.web.console.printed`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from agents.messages import Message
+from agents.visible import visible, visible_json
 from bot.interrupts.console import console_choices
+from bot.redaction import redact_text, redact_value
 from bot.routing.policy import ROUTING_KEYS, RoutePolicy
 from bot.runs.catalog import AgentCatalog
 from bot.store.ops import utcnow
@@ -53,7 +61,8 @@ class Pending:
     age: str
     expires: str
     calls: list[dict[str, Any]] = field(default_factory=list)
-    """``tool_confirm``: id, name, risk, and the arguments as indented JSON."""
+    """``tool_confirm``: id, name, risk, the arguments as indented JSON made visible as the chat prompt shows them
+    (``args``), and as JSON that still parses for the edit box (``edit``)."""
     plan: list[str] = field(default_factory=list)
     question: str = ""
     options: list[tuple[str, str]] = field(default_factory=list)
@@ -123,16 +132,19 @@ class ConsoleData:
                     "id": str(c["id"]),
                     "name": str(c["name"]),
                     "risk": str(c.get("risk", "")),
-                    "args": json.dumps(c.get("args", {}), ensure_ascii=False, indent=2, sort_keys=True),
+                    "args": visible_json(redact_value(c.get("args", {})), indent=2),
+                    "edit": visible_json(redact_value(c.get("args", {})), indent=2, spaces=False),
                 }
                 for c in payload.get("calls", [])
             ]
             view.options = console_choices(row)
         elif row.kind == "plan_approval":
             steps = payload.get("plan", [])
-            view.plan = [s if isinstance(s, str) else json.dumps(s, ensure_ascii=False) for s in steps]
+            view.plan = [
+                visible(redact_text(s)) if isinstance(s, str) else visible_json(redact_value(s)) for s in steps
+            ]
         else:
-            view.question = str(payload.get("question") or row.prompt)
+            view.question = visible(redact_text(str(payload.get("question") or row.prompt)))
             view.options = [(str(label), str(value)) for label, value in row.choices]
         return view
 
@@ -177,9 +189,13 @@ class ConsoleData:
                 message = Message.model_validate_json(data)
             except ValueError:
                 continue
-            text = message.text or "; ".join(
-                [f"{c.name}({json.dumps(c.args, ensure_ascii=False)})" for c in message.tool_calls]
-                + [f"{r.name} → {str(r.content)[:200]}" for r in message.tool_results]
+            text = (
+                visible(redact_text(message.text))
+                if message.text
+                else "; ".join(
+                    [f"{c.name}({visible_json(redact_value(c.args))})" for c in message.tool_calls]
+                    + [f"{r.name} → {visible(redact_text(str(r.content)[:200]))}" for r in message.tool_results]
+                )
             )
             out.append({"role": str(role), "agent": str(agent or ""), "text": text, "at": str(at)[:19]})
         return out
@@ -231,7 +247,7 @@ class ConsoleData:
         """Recent audited changes, values shortened for a table."""
         out = []
         for entry in await self.runs.audit_log(limit):
-            shown = {k: _short(v) for k, v in entry.items() if k in ("old", "new")}
+            shown = {k: _short(redact_value(v)) for k, v in entry.items() if k in ("old", "new")}
             out.append({**entry, **shown, "at": str(entry["at"])[:19]})
         return out
 
@@ -239,7 +255,7 @@ class ConsoleData:
 def _short(value: Any, limit: int = 80) -> str:
     if value is None:
         return ""
-    return shorten(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str), limit)
+    return shorten(visible(value) if isinstance(value, str) else visible_json(value), limit)
 
 
 def timeline(events: list[TraceEvent]) -> list[dict[str, str]]:

@@ -36,4 +36,4 @@ async def test_a_known_secret_is_redacted_in_replies_and_in_every_stored_row(mak
     dump = "\n".join(conn.iterdump())
     conn.close()
     assert SECRET not in dump
-    assert "TELEGRAM_BOT_TOKEN=***" in dump  # the tool result, in the history and the ledger
+    assert "TELEGRAM_BOT_TOKEN=‹redacted: secret›" in dump  # the tool result, in the history and the ledger

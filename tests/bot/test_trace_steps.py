@@ -24,10 +24,10 @@ async def test_a_tool_output_is_kept_bounded_and_without_secrets(make_harness: A
     await h.say("@react show me the config")
     [events] = await h.gateway.tracing.runs(str(h.chat()))
     [used] = [e for e in events if e.type == "tool_call"]
-    assert used.data["result"].startswith("token: ***\nxxx") and len(used.data["result"]) <= 1000
+    assert used.data["result"].startswith("token: ‹redacted: secret›\nxxx") and len(used.data["result"]) <= 1000
     assert used.data["result_size"] == len(TOKEN) + 5008
     compact = (await h.say("/trace"))[0]
     line = next(line for line in compact.splitlines() if "read_config" in line)
-    assert 'input {"name": "bot.yaml"}; output token: *** xxx' in line and len(line) < 260
+    assert 'input {"name": "bot.yaml"}; output token: ‹redacted: secret› xxx' in line and len(line) < 260
     full = replay(events)
     assert f"Size: {len(TOKEN) + 5008:,} characters in all" in full and TOKEN not in full and TOKEN not in compact

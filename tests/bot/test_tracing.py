@@ -130,7 +130,7 @@ async def test_secrets_never_stored_or_logged(
     assert (await h.say("@react log me in"))[-1] == "Logged in."
     (events,) = await h.gateway.tracing.runs(str(h.chat()))
     login_event = next(e for e in events if e.type == "tool_call")
-    assert login_event.data["arguments"] == {"user": "bob", "api_key": "***"}
+    assert login_event.data["arguments"] == {"user": "bob", "api_key": "‹redacted: API key›"}
     assert (await h.say("/whoami"))[0].startswith("You are u1")
     await h.gateway.stop(timeout=5)
     # The request really carried the key (so the test would notice a leak).
@@ -149,12 +149,12 @@ async def test_secrets_never_stored_or_logged(
 def test_redactor() -> None:
     r = Redactor(["supersecretvalue", "short"])
     assert r.value({"Authorization": "Bearer x", "q": "a supersecretvalue b", "n": 3, "short": "short"}) == {
-        "Authorization": "***",
-        "q": "a *** b",
+        "Authorization": "‹redacted: authorization›",
+        "q": "a ‹redacted: secret› b",
         "n": 3,
         "short": "short",
     }
-    assert r.value(["supersecretvalue"]) == ["***"]
+    assert r.value(["supersecretvalue"]) == ["‹redacted: secret›"]
 
 
 def test_timeline_of_nothing() -> None:

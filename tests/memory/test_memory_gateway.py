@@ -55,14 +55,16 @@ async def test_memory_lists_and_forgets_and_the_index_forgets_too(make_harness: 
     assert "Memory is on in this chat." in listing and "(2, newest first)" in listing
     assert listing.index("#2 Works as a nurse in Lyon") < listing.index("#1 My cat is called Pixel")
 
-    assert await h.say("/memory forget 1") == ["Forgotten: #1 is deleted, from search too."]
+    [forgot] = await h.say("/memory forget 1")
+    assert forgot.startswith("Forgotten: #1 is deleted, from search too. I also removed it from")
     assert await h.say("/memory forget 1") == ["You have no memory #1."]
     store = h.gateway.store
     assert await store.read("SELECT rowid FROM memory_index WHERE memory_index MATCH 'pixel'") == []
     assert await h.say("what is my cat called?") == ["I don't know your cat's name."]
     assert "Pixel" not in (model.requests[-1].system or "")
 
-    assert await h.say("/memory forget all") == ["Forgotten: 1 memories deleted, from search too."]
+    [forgot] = await h.say("/memory forget all")
+    assert forgot.startswith("Forgotten: 1 memories deleted, from search too.")
     assert "I remember nothing about you yet." in (await h.say("/memory"))[0]
     assert await store.read("SELECT count(*) FROM memories") == [(0,)]
     assert await store.read("SELECT count(*) FROM memory_index") == [(0,)]
@@ -176,7 +178,7 @@ async def test_configured_secrets_are_redacted_from_memories(make_harness: Any, 
     h = await make_harness(model, model={"providers": {"gemini": {"api_key": secret}}})
     await h.say("remember what the office note says")
     rows = await h.gateway.store.read("SELECT text FROM memories")
-    assert rows == [("The office door code note says *** twice",)]
+    assert rows == [("The office door code note says ‹redacted: secret› twice",)]
     assert await h.gateway.store.read(f"SELECT rowid FROM memory_index WHERE memory_index MATCH '{secret}'") == []
 
 
