@@ -112,7 +112,8 @@ class SqlStore:
         self.read_only = read_only
         """Only reads (``bot trace``): nothing is created or migrated; a missing database is an error."""
         self.secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
-        """Known secret values (tokens, keys): replaced by ``***`` in every value written, whatever row it is."""
+        """Known secret values (tokens, keys): replaced by ``‹redacted: secret›`` in every value written, whatever row
+        it is."""
         self.exclusive = exclusive
         """SQLite: hold ``<database>.lock`` while open, so a second process fails at start (the gateway's)."""
         self.synchronous = synchronous.upper()
