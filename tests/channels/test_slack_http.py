@@ -97,12 +97,14 @@ async def test_a_body_slack_never_sends_is_refused_400_with_one_line_and_no_trac
     for kind, (body, content_type) in NOT_SLACK.items():
         caplog.clear()
         with caplog.at_level(logging.DEBUG):
+            caplog.clear()  # only what follows (another test may have left logging at INFO)
             assert await post(h, body, content_type, fresh(clock, body)) == 400, kind
         [line] = lines(caplog)
         assert line.startswith("slack: refused a request from 127.0.0.1: 400 "), kind
         await clock.advance(LOG_WINDOW_S)  # each kind on its own, whatever its reason
     caplog.clear()
     with caplog.at_level(logging.DEBUG):
+        caplog.clear()  # only what follows (another test may have left logging at INFO)
         latin = '{"text": "caf\xe9"}'.encode("latin-1")
         assert await post(h, latin, JSON, fresh_bytes(clock, latin)) == 400, "not UTF-8"
         assert lines(caplog) == ["slack: refused a request from 127.0.0.1: 400 a body that is not text in its charset"]
@@ -132,6 +134,7 @@ async def test_the_signature_is_checked_before_the_body_and_every_bad_one_is_401
     for kind, headers in unsigned.items():
         caplog.clear()
         with caplog.at_level(logging.DEBUG):
+            caplog.clear()  # only what follows (another test may have left logging at INFO)
             assert await post(h, EVENT, JSON, headers(int(clock.time()))) == 401, kind
         [line] = lines(caplog)
         assert line.startswith("slack: refused a request from 127.0.0.1: 401 "), kind
@@ -158,6 +161,7 @@ async def test_a_body_over_the_limit_is_refused_413_before_it_is_read(
     clock = FakeClock()
     h = await make_slack(clock=clock)
     with caplog.at_level(logging.DEBUG):
+        caplog.clear()  # only what follows (another test may have left logging at INFO)
         said = await raw(h, f"Content-Type: {JSON}\r\nContent-Length: {LIMIT + 1}\r\n")
         assert said.startswith(b"HTTP/1.1 413 "), "refused on its stated length, nothing of it sent"
         [line] = lines(caplog)
@@ -180,6 +184,7 @@ async def test_refusals_are_logged_once_per_kind_per_window_with_the_count_of_th
     h = await make_slack(clock=clock)
     forged = fresh(clock, EVENT, secret="wrong")
     with caplog.at_level(logging.INFO):
+        caplog.clear()  # only what follows (another test may have left logging at INFO)
         for _ in range(30):
             assert await post(h, EVENT, JSON, forged) == 401
         assert await post(h, "[]", JSON, fresh(clock, "[]")) == 400
@@ -225,6 +230,7 @@ async def test_a_client_that_goes_away_mid_request_is_one_info_line_and_the_rest
     clock = FakeClock()
     h = await make_slack("Still here.", clock=clock)
     with caplog.at_level(logging.DEBUG):
+        caplog.clear()  # only what follows (another test may have left logging at INFO)
         for _ in range(3):
             await raw(h, f"Content-Type: {JSON}\r\nContent-Length: 1000\r\n", [b'{"type": '], close=True)
         await eventually(lambda: h.channel.gate.refused[GONE] == 3, what="the server to see the three go")
@@ -247,6 +253,7 @@ async def test_what_slack_sends_is_taken_as_before(
     clock = FakeClock()
     h = await make_slack("Answered.", clock=clock)
     with caplog.at_level(logging.WARNING):
+        caplog.clear()  # only what follows (another test may have left logging at INFO)
         body = json.dumps({"token": "legacy", "challenge": "c-2", "type": "url_verification"})
         async with h.http.post(
             h.url, data=body.encode(), headers={"Content-Type": f"{JSON}; charset=utf-8", **fresh(clock, body)}
