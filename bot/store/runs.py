@@ -172,7 +172,7 @@ class RunStore:
 
     # -- interrupts -------------------------------------------------------------------
 
-    async def pause(self, run: RunRow, checkpoint: dict[str, Any], interrupt: InterruptRow, prompt: str) -> int:
+    async def pause(self, run: RunRow, checkpoint: dict[str, Any] | str, interrupt: InterruptRow, prompt: str) -> int:
         """Checkpoint, interrupt row and the prompt's outbox entry in one transaction; returns the outbox id."""
         now = utcnow()
         saved = checkpoint_json(checkpoint)
