@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from bot.config.channels import ChannelSection as ChannelSection  # its settings' common keys (a contract)
 from bot.events import OutboundMessage
 from bot.inbox import Inbox
+from channels.setup import ChannelSetup
 
 if TYPE_CHECKING:
     from bot.gateway.http import HttpServer
@@ -90,34 +90,6 @@ class Closable(Protocol):
     async def close(self) -> None: ...
 
 
-class ChannelSection(BaseModel):
-    """Keys every channel has (Conventions); platform keys are added per channel."""
-
-    # Platform ids are numbers on Telegram and Discord; YAML reads them unquoted as ints.
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
-
-    enabled: bool = False
-    api_base: str | None = None
-    allow_from: list[str] = Field(default_factory=list)
-    admins: list[str] = Field(default_factory=list)
-    mention_policy: Literal["mention", "all"] = "mention"
-    unknown_senders: Literal["pair", "reply", "ignore"] = "pair"
-    """What a sender outside ``allow_from`` gets: a pairing code an admin approves with ``/pair CODE`` (in a
-    direct chat; in a group, where to ask for one), a refusal naming their id, or silence."""
-    streaming: bool = True
-    """Show an answer while the model writes it (a preview message edited about once a second)."""
-
-    def allows(self, user_id: str) -> bool:
-        return "*" in self.allow_from or user_id in self.allow_from
-
-    def is_admin(self, user_id: str) -> bool:
-        return "*" in self.admins or user_id in self.admins
-
-    def problems(self) -> list[str]:
-        """What is missing for this channel to start (checked at load when it is enabled)."""
-        return []
-
-
 @dataclass(frozen=True)
 class BuildContext:
     """What the gateway gives a channel factory beyond the channel's own settings."""
@@ -166,6 +138,17 @@ class ChannelPlugin:
     doctor: str | None = None
     """``module:function``: ``async (settings) -> list[Finding]``, the platform's answer to the channel's
     credentials (``bot doctor``); None: nothing to ask."""
+    setup: str | None = None
+    """``module:object``: its :class:`~channels.setup.ChannelSetup`, what ``bot init`` asks and writes (its
+    questions are also ``bot init``'s options); None: nothing to ask, no secret."""
+    library: str | None = None
+    """The platform library the adapter loads, as people know it (``bot run`` says while it loads: seconds)."""
+
+    def init(self) -> ChannelSetup:
+        if self.setup is None:
+            return ChannelSetup()
+        found: ChannelSetup = _factory(self.setup)
+        return found
 
     def build(self, settings: ChannelSection, context: BuildContext) -> Channel:
         channel: Channel = _factory(self.adapter)(settings, context)

@@ -20,6 +20,7 @@ from pydantic import Field
 from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.inbox import Inbox
 from channels.base import BuildContext, ChannelSection
+from channels.setup import ChannelSetup
 
 
 class ConsoleSettings(ChannelSection):
@@ -33,6 +34,16 @@ class ConsoleSettings(ChannelSection):
     """Print an answer as the model writes it."""
     user_id: str = "console-user"
     user_name: str = "you"
+
+
+class ConsoleSetup(ChannelSetup):
+    """``bot init``: nothing to ask; whoever sits at the terminal is allowed and an admin."""
+
+    asks_admin = False
+    comment = "chat in this terminal"
+
+
+SETUP = ConsoleSetup()
 
 
 class ConsoleChannel:

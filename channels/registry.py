@@ -2,11 +2,14 @@
 
 Each entry names the key under ``channels`` in the configuration, the settings model (imported
 here: settings modules are light) and the adapter factory (imported only when the channel is
-enabled: platform libraries take seconds to import).
+enabled: platform libraries take seconds to import), and what ``bot init`` and ``bot doctor`` ask of it.
+Registering adds the channel's section to the settings (:mod:`bot.config.channels` imports this module by
+name), to ``bot init`` (its questions, options, keys and secrets), ``bot doctor`` and ``bot run``.
 """
 
 from __future__ import annotations
 
+from bot.config.channels import register_section, unregister_section
 from channels.base import ChannelPlugin
 from channels.console import ConsoleSettings
 from channels.discord.settings import DiscordSettings
@@ -18,10 +21,23 @@ PLUGINS: dict[str, ChannelPlugin] = {}
 
 def register(plugin: ChannelPlugin) -> None:
     PLUGINS[plugin.name] = plugin
+    register_section(plugin.name, plugin.settings, plugin.secret_variables)
+
+
+def unregister(name: str) -> None:
+    """Forget channel ``name`` (a test's own channel, once the test is done)."""
+    PLUGINS.pop(name, None)
+    unregister_section(name)
 
 
 register(
-    ChannelPlugin("console", ConsoleSettings, "channels.console:build", fetcher="channels.console_files:build_fetcher")
+    ChannelPlugin(
+        "console",
+        ConsoleSettings,
+        "channels.console:build",
+        fetcher="channels.console_files:build_fetcher",
+        setup="channels.console:SETUP",
+    )
 )
 register(
     ChannelPlugin(
@@ -32,6 +48,8 @@ register(
         text_limit=4096,
         fetcher="channels.telegram.media:build_fetcher",
         doctor="channels.telegram.doctor:check",
+        setup="channels.telegram.setup:SETUP",
+        library="aiogram",
     )
 )
 register(
@@ -43,6 +61,8 @@ register(
         text_limit=3000,
         fetcher="channels.slack.media:build_fetcher",
         doctor="channels.slack.doctor:check",
+        setup="channels.slack.setup:SETUP",
+        library="slack-bolt",
     )
 )
 register(
@@ -54,5 +74,7 @@ register(
         text_limit=2000,
         fetcher="channels.discord.media:build_fetcher",
         doctor="channels.discord.doctor:check",
+        setup="channels.discord.setup:SETUP",
+        library="discord.py",
     )
 )

@@ -32,7 +32,10 @@ def test_channels_import_only_bot_contracts() -> None:
         "import channels\n"
         "for m in pkgutil.walk_packages(channels.__path__, 'channels.'):\n"
         "    importlib.import_module(m.name)\n"
-        "allowed = {'bot', 'bot.events', 'bot.inbox', 'bot.errors', 'bot.media', 'bot.media.fetch'}\n"
+        # bot.config.channels: the settings' channel section every plugin extends and registers (a contract:
+        # the settings sit below the channels, so the plugins add their sections rather than being imported).
+        "allowed = {'bot', 'bot.events', 'bot.inbox', 'bot.errors', 'bot.media', 'bot.media.fetch',\n"
+        "           'bot.config', 'bot.config.channels'}\n"
         "bad = sorted(n for n in sys.modules if n.split('.')[0] == 'bot' and n not in allowed)\n"
         "bad += sorted(n for n in sys.modules if n.split('.')[0] == 'agents')\n"
         "print(bad)\n"

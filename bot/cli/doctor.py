@@ -121,7 +121,7 @@ def _fix(problem: str) -> str:
 
 
 async def _http(settings: Settings) -> list[Line]:
-    webhooks = [n for n in settings.channels.enabled() if _needs_http(settings, n)]
+    webhooks = [n for n in settings.channels.enabled() if settings.channels.section(n).serves_http()]
     http = settings.http
     if not http.enabled and not webhooks and not settings.web.enabled:
         return [Line(True, "http: off (no webhooks; /healthz, /readyz and /metrics need http.enabled)")]
@@ -158,11 +158,6 @@ async def _web(settings: Settings) -> list[Line]:
         fix = "put it behind an HTTPS proxy and set web.trust_proxy: true (or web.secure_cookies: always)"
         lines.append(Line(False, what, fix))
     return lines
-
-
-def _needs_http(settings: Settings, name: str) -> bool:
-    mode = getattr(settings.channels.section(name), "mode", "")
-    return (name, mode) in (("telegram", "webhook"), ("slack", "http"))
 
 
 def _health(host: str, port: int) -> str | None:

@@ -1,64 +1,70 @@
 """``bot init``: a commented ``config/bot.yaml`` for the channels chosen, and a ``.env.example`` listing the
 secrets to export. Asks at a terminal; ``--yes`` (or no terminal) takes the flags as they are. The file is
 validated (with placeholder secrets) before anything is written, and nothing is overwritten without ``--force``.
+
+It knows no channel by name: each registered channel plugin brings its questions (also this command's options,
+``--telegram-mode``…), the keys it writes and the secrets they name (:class:`channels.setup.ChannelSetup`).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from bot.config.settings import ConfigError, load_settings
+from channels.registry import PLUGINS
+from channels.setup import ChannelSetup, Question, Secret
 
-CHANNELS = ("console", "telegram", "slack", "discord")
 MODELS = ("gemini", "openai", "offline")
 
 
 @dataclass
 class Choices:
     channels: list[str] = field(default_factory=lambda: ["console"])
-    telegram_mode: str = "polling"
-    public_url: str = ""
-    slack_mode: str = "socket"
+    answers: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Channel → its questions' answers (:attr:`ChannelSetup.questions`)."""
     model: str = "gemini"
     admins: dict[str, list[str]] = field(default_factory=dict)
     scale: bool = False
     http: bool = False
 
+    def of(self, channel: str) -> Mapping[str, str]:
+        return self.answers.get(channel, {})
+
 
 SECRETS: dict[str, tuple[str, str]] = {
     "GEMINI_API_KEY": ("gemini", "Google AI Studio → Get API key"),
     "OPENAI_API_KEY": ("openai", "your OpenAI-compatible provider (leave empty for a local endpoint)"),
-    "TELEGRAM_BOT_TOKEN": ("telegram", "@BotFather → /newbot"),
-    "TELEGRAM_WEBHOOK_SECRET": ("telegram-webhook", "any long random string (checked on every webhook request)"),
-    "SLACK_BOT_TOKEN": ("slack", "api.slack.com/apps → OAuth & Permissions → Bot User OAuth Token (xoxb-…)"),
-    "SLACK_APP_TOKEN": ("slack-socket", "Basic Information → App-Level Tokens, scope connections:write (xapp-…)"),
-    "SLACK_SIGNING_SECRET": ("slack-http", "Basic Information → Signing Secret"),
-    "DISCORD_BOT_TOKEN": ("discord", "discord.com/developers → your app → Bot → Reset Token"),
     "DATABASE_URL": ("scale", "postgresql://bot:password@127.0.0.1:5432/bot"),
     "REDIS_URL": ("scale", "redis://127.0.0.1:6379/0"),
     "BOT_METRICS__TOKEN": ("http", "optional: Prometheus must send it as a bearer token"),
 }
+"""The secrets of the model and the deployment; each channel's come from its setup."""
+
+
+def _setups() -> dict[str, ChannelSetup]:
+    return {name: plugin.init() for name, plugin in PLUGINS.items()}
+
+
+def secrets_of(choices: Choices) -> list[Secret]:
+    """The secrets ``choices`` use: the model's, then each channel's in the registry's order, then the rest."""
+    model = [Secret(name, how) for name, (key, how) in SECRETS.items() if key == choices.model]
+    chosen = [(setup, choices.of(name)) for name, setup in _setups().items() if name in choices.channels]
+    keys = {*(["scale"] if choices.scale else []), *(["http"] if _serves_http(choices) else [])}
+    rest = [Secret(name, how) for name, (key, how) in SECRETS.items() if key in keys]
+    return [*model, *(secret for setup, answers in chosen for secret in setup.secrets(answers)), *rest]
 
 
 def needed(choices: Choices) -> list[str]:
-    """The secrets ``choices`` use, in the order of :data:`SECRETS`."""
-    keys = set(choices.channels) | {choices.model}
-    if "telegram" in choices.channels and choices.telegram_mode == "webhook":
-        keys.add("telegram-webhook")
-    if "slack" in choices.channels:
-        keys.add(f"slack-{choices.slack_mode}")
-    if choices.scale:
-        keys.add("scale")
-    if _serves_http(choices):
-        keys.add("http")
-    return [name for name, (key, _how) in SECRETS.items() if key in keys]
+    return [secret.variable for secret in secrets_of(choices)]
 
 
 def _serves_http(choices: Choices) -> bool:
@@ -67,14 +73,10 @@ def _serves_http(choices: Choices) -> bool:
 
 
 def _webhooks(choices: Choices) -> bool:
-    return ("telegram" in choices.channels and choices.telegram_mode == "webhook") or (
-        "slack" in choices.channels and choices.slack_mode == "http"
-    )
+    return any(setup.serves_http(choices.of(n)) for n, setup in _setups().items() if n in choices.channels)
 
 
 def render_config(choices: Choices) -> str:
-    on = set(choices.channels)
-    admins = choices.admins
     lines = [
         "# Written by `bot init`. Every key here overrides the built-in defaults (`bot config show` prints the",
         "# effective values, secrets redacted). Secrets come from the environment (see .env.example): this file",
@@ -116,49 +118,22 @@ def render_config(choices: Choices) -> str:
         f"  format: {'json' if choices.scale else 'text'}          # json: one object per line, with correlation ids",
         "",
         "channels:",
-        "  console:",
-        f"    enabled: {str('console' in on).lower()}         # chat in this terminal",
     ]
-    if "telegram" in on:
-        lines += [
-            "  telegram:",
-            "    enabled: true",
-            "    token: ${TELEGRAM_BOT_TOKEN}",
-            f"    allow_from: {_ids(admins.get('telegram'))}   # Telegram user ids; strangers are told theirs",
-            f"    admins: {_ids(admins.get('telegram'))}",
-            "    mention_policy: mention   # groups: answer only when mentioned (or all)",
-            f"    mode: {choices.telegram_mode}",
-        ]
-        if choices.telegram_mode == "webhook":
-            url = choices.public_url.rstrip("/") + "/telegram/webhook" if choices.public_url else ""
-            lines += [
-                "    webhook:",
-                f"      url: {url or 'https://bot.example.com/telegram/webhook'}   # public HTTPS, to http.port",
-                "      path: /telegram/webhook",
-                "      secret_token: ${TELEGRAM_WEBHOOK_SECRET}",
-            ]
-    if "slack" in on:
-        lines += [
-            "  slack:",
-            "    enabled: true",
-            "    bot_token: ${SLACK_BOT_TOKEN}",
-            "    app_token: ${SLACK_APP_TOKEN}"
-            if choices.slack_mode == "socket"
-            else "    signing_secret: ${SLACK_SIGNING_SECRET}",
-            f"    allow_from: {_ids(admins.get('slack'))}   # Slack member ids (U…)",
-            f"    admins: {_ids(admins.get('slack'))}",
-            f"    mode: {choices.slack_mode}   # socket: no public URL needed; http: events at http.port/slack/events",
-        ]
-    if "discord" in on:
-        lines += [
-            "  discord:",
-            "    enabled: true",
-            "    token: ${DISCORD_BOT_TOKEN}",
-            f"    allow_from: {_ids(admins.get('discord'))}   # Discord user ids",
-            f"    admins: {_ids(admins.get('discord'))}",
-            "    allowed_channels: []   # channel ids the bot reads (empty: mentions and DMs everywhere)",
-        ]
+    for name, setup in _setups().items():
+        lines += _channel_lines(name, setup, choices)
     return "\n".join(lines) + "\n"
+
+
+def _channel_lines(name: str, setup: ChannelSetup, choices: Choices) -> list[str]:
+    if name not in choices.channels:
+        # Written only to turn off a channel that is on by default (the console).
+        return [f"  {name}:", "    enabled: false"] if PLUGINS[name].settings().enabled else []
+    lines = [f"  {name}:", "    enabled: true" + (f"         # {setup.comment}" if setup.comment else "")]
+    lines += [f"    {line}" for line in setup.lines(choices.of(name))]
+    if setup.asks_admin:
+        ids = _ids(choices.admins.get(name))
+        lines += [f"    allow_from: {ids}   # {setup.id_hint}", f"    admins: {ids}"]
+    return lines
 
 
 def _ids(values: list[str] | None) -> str:
@@ -171,15 +146,14 @@ def render_env(choices: Choices) -> str:
         "# The bot reads .env beside config/ or in the folder it starts in; docker compose reads deploy/.env.",
         "",
     ]
-    for name in needed(choices):
-        lines += [f"# {SECRETS[name][1]}", f"{name}="]
+    for secret in secrets_of(choices):
+        lines += [f"# {secret.how}", f"{secret.variable}="]
     return "\n".join(lines) + "\n"
 
 
 def validate(config_text: str, choices: Choices) -> None:
     """Load ``config_text`` as the project file, every layer, with placeholder secrets: raises ConfigError."""
-    env = {name: "placeholder-" + name.lower() for name in needed(choices)}
-    env["TELEGRAM_BOT_TOKEN"] = "123456:placeholder"  # a token's shape is checked when the settings load
+    env = {s.variable: s.placeholder or "placeholder-" + s.variable.lower() for s in secrets_of(choices)}
     if choices.scale:
         env["DATABASE_URL"], env["REDIS_URL"] = "postgresql://bot:pw@127.0.0.1:5432/bot", "redis://127.0.0.1:6379/0"
     with tempfile.TemporaryDirectory() as tmp:
@@ -190,17 +164,17 @@ def validate(config_text: str, choices: Choices) -> None:
 
 def ask(choices: Choices) -> Choices:
     """The choices at a terminal, the flags as defaults."""
-    picked = typer.prompt("Channels (comma-separated: console, telegram, slack, discord)", ",".join(choices.channels))
+    setups = _setups()
+    picked = typer.prompt(f"Channels (comma-separated: {', '.join(setups)})", ",".join(choices.channels))
     choices.channels = _channels(picked)
-    if "telegram" in choices.channels:
-        choices.telegram_mode = _pick("Telegram: polling or webhook", choices.telegram_mode, ("polling", "webhook"))
-        if choices.telegram_mode == "webhook":
-            choices.public_url = typer.prompt(
-                "Public HTTPS base URL (e.g. https://bot.example.com)", choices.public_url or ""
-            )
-    if "slack" in choices.channels:
-        choices.slack_mode = _pick("Slack: socket or http", choices.slack_mode, ("socket", "http"))
-    for name in (c for c in choices.channels if c != "console"):
+    for name, setup in setups.items():
+        if name not in choices.channels:
+            continue
+        answers = choices.answers.setdefault(name, {})
+        for question in setup.questions:
+            if question.applies(answers):
+                answers[question.key] = _ask(question, answers.get(question.key, question.default))
+    for name in (c for c in choices.channels if setups[c].asks_admin):
         given = typer.prompt(
             f"{name}: your user id (admin; empty to add later)", ",".join(choices.admins.get(name, []))
         )
@@ -209,6 +183,12 @@ def ask(choices: Choices) -> Choices:
     choices.scale = typer.confirm("Several processes (PostgreSQL + Redis)?", choices.scale)
     choices.http = typer.confirm("Serve /healthz and /metrics over HTTP?", choices.http or choices.scale)
     return choices
+
+
+def _ask(question: Question, default: str) -> str:
+    if question.choices:
+        return _pick(question.prompt, default, question.choices)
+    return str(typer.prompt(question.prompt, default))
 
 
 def _pick(question: str, default: str, allowed: tuple[str, ...]) -> str:
@@ -221,17 +201,69 @@ def _pick(question: str, default: str, allowed: tuple[str, ...]) -> str:
 
 def _channels(text: str) -> list[str]:
     names = [c.strip().lower() for c in text.split(",") if c.strip()]
-    unknown = [c for c in names if c not in CHANNELS]
+    unknown = [c for c in names if c not in PLUGINS]
     if unknown:
-        raise typer.BadParameter(f"unknown channel {unknown[0]!r}: one of {', '.join(CHANNELS)}")
+        raise typer.BadParameter(f"unknown channel {unknown[0]!r}: one of {', '.join(PLUGINS)}")
     return names or ["console"]
 
 
-def init(
-    channels: Annotated[str, typer.Option(help="Comma-separated: console, telegram, slack, discord.")] = "console",
-    telegram_mode: Annotated[str, typer.Option(help="polling | webhook")] = "polling",
-    public_url: Annotated[str, typer.Option(help="Webhooks: the public HTTPS base URL.")] = "",
-    slack_mode: Annotated[str, typer.Option(help="socket | http")] = "socket",
+class InitCommand:
+    """``bot init`` as typer sees it: the fixed options, and one per question of each channel registered when the
+    command line is built (its signature is read then, so a channel registered later has its options too)."""
+
+    __name__ = "init"
+    __doc__ = "Write a commented config/bot.yaml for the channels chosen and a .env.example of the secrets they need."
+
+    @staticmethod
+    def _questions() -> dict[str, tuple[str, Question]]:
+        """Parameter name → (channel, question)."""
+        return {
+            f"{name}__{q.key}".replace("-", "_"): (name, q)
+            for name, setup in _setups().items()
+            for q in setup.questions
+        }
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        fixed = [p for p in inspect.signature(_init, eval_str=True).parameters.values() if p.name != "answers"]
+        asked = [
+            inspect.Parameter(
+                param, inspect.Parameter.KEYWORD_ONLY, default=question.default,
+                annotation=Annotated[str, typer.Option(f"--{question.option(channel)}", help=_help(channel, question))],
+            )
+            for param, (channel, question) in self._questions().items()
+        ]  # fmt: skip
+        listed = Annotated[str, typer.Option(help=f"Comma-separated: {', '.join(PLUGINS)}.")]
+        head = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=listed if p.name == "channels" else p.annotation)
+            for p in fixed
+        ]
+        return inspect.Signature([*head, *asked])
+
+    @property
+    def __annotations__(self) -> dict[str, Any]:  # type: ignore[override]
+        return {name: p.annotation for name, p in self.__signature__.parameters.items()}
+
+    def __call__(self, **values: Any) -> None:
+        answers: dict[str, dict[str, str]] = {}
+        for param, (channel, question) in self._questions().items():
+            value = str(values.pop(param, question.default) or "")
+            if question.choices and value not in question.choices:
+                typer.echo(f"--{question.option(channel)} is one of {'|'.join(question.choices)}", err=True)
+                raise typer.Exit(2)
+            answers.setdefault(channel, {})[question.key] = value
+        _init(answers=answers, **values)
+
+
+def _help(channel: str, question: Question) -> str:
+    return f"{channel}: {' | '.join(question.choices)}" if question.choices else f"{channel}: {question.prompt}"
+
+
+init = InitCommand()
+
+
+def _init(
+    channels: Annotated[str, typer.Option(help="Comma-separated: the registered channels.")] = "console",
     model: Annotated[str, typer.Option(help="gemini | openai | offline")] = "gemini",
     admin: Annotated[list[str] | None, typer.Option(help="CHANNEL:USER_ID, allowed and admin; repeatable.")] = None,
     scale: Annotated[bool, typer.Option(help="PostgreSQL + Redis (bot run --role gateway|worker).")] = False,
@@ -242,21 +274,19 @@ def init(
         bool | None, typer.Option("--ask/--no-ask", help="Ask the questions (default: at a terminal).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing files.")] = False,
+    answers: dict[str, dict[str, str]] | None = None,
 ) -> None:
-    """Write a commented config/bot.yaml for the channels chosen and a .env.example of the secrets they need."""
-    if telegram_mode not in ("polling", "webhook") or slack_mode not in ("socket", "http") or model not in MODELS:
-        typer.echo(
-            "--telegram-mode is polling|webhook, --slack-mode socket|http, --model gemini|openai|offline", err=True
-        )
+    if model not in MODELS:
+        typer.echo("--model is gemini|openai|offline", err=True)
         raise typer.Exit(2)
     admins: dict[str, list[str]] = {}
     for entry in admin or []:
         name, sep, user = entry.partition(":")
-        if not sep or name not in CHANNELS or not user:
+        if not sep or name not in PLUGINS or not user:
             typer.echo(f"--admin {entry!r}: expected CHANNEL:USER_ID, e.g. telegram:123456", err=True)
             raise typer.Exit(2)
         admins.setdefault(name, []).append(user)
-    choices = Choices(_channels(channels), telegram_mode, public_url, slack_mode, model, admins, scale, http)
+    choices = Choices(_channels(channels), answers or {}, model, admins, scale, http)
     if interactive if interactive is not None else not yes and sys.stdin.isatty() and not os.environ.get("CI"):
         choices = ask(choices)
     config, env_file = directory / "config" / "bot.yaml", directory / ".env.example"

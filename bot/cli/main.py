@@ -28,6 +28,7 @@ from bot.cli.traces import print_trace
 from bot.cli.web import web_app
 from bot.config.secrets import scrub_environment
 from bot.config.settings import ConfigError, Settings
+from channels.registry import PLUGINS
 
 app = typer.Typer(
     help="A supervisor chat-bot gateway. Without a command, runs every enabled channel.",
@@ -237,12 +238,7 @@ def chat(config: ConfigOpt = None) -> None:
     """Chat in the terminal (console channel only). Reads one message per line when stdin is not a TTY."""
     settings = _settings(
         config,
-        channels={
-            "console": {"enabled": True},
-            "telegram": {"enabled": False},
-            "slack": {"enabled": False},
-            "discord": {"enabled": False},
-        },
+        channels={name: {"enabled": name == "console"} for name in PLUGINS},
         http={"enabled": False},
     )
     _setup_logging(settings)

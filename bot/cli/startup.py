@@ -15,18 +15,17 @@ from importlib import import_module
 
 from channels.registry import PLUGINS
 
-LIBRARIES = {"telegram": "aiogram", "slack": "slack-bolt", "discord": "discord.py"}
-"""The platform library behind each channel, as people know it."""
-
 
 def load_platform_libraries(channels: list[str], progress: Callable[[str], None]) -> None:
     """Import the adapters of ``channels`` (the console's is instant), saying so before and after each."""
     for name in channels:
         plugin = PLUGINS.get(name)
-        module = plugin.adapter.partition(":")[0] if plugin is not None else ""
-        if name not in LIBRARIES or not module or module in sys.modules:
+        if plugin is None or plugin.library is None:
+            continue
+        module = plugin.adapter.partition(":")[0]
+        if module in sys.modules:
             continue
         began = time.monotonic()
-        progress(f"{name}: loading {LIBRARIES[name]} (a few seconds)…")
+        progress(f"{name}: loading {plugin.library} (a few seconds)…")
         import_module(module)
-        progress(f"{name}: {LIBRARIES[name]} loaded in {time.monotonic() - began:.1f} s")
+        progress(f"{name}: {plugin.library} loaded in {time.monotonic() - began:.1f} s")

@@ -24,11 +24,11 @@ def register_builtin_commands(ctx: CommandContext) -> None:
         return f"{greeting}\nJust write to me, or address an agent with @name (see /agents). Send /help for commands."
 
     async def help_(call: CommandCall) -> str:
-        if call.event.chat.channel == "slack":
-            # Slack intercepts /help, /start… itself: its users type them after the app's own command.
-            slash = str(getattr(ctx.settings.channels.section("slack"), "slash_command", "/bot")).strip()
-            return ctx.commands.help_text(call.event.sender.is_admin, prefix=f"/{slash.lstrip('/')} ")
-        return ctx.commands.help_text(call.event.sender.is_admin)
+        try:  # Slack's users type /bot help (Slack keeps /help): each channel says how commands are typed
+            prefix = ctx.settings.channels.section(call.event.chat.channel).command_prefix()
+        except KeyError:  # not a configured channel (the web console)
+            prefix = "/"
+        return ctx.commands.help_text(call.event.sender.is_admin, prefix=prefix)
 
     async def whoami(call: CommandCall) -> str:
         ev = call.event

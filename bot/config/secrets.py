@@ -7,20 +7,14 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from channels.registry import PLUGINS
+from bot.config.channels import secret_variables
 
 SECRET_KEYS = frozenset(
     {"token", "api_key", "bot_token", "app_token", "signing_secret", "secret_token", "password", "headers", "env"}
 )
 
-SECRET_VARIABLES = (
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "OPENAI_API_KEY",
-    *(variable for plugin in PLUGINS.values() for variable in plugin.secret_variables),
-    "DATABASE_URL",
-)
-"""Variables that hold secrets whatever their value (the ones the README names)."""
+SECRET_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "DATABASE_URL")
+"""Variables that hold secrets whatever their value (the ones the README names), beside each channel's."""
 
 
 def walk(data: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -56,7 +50,8 @@ def scrub_environment(secrets: Iterable[str], environ: dict[str, str] | None = N
     """
     env = os.environ if environ is None else environ
     values = {v for v in secrets if len(v) >= 8}
-    gone = [name for name, value in env.items() if name in SECRET_VARIABLES or (value and value in values)]
+    named = {*SECRET_VARIABLES, *secret_variables()}
+    gone = [name for name, value in env.items() if name in named or (value and value in values)]
     for name in gone:
         env.pop(name, None)
     return sorted(gone)

@@ -24,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
+from bot.config.channels import Channels, channels_model
+from bot.config.channels import ChannelSection as ChannelSection  # re-exported: the gateway types on it
 from bot.config.checks import bus_url_problem, interpolate, literal_secrets, store_url_problem
 from bot.config.envfiles import EnvFiles, with_env_files
 from bot.config.explain import explain
@@ -38,8 +40,6 @@ from bot.config.paths import anchor_paths, project_dir
 from bot.config.secrets import SECRET_KEYS, redact, walk
 from bot.config.web import WebSection
 from bot.errors import ConfigError
-from channels.base import ChannelSection
-from channels.registry import PLUGINS
 
 USER_CONFIG = Path("~/.config/bot/bot.yaml")
 PROJECT_CONFIG = Path("config/bot.yaml")
@@ -256,32 +256,11 @@ class McpSection(McpConfig):
     """``mcp``: ``servers`` by name (letters, digits, ``_``, ``-``); their tools are ``mcp.<name>.<tool>``."""
 
 
-class _Channels(_Section):
-    """``channels``: one section per registered channel plugin (:mod:`channels.registry`)."""
-
-    def enabled(self) -> list[str]:
-        return [name for name in type(self).model_fields if self.section(name).enabled]
-
-    def section(self, name: str) -> ChannelSection:
-        """The settings of channel ``name`` (``KeyError``: no such channel)."""
-        value = getattr(self, name, None)
-        if not isinstance(value, ChannelSection):
-            raise KeyError(name)
-        return value
-
-    if TYPE_CHECKING:
-
-        def __getattr__(self, name: str) -> Any: ...
-
-
 if TYPE_CHECKING:
-    ChannelsSection = _Channels
+    ChannelsSection = Channels
 else:
-    ChannelsSection = create_model(
-        "ChannelsSection",
-        __base__=_Channels,
-        **{name: (plugin.settings, Field(default_factory=plugin.settings)) for name, plugin in PLUGINS.items()},
-    )
+    ChannelsSection = channels_model()
+    """``channels``: the sections of the channels registered when the settings were first imported."""
 
 
 class Settings(_Section):
@@ -411,9 +390,10 @@ def load_settings(
         # Beside the database, in the data dir (a Docker volume), not wherever the process was started.
         tools["workspace"] = str(Path(str((merged.get("store") or {}).get("data_dir") or "data")) / "workspace")
     try:
-        settings = Settings.model_validate(merged)
+        model = settings_model()
+        settings = model.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(explain(exc, lambda dotted: _origin(origins, dotted), Settings)) from None
+        raise ConfigError(explain(exc, lambda dotted: _origin(origins, dotted), model)) from None
     settings._origins = {k: v for k, v in origins.items() if v != "default"}
     settings._warnings = warnings
     settings._env_files = files
@@ -426,6 +406,21 @@ def load_settings(
     if require_secrets:
         _check_required_secrets(settings)
     return settings
+
+
+_with_channels: dict[type[Channels], type[Settings]] = {}
+
+
+def settings_model() -> type[Settings]:
+    """:class:`Settings`, or a subclass whose ``channels`` has the sections of channels registered since."""
+    current = channels_model()
+    if current is ChannelsSection:
+        return Settings
+    if current not in _with_channels:
+        _with_channels[current] = create_model(
+            "Settings", __base__=Settings, channels=(current, Field(default_factory=current))
+        )
+    return _with_channels[current]
 
 
 def _origin(origins: dict[str, str], dotted: str) -> str:

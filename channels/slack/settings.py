@@ -24,6 +24,13 @@ class SlackSettings(ChannelSection):
     typing_reaction: str = "eyes"
     """Slack has no typing indicator for bots: this reaction marks the message being answered; empty: none."""
 
+    def serves_http(self) -> bool:
+        return self.mode == "http"
+
+    def command_prefix(self) -> str:
+        """Slack intercepts ``/help``, ``/start``… itself: its users type them after the app's own command."""
+        return f"/{self.slash_command.strip().lstrip('/')} "
+
     def problems(self) -> list[str]:
         found = []
         if not self.bot_token:

@@ -35,6 +35,9 @@ class TelegramSettings(ChannelSection):
             raise ValueError("webhook.secret_token is empty (webhook mode): set TELEGRAM_WEBHOOK_SECRET")
         return self
 
+    def serves_http(self) -> bool:
+        return self.mode == "webhook"
+
     def problems(self) -> list[str]:
         if not self.token:
             return ["channels.telegram.token is empty: set TELEGRAM_BOT_TOKEN in the environment"]
