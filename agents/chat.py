@@ -12,7 +12,8 @@ from agents.context import RunContext
 from agents.messages import Message
 from agents.models.base import CUT_OFF, complete
 from agents.react import ReactRunner
-from agents.results import FinalAnswer, Resolution, RunResult
+from agents.resolutions import Resolution
+from agents.results import FinalAnswer, RunResult
 
 DEFAULT_PROMPT = (
     "You are a helpful assistant in a group or direct chat. Answer briefly and clearly, "

@@ -10,10 +10,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agents.approval import ApprovalRule, by_risk
 from agents.handoffs import DEFAULT_MAX_DEPTH, HandoffTarget
-from agents.messages import Message, ToolCall
+from agents.messages import Message
 from agents.models.base import AnswerStream, Model, ModelResponse
-from agents.tools.base import RISK_ORDER, Tool
+from agents.tools.base import Tool
 from agents.tools.ledger import MemoryLedger, ToolLedger
 
 
@@ -32,9 +33,9 @@ async def _no_emit(text: str) -> None:
     return None
 
 
-def default_needs_confirmation(tool: Tool, call: ToolCall) -> bool:
-    """The tool's own flag or risk ``high`` (the gateway adds agent, MCP and grant rules)."""
-    return tool.confirm or RISK_ORDER[tool.risk] >= RISK_ORDER["high"]
+default_needs_confirmation = by_risk
+"""The tool's own flag or risk ``high`` (the gateway wraps an agent's tools with its whole rule:
+:func:`agents.approval.approval_required`)."""
 
 
 @dataclass
@@ -55,7 +56,8 @@ class RunContext:
     tools: Sequence[Tool] = ()
     """The tools this agent may use (already filtered by its allow/deny lists)."""
     ledger: ToolLedger = field(default_factory=MemoryLedger)
-    needs_confirmation: Callable[[Tool, ToolCall], bool] = default_needs_confirmation
+    needs_confirmation: ApprovalRule = default_needs_confirmation
+    """Which calls of ``tools`` wait for a person's yes (an approval toolset's rule)."""
     system_extra: str = ""
     """Appended to the runner's system prompt (the handoff context of a handed-off run)."""
     handoffs: Sequence[HandoffTarget] = ()

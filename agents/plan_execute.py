@@ -24,7 +24,8 @@ import jsonschema
 from agents.context import RunContext
 from agents.messages import Message
 from agents.react import ReactRunner
-from agents.results import Choice, FinalAnswer, InterruptRequest, Resolution, RunResult
+from agents.resolutions import PlanDecision, Resolution, answer_text
+from agents.results import Choice, FinalAnswer, InterruptRequest, RunResult
 
 PLAN_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -102,12 +103,15 @@ class PlanExecuteRunner:
                 return await self._execute(ctx, state)
             if choice == "reject":
                 return self._final(state, "Plan rejected; nothing was done.")
-            feedback = resolution.feedback or (resolution.answer if choice != "edit" else None)
+            decided = (
+                resolution if isinstance(resolution, PlanDecision) else PlanDecision(answer=answer_text(resolution))
+            )
+            feedback = decided.feedback or (decided.answer if choice != "edit" else None)
             if not feedback:
                 return self._ask_feedback(state)
             return await self._plan(ctx, state, feedback=str(feedback))
         if phase == "feedback":
-            return await self._plan(ctx, state, feedback=resolution.answer or "")
+            return await self._plan(ctx, state, feedback=answer_text(resolution) or "")
         if phase == "execute":
             inner = await self.executor.resume(ctx, state["inner"], resolution)
             outcome = await self._after_step(ctx, state, inner)

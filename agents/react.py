@@ -17,7 +17,8 @@ from agents.context import RunContext
 from agents.handoffs import check_handoff, handoff_tools, is_handoff_call, target_of
 from agents.messages import Message, ToolCall, ToolResult
 from agents.models.base import CUT_OFF, complete
-from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, Resolution, RunResult
+from agents.resolutions import Answer, Resolution, ToolDecision
+from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, RunResult
 from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
 from agents.visible import visible_json
 
@@ -117,17 +118,20 @@ class ReactRunner:
         return await self._loop(ctx, [message], iteration=0)
 
     async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: Resolution) -> RunResult:
-        """Continue after a ``tool_confirm`` (run approved calls, deny the others) or an ``ask_user`` answer."""
+        """Continue after a ``tool_confirm`` (run approved calls, deny the others) or an ``ask_user`` answer.
+
+        Only a :class:`ToolDecision` approves anything: every other resolution denies the calls."""
         messages = [Message.model_validate(m) for m in state["messages"]]
         done = {r["call_id"]: ToolResult.model_validate(r) for r in state.get("results", [])}
-        approved = set(resolution.approved)
+        decision = resolution if isinstance(resolution, ToolDecision) else ToolDecision(reason=resolution.reason)
+        answer = resolution.text if isinstance(resolution, Answer) else None
+        approved, changed = set(decision.approved), decision.edited
         tools = self._tools(ctx)
-        if resolution.edited:
+        if changed:
             # What a person changed is what the model sees it called, and what runs (checked again first).
             turn = messages[-1]
             edited = tuple(
-                c.model_copy(update={"args": resolution.edited[c.id]}) if c.id in resolution.edited else c
-                for c in turn.tool_calls
+                c.model_copy(update={"args": changed[c.id]}) if c.id in changed else c for c in turn.tool_calls
             )
             messages[-1] = turn.model_copy(update={"tool_calls": edited})
         calls = list(messages[-1].tool_calls)
@@ -135,9 +139,9 @@ class ReactRunner:
         for call in calls:
             if call.id in done:
                 results.append(done[call.id])
-            elif call.name == ASK_USER and resolution.answer is not None:
-                results.append(ToolResult(call_id=call.id, name=call.name, content=resolution.answer))
-            elif call.id in approved and call.id in resolution.edited and (problem := _misfit(call, tools)):
+            elif call.name == ASK_USER and answer is not None:
+                results.append(ToolResult(call_id=call.id, name=call.name, content=answer))
+            elif call.id in approved and call.id in changed and (problem := _misfit(call, tools)):
                 results.append(ToolResult(call_id=call.id, name=call.name, content=problem, is_error=True))
             elif call.id in approved:
                 results.append(await self._execute(ctx, call, tools))

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.context import RunContext
 from agents.messages import Message
 from agents.models.base import Usage
+from agents.resolutions import Resolution
 
 InterruptKind = Literal["ask_user", "plan_approval", "tool_confirm"]
 
@@ -67,37 +68,8 @@ class HandoffRequest(BaseModel):
 RunResult = FinalAnswer | InterruptRequest | HandoffRequest
 
 
-class Resolution(BaseModel):
-    """How a human answered an interrupt; what a runner's ``resume`` continues with.
-
-    Stored as JSON (only the fields set) in the interrupt's row, so a run resumed after a
-    restart continues with exactly what was answered.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    approved: tuple[str, ...] = ()
-    """``tool_confirm``: the ids of the calls that may run (the others are denied)."""
-    grant: bool = False
-    """``tool_confirm``: also allow these tools in this chat from now on."""
-    choice: str | None = None
-    """The button's value (``approve``, ``reject``, ``edit``, ``a``, ``d``, ``o1``...), if one was pressed."""
-    answer: str | None = None
-    """``ask_user`` (or a choice's label): the text of the answer."""
-    feedback: str | None = None
-    """``plan_approval``: what to change in the plan."""
-    reason: str | None = None
-    """Why the calls did not run (expired, cancelled, superseded): their result text."""
-    edited: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """``tool_confirm``: call id → the arguments a person changed them to (the web console's Edit arguments);
-    what runs, checked against the tool's schema again before it does."""
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_defaults=True)
-
-
 class Resumable(Protocol):
-    """A runner that can continue a paused run from its state and the human's resolution."""
+    """A runner that can continue a paused run from its state and the human's resolution (of the pause's kind)."""
 
     async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: Resolution) -> RunResult: ...
 

@@ -46,7 +46,7 @@ from bot.pairing import Pairing, PairingDesk
 from bot.routing import Router
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
-from bot.runs.manager import RunManager
+from bot.runs.manager import RunManager, ToolPool
 from bot.runs.recovery import RecoveryReport, recover
 from bot.runs.scheduled import ScheduledMessages
 from bot.store import SqlStore, store_from_settings
@@ -194,7 +194,7 @@ class Gateway:
             models=self.models,
             delivery=self.delivery,
             timers=self.timers,
-            tools=self.tool_pool,
+            tools=ToolPool(self.tools, self.mcp),
             tracing=self.tracing,
             memory=self.memory,
             budgets=self.budgets,

@@ -7,7 +7,7 @@ confirmation's arguments.  Its presses are checked here, in the chat's turn, lik
 
 from __future__ import annotations
 
-from agents.results import Resolution
+from agents.resolutions import Answer, PlanDecision, Resolution, ToolDecision
 from bot.events import ConsoleInput
 from bot.interrupts.text import SHOW_ALL
 from bot.store.runs import InterruptRow
@@ -53,11 +53,11 @@ def console_resolution(row: InterruptRow, choice: str, console: ConsoleInput, pr
     """The resolution of a console press (``pressed``: what the same button would mean in the chat)."""
     ids = tuple(str(c["id"]) for c in row.payload.get("calls", []))
     if choice == "e":
-        return Resolution(approved=ids, choice="e", edited=dict(console.arguments))
+        return ToolDecision(approved=ids, choice="e", edited=dict(console.arguments))
     if choice == "edit":
-        return Resolution(choice="edit", feedback=console.text)
+        return PlanDecision(choice="edit", feedback=console.text)
     if choice == "answer":
-        return Resolution(answer=console.text)
-    if row.kind == "plan_approval" and console.text:
+        return Answer(text=console.text)
+    if isinstance(pressed, PlanDecision) and console.text:
         return pressed.model_copy(update={"answer": console.text})
     return pressed

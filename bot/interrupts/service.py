@@ -17,17 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from agents.approval import NEVER_GRANTED
 from agents.messages import ToolCall
 from agents.react import describe_call
-from agents.results import Resolution
+from agents.resolutions import Answer, PlanDecision, Resolution, ToolDecision, answer_text, unanswered
+from agents.state import RunState
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.interrupts.console import console_refusal, console_resolution
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, parse_payload, yes_no
-from bot.runs.checkpoints import closed_messages, load_checkpoint
-from bot.runs.legs import NEVER_GRANTED
 from bot.runs.manager import RunManager
 from bot.store.base import StoreError
 from bot.store.retry import DELAYED, until_stored
@@ -186,14 +186,16 @@ class InterruptService:
 
     def _resolution(self, row: InterruptRow, choice: str) -> Resolution:
         if row.kind != "tool_confirm":
-            label = next((label for label, value in row.choices if value == choice), choice)
-            return Resolution(choice=choice, answer=str(label))
+            label = str(next((label for label, value in row.choices if value == choice), choice))
+            if row.kind == "plan_approval":
+                return PlanDecision(choice=choice, answer=label)
+            return Answer(choice=choice, text=label)
         ids = tuple(str(c["id"]) for c in row.payload.get("calls", []))
         if choice in ("a", "g"):
-            return Resolution(approved=ids, grant=choice == "g", choice=choice)
+            return ToolDecision(approved=ids, grant=choice == "g", choice=choice)
         if choice.startswith("o") and choice[1:].isdigit() and 1 <= int(choice[1:]) <= len(ids):
-            return Resolution(approved=(ids[int(choice[1:]) - 1],), choice=choice)
-        return Resolution(choice=choice)
+            return ToolDecision(approved=(ids[int(choice[1:]) - 1],), choice=choice)
+        return ToolDecision(choice=choice)
 
     # -- text -----------------------------------------------------------------------------
 
@@ -206,7 +208,7 @@ class InterruptService:
         if not self._may_answer(row, event.sender):
             return TextOutcome(False)
         if row.kind == "ask_user":
-            await self.resolve(row, Resolution(answer=event.text), event.sender, event_key=event_key)
+            await self.resolve(row, Answer(text=event.text), event.sender, event_key=event_key)
             return TextOutcome(True)
         decision = yes_no(event.text)
         if decision and row.kind == "tool_confirm" and not any(value == "a" for _label, value in row.choices):
@@ -214,16 +216,17 @@ class InterruptService:
                 await self._notice(event.chat, "Press 📄 Show all first: approve once you have seen all of it.")
             return TextOutcome(True)
         if decision is not None:
+            resolution: Resolution
             if row.kind == "tool_confirm":
                 ids = tuple(str(c["id"]) for c in row.payload.get("calls", []))
-                resolution = Resolution(approved=ids if decision else (), choice="a" if decision else "d")
+                resolution = ToolDecision(approved=ids if decision else (), choice="a" if decision else "d")
             else:
-                resolution = Resolution(choice="approve" if decision else "reject", answer=event.text)
+                resolution = PlanDecision(choice="approve" if decision else "reject", answer=event.text)
             await self.resolve(row, resolution, event.sender, event_key=event_key)
             return TextOutcome(True)
         if row.kind == "plan_approval":
             # Anything else is feedback on the plan.
-            await self.resolve(row, Resolution(choice="edit", feedback=event.text), event.sender, event_key=event_key)
+            await self.resolve(row, PlanDecision(choice="edit", feedback=event.text), event.sender, event_key=event_key)
             return TextOutcome(True)
         if row.reprompted == 0:
             if event_key is not None and not await self._first_time(event_key, event.chat):
@@ -272,7 +275,7 @@ class InterruptService:
             return False
         self.timers.unschedule(row.id)
         chat = row.chat
-        if row.kind == "tool_confirm" and resolution.grant:
+        if row.kind == "tool_confirm" and isinstance(resolution, ToolDecision) and resolution.grant:
             names = sorted({c["name"] for c in row.payload.get("calls", [])} - NEVER_GRANTED)
             current = list((await self.manager.store.chat_settings(chat.settings_key)).get("grants", []))
             granted = sorted(set(current) | set(names))
@@ -286,7 +289,7 @@ class InterruptService:
 
     def _outcome_text(self, row: InterruptRow, resolution: Resolution, by: Sender) -> str:
         who = by.name or by.id
-        if row.kind == "tool_confirm":
+        if isinstance(resolution, ToolDecision):
             approved = set(resolution.approved)
             calls = row.payload.get("calls", [])
             if not approved:
@@ -305,12 +308,13 @@ class InterruptService:
                 return f"✅ Approved by {who}{extra}."
             names = ", ".join(c["label"] for c in calls if c["id"] in approved)
             return f"✅ Approved by {who} only: {names}."
-        answer = resolution.answer or resolution.feedback or resolution.choice
+        feedback = resolution.feedback if isinstance(resolution, PlanDecision) else None
+        answer = answer_text(resolution) or feedback or resolution.choice
         return f"💬 Answered by {who}: {answer}"
 
     async def end(self, row: InterruptRow, status: str, reason: str, outcome: str) -> bool:
         """Expire, cancel or supersede: the run ends, open calls get ``reason`` as their result."""
-        if not await self.runs.resolve(row, status, Resolution(reason=reason).to_json(), None):
+        if not await self.runs.resolve(row, status, unanswered(row.kind, reason).to_json(), None):
             return False
         self.timers.unschedule(row.id)
         await self._edit_prompt(row, outcome)
@@ -320,10 +324,10 @@ class InterruptService:
         self.manager.trace("interrupt", run, kind=row.kind, status=status)
         if status == "expired" and row.kind == "tool_confirm":
             # An expired confirmation counts as denied: the run goes on without the calls.
-            await self.manager.resume(run, Resolution(reason=reason))
+            await self.manager.resume(run, unanswered(row.kind, reason))
             return True
         try:
-            messages = closed_messages(load_checkpoint(run.checkpoint), reason)
+            messages = RunState.load(run.checkpoint).closed_messages(reason)
         except Exception:  # a broken checkpoint must not keep the chat blocked
             log.exception("run %s: cannot close its messages", run.id)
             messages = []

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agents.approval import NEVER_GRANTED, grantable
+from agents.results import InterruptRequest
 from bot.events import Button
 
 PAYLOAD_VERSION = "v1"
@@ -74,6 +76,15 @@ def tool_confirm_choices(calls: list[dict[str, Any]], grantable: list[str]) -> l
         names = ", ".join(grantable)
         choices.append((f"Always allow {names} here", "g"))
     return choices
+
+
+def prompt_choices(request: InterruptRequest) -> list[tuple[str, str]]:
+    """The buttons of a pause's prompt (a tool confirmation offers "always" only when every tool can be granted)."""
+    if request.kind == "tool_confirm":
+        calls = list(request.payload.get("calls", []))
+        names = {c["name"] for c in calls}
+        return tool_confirm_choices(calls, grantable(names) if not names & NEVER_GRANTED else [])
+    return [(c.label, c.value) for c in request.choices]
 
 
 def buttons_for(interrupt_id: str, nonce: str, choices: list[tuple[str, str]]) -> tuple[tuple[Button, ...], ...]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from agents.messages import ToolCall
 from agents.react import describe_call
-from agents.results import Resolution
+from agents.resolutions import resolution_for
 from bot.events import OutboundMessage
 from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.ids import new_id
@@ -131,8 +131,8 @@ async def _recover_run(run: RunRow, runs: RunStore, manager: RunManager, report:
     if latest is not None and latest.status == "pending":
         return  # waiting for a human; expiry is reconciled afterwards
     if run.checkpoint is not None and latest is not None:
-        stored = latest.resolution
-        resolution = Resolution.model_validate(stored) if stored else Resolution(reason=DENIED_EXPIRED)
+        # Rows written before the per-kind resolutions hold the same keys: read by the interrupt's kind.
+        resolution = resolution_for(latest.kind, latest.resolution, unanswered=DENIED_EXPIRED)
         log.info("recovery: resuming run %s of %s", run.id, run.chat_key)
         await manager.resume(run, resolution)
         report.resumed.append(run.id)

@@ -10,7 +10,8 @@ from agents.messages import Message
 from agents.models.base import ModelResponse
 from agents.models.scripted import ScriptedModel, call
 from agents.plan_execute import PLAN_SCHEMA, REPLAN_SCHEMA, PlanExecuteRunner
-from agents.results import FinalAnswer, InterruptRequest, Resolution
+from agents.resolutions import Answer, PlanDecision, ToolDecision
+from agents.results import FinalAnswer, InterruptRequest
 from agents.tools.base import tool
 from agents.tools.ledger import MemoryLedger
 
@@ -56,7 +57,7 @@ async def test_plan_approve_steps_replan_respond() -> None:
     assert [c.value for c in paused.choices] == ["approve", "edit", "reject"]
     assert model.requests[0].response_schema == PLAN_SCHEMA and model.requests[0].tools == ()
     state = json.loads(json.dumps(paused.state))
-    done = await runner.resume(ctx(model, emitted=progress), state, Resolution(choice="approve"))
+    done = await runner.resume(ctx(model, emitted=progress), state, PlanDecision(choice="approve"))
     assert isinstance(done, FinalAnswer) and done.text == "Offsite booked at Hall A."
     assert progress == ["✅ Step 1/2: Find a venue", "✅ Step 2/2: Book Hall A"]
     assert model.requests[2].response_schema == REPLAN_SCHEMA
@@ -69,10 +70,10 @@ async def test_edit_feedback_replans_and_reject_ends() -> None:
     runner = PlanExecuteRunner()
     first = await runner.run(ctx(model), Message.user("do things"))
     assert isinstance(first, InterruptRequest)
-    second = await runner.resume(ctx(model), first.state, Resolution(choice="edit", feedback="add B"))
+    second = await runner.resume(ctx(model), first.state, PlanDecision(choice="edit", feedback="add B"))
     assert isinstance(second, InterruptRequest) and "v2" in second.prompt and "2. B" in second.prompt
     assert "add B" in (model.requests[1].messages[-1].text or "")
-    end = await runner.resume(ctx(model), second.state, Resolution(choice="reject"))
+    end = await runner.resume(ctx(model), second.state, PlanDecision(choice="reject"))
     assert isinstance(end, FinalAnswer) and "rejected" in end.text
     model.assert_complete()
 
@@ -81,9 +82,9 @@ async def test_edit_button_without_text_asks_for_feedback() -> None:
     model = ScriptedModel([plan("A"), plan("B")])
     runner = PlanExecuteRunner()
     first = await runner.run(ctx(model), Message.user("x"))
-    ask = await runner.resume(ctx(model), first.state, Resolution(choice="edit"))  # type: ignore[union-attr]
+    ask = await runner.resume(ctx(model), first.state, PlanDecision(choice="edit"))  # type: ignore[union-attr]
     assert isinstance(ask, InterruptRequest) and ask.kind == "ask_user"
-    again = await runner.resume(ctx(model), ask.state, Resolution(answer="do B instead"))
+    again = await runner.resume(ctx(model), ask.state, Answer(text="do B instead"))
     assert isinstance(again, InterruptRequest) and "1. B" in again.prompt
     model.assert_complete()
 
@@ -135,6 +136,8 @@ async def test_tool_confirm_inside_a_step_resumes_inside_it() -> None:
     assert isinstance(paused, InterruptRequest) and paused.kind == "tool_confirm"
     assert paused.state["phase"] == "execute" and paused.state["inner"]["phase"] == "tool_confirm"
     assert ran == []
-    done = await runner.resume(ctx(model, [deploy]), json.loads(json.dumps(paused.state)), Resolution(approved=("d",)))
+    done = await runner.resume(
+        ctx(model, [deploy]), json.loads(json.dumps(paused.state)), ToolDecision(approved=("d",))
+    )
     assert isinstance(done, FinalAnswer) and done.text == "Deployed." and ran == ["staging"]
     model.assert_complete()

@@ -9,7 +9,8 @@ from agents.context import RunContext
 from agents.messages import Message, unanswered_calls
 from agents.models.scripted import ScriptedModel, call, calls
 from agents.react import DENIED, LIMIT_NOTE, ReactRunner
-from agents.results import FinalAnswer, InterruptRequest, Resolution
+from agents.resolutions import Answer, ToolDecision
+from agents.results import FinalAnswer, InterruptRequest
 from agents.tools.base import Tool, ToolError, select_tools, tool
 from agents.tools.ledger import MemoryLedger
 
@@ -149,14 +150,14 @@ async def test_risky_call_pauses_before_running_and_resume_runs_it_once() -> Non
     import json
 
     state = json.loads(json.dumps(paused.state))
-    done = await runner.resume(ctx_for(model, tools, ledger), state, Resolution(approved=("d",)))
+    done = await runner.resume(ctx_for(model, tools, ledger), state, ToolDecision(approved=("d",)))
     assert isinstance(done, FinalAnswer) and done.text == "Cache deleted at noon."
     assert counter.calls == [{"get_time": "UTC"}, {"delete_cache": "/tmp/c"}]
     assert_paired(done.messages)
     assert unanswered_calls(done.messages) == []
     # Resuming the same state again (a double resume) reuses ledger results: nothing runs twice.
     model.add("again")
-    await runner.resume(ctx_for(model, tools, ledger), state, Resolution(approved=("d",)))
+    await runner.resume(ctx_for(model, tools, ledger), state, ToolDecision(approved=("d",)))
     assert counter.calls.count({"delete_cache": "/tmp/c"}) == 1
     model.assert_complete()
 
@@ -168,7 +169,7 @@ async def test_denied_call_gets_a_denied_result() -> None:
     runner = ReactRunner()
     paused = await runner.run(ctx_for(model, tools), Message.user("delete everything"))
     assert isinstance(paused, InterruptRequest)
-    done = await runner.resume(ctx_for(model, tools), paused.state, Resolution())
+    done = await runner.resume(ctx_for(model, tools), paused.state, ToolDecision())
     assert counter.calls == []
     result = model.requests[1].messages[-1].tool_results[0]
     assert result.is_error and result.content == DENIED
@@ -194,7 +195,7 @@ async def test_risky_call_started_without_result_is_not_retried() -> None:
 
     ctx = ctx_for(model, tools, ledger)
     ctx.emit = emit
-    done = await runner.resume(ctx, paused.state, Resolution(approved=("d",)))
+    done = await runner.resume(ctx, paused.state, ToolDecision(approved=("d",)))
     assert counter.calls == []
     assert "not retried" in model.requests[1].messages[-1].tool_results[0].content
     assert notices and "not retried" in notices[0]
@@ -220,7 +221,7 @@ async def test_ask_user_pauses_and_the_answer_is_the_result() -> None:
     paused = await runner.run(ctx_for(model, [ASK_USER_TOOL]), Message.user("plan a trip"))
     assert isinstance(paused, InterruptRequest) and paused.kind == "ask_user"
     assert paused.prompt == "❓ Which city?" and [c.label for c in paused.choices] == ["Paris", "Rome"]
-    done = await runner.resume(ctx_for(model, [ASK_USER_TOOL]), paused.state, Resolution(answer="Rome", choice="c1"))
+    done = await runner.resume(ctx_for(model, [ASK_USER_TOOL]), paused.state, Answer(text="Rome", choice="c1"))
     assert isinstance(done, FinalAnswer) and done.text == "Rome it is."
     assert model.requests[1].messages[-1].tool_results[0].content == "Rome"
     assert_paired(done.messages)

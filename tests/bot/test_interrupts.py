@@ -10,7 +10,7 @@ import pytest
 
 from agents.models.scripted import ScriptedModel, call, calls
 from agents.react import DENIED
-from agents.results import Resolution
+from agents.resolutions import ToolDecision
 from agents.tools.base import Tool, tool
 from bot.clock import FakeClock
 from bot.interrupts.text import encode_payload, parse_payload
@@ -163,7 +163,7 @@ async def test_concurrent_presses_resolve_exactly_once(make_harness: Any) -> Non
     # Finish the run so the history is complete.
     run = await h.gateway.runs.get_run(row.run_id)
     assert run is not None
-    await h.gateway.manager.resume(run, Resolution(approved=("c1",)))
+    await h.gateway.manager.resume(run, ToolDecision(approved=("c1",)))
     assert counter.runs == ["delete /tmp/build"]
     model.assert_complete()
 

@@ -1,0 +1,185 @@
+"""The run context of one leg of a run: history, tools behind their approval rule, model, tracer, ledger.
+
+Built from ports given at construction: the tool sources (the gateway's own tools and the MCP servers'),
+the store's chat state, memory, budgets, tracing.  Nothing here calls back into the composition root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from agents.approval import approval_required, approval_rule
+from agents.context import NullTracer, RunContext, Tracer
+from agents.graph import GraphPosition
+from agents.handoffs import HandoffContext
+from agents.messages import Message, fit_context, recent_media
+from agents.models.base import Generation, Model
+from agents.tools.base import Tool
+from agents.tools.ledger import LedgerEntry
+from bot.config.settings import Settings
+from bot.events import ChatKey
+from bot.memory.service import Briefing, MemoryService
+from bot.ops.budgets import Budgets
+from bot.ops.metered import BudgetedModel
+from bot.runs.catalog import AgentDef
+from bot.runs.ledger import RunLedger
+from bot.store.runs import RunRow, RunStore
+from bot.store.sql import SqlStore
+from bot.tracing.recorder import Tracing
+
+
+class ModelSource(Protocol):
+    def get(self, spec: str | None, generation: Generation | None = None) -> Model: ...
+
+
+class ToolSource(Protocol):
+    """Tools an agent could be offered in a chat, before its allow/deny (an MCP pool is one)."""
+
+    async def tools(self, agent: AgentDef, chat: ChatKey | None = None) -> Sequence[Tool]: ...
+
+
+@dataclass(frozen=True)
+class ToolPool:
+    """Every tool an agent could be offered: the gateway's own (built-in, gateway, media, jobs) and, from
+    ``servers``, its MCP servers' tools (connected lazily; a server that cannot serve is left out and the
+    chat gets one notice per outage)."""
+
+    own: Sequence[Tool]
+    servers: ToolSource | None = None
+
+    async def tools(self, agent: AgentDef, chat: ChatKey | None = None) -> Sequence[Tool]:
+        extra = await self.servers.tools(agent, chat) if self.servers is not None else []
+        return [*self.own, *extra] if extra else self.own
+
+
+def own_turns(messages: list[Message], agent: str) -> list[Message]:
+    """The turns of ``messages`` an agent answered: each user message with the replies that followed it."""
+    out: list[Message] = []
+    turn: list[Message] = []
+    for message in [*messages, Message.user("")]:
+        if message.role == "user" and turn and turn[-1].role != "user":
+            if any(m.agent == agent for m in turn if m.role != "user"):
+                out.extend(turn)
+            turn = []
+        turn.append(message)
+    return out
+
+
+@dataclass
+class RunContexts:
+    """Builds the :class:`RunContext` of each leg of a run."""
+
+    settings: Settings
+    store: SqlStore
+    runs: RunStore
+    model: Model
+    tools: ToolSource
+    emit: Callable[[ChatKey, str], Awaitable[None]]
+    """A notice to a chat (progress lines of a runner)."""
+    models: ModelSource | None = None
+    memory: MemoryService | None = None
+    budgets: Budgets | None = None
+    tracing: Tracing | None = None
+
+    async def build(
+        self,
+        run: RunRow,
+        agent: AgentDef,
+        *,
+        resumed: bool,
+        chain: list[str] | None = None,
+        handoff: HandoffContext | None = None,
+        query: str = "",
+        graph: GraphPosition | None = None,
+        rerun: list[LedgerEntry] | None = None,
+    ) -> RunContext:
+        """``query``: the text the run answers (memories matching it are recalled); ``graph``: the position of
+        the graph whose node this agent runs (its state goes to the handoff checks and the system prompt);
+        ``rerun``: what a first attempt cut off by a crash finished (its calls are not run again)."""
+        chat = run.chat
+        state = await self.store.chat_state(run.chat_key)
+        chat_settings = await self.store.chat_settings(chat.settings_key)
+        brief = await self._brief(run, agent, query, chat_settings.get("memory"))
+        budget = self.settings.store.context_chars - len(brief.summary)
+        if agent.context_mode == "isolated":
+            before = [m for i, m in zip(state.ids, state.messages, strict=True) if i < run.history_cutoff]
+            history = fit_context(own_turns(before, agent.name), budget)
+        else:
+            history = state.window(run.history_cutoff, budget, brief.upto_id)
+        if state.media > self.settings.media.history_items:
+            history = recent_media(history, self.settings.media.history_items)
+
+        async def emit(text: str) -> None:
+            await self.emit(chat, text)
+
+        # A chat agent gets only its memory tools: no MCP server is woken for it.
+        pool = list(await self.tools.tools(agent, chat)) if agent.runs_as.uses_tools else []
+        if self.memory is not None:
+            if brief.memory_on:
+                pool += self.memory.tools()
+            if agent.session_keys:
+                pool.append(self.memory.session_tool(agent.session_keys))
+        grants = frozenset(chat_settings.get("grants", []))
+        toolset = approval_required(agent.tools(pool), approval_rule(agent.confirms, grants))
+        told = brief.text(tools=any(t.name == "recall" for t in toolset.tools))
+        parts = (told, handoff.render() if handoff is not None else "", graph.brief() if graph is not None else "")
+        repair = self.settings.model.repair
+        ctx = RunContext(
+            chat_key=run.chat_key,
+            model=self._budgeted(run, self.model_for(agent, chat_settings.get("model"))),
+            repair_model=self._budgeted(run, self.models.get(repair)) if repair and self.models is not None else None,
+            history=history,
+            emit=emit,
+            correlation_id=run.correlation_id,
+            user_id=run.user_id,
+            run_id=run.id,
+            tools=toolset.tools,
+            needs_confirmation=toolset.needs_approval,
+            ledger=RunLedger(self.runs, resumed, rerun),
+            system_extra="\n\n".join(part for part in parts if part),
+            # Handoffs are tools of ReAct agents; chat agents have no tools and plans run their own steps.
+            handoffs=tuple(agent.handoffs) if agent.runs_as.hands_off else (),
+            handoff_chain=tuple(chain or [agent.name]),
+            max_handoff_depth=self.settings.handoffs.max_depth,
+            tracer=self._tracer(run, agent),
+            state=graph.state if graph is not None else {},
+        )
+        if brief.memories or brief.summary or brief.session_keys:
+            ctx.tracer.event("memory", agent=agent.name, **brief.trace_fields(self.settings.memory.budget_tokens))
+        return ctx
+
+    def _tracer(self, run: RunRow, agent: AgentDef) -> Tracer:
+        if self.tracing is None:
+            return NullTracer()
+        own = agent.spec.tracing if agent.spec else None
+        return self.tracing.tracer(run.chat_key, run.correlation_id, run.id, agent.name, own)
+
+    async def _brief(self, run: RunRow, agent: AgentDef, query: str, override: bool | None) -> Briefing:
+        """``override``: the chat's ``/memory on|off``."""
+        if self.memory is None:
+            return Briefing()
+        memory_on = agent.long_term_memory and self.memory.applies(override, run.direct)
+        return await self.memory.brief(
+            run.chat,
+            run.user_id,
+            agent.name,
+            query,
+            memory_on=memory_on,
+            shared=agent.context_mode != "isolated",
+            session_keys=agent.session_keys,
+        )
+
+    def _budgeted(self, run: RunRow, model: Model) -> Model:
+        """``model`` spending the budgets of the run's requester and chat."""
+        if self.budgets is None:
+            return model
+        section = getattr(self.settings.channels, run.chat.channel, None)
+        admin = section is not None and section.is_admin(run.user_id)
+        return BudgetedModel(model, self.budgets, self.budgets.payer(run.chat, run.user_id, admin))
+
+    def model_for(self, agent: AgentDef, chat_model: str | None = None) -> Model:
+        if self.models is None:
+            return self.model
+        return self.models.get(agent.model or chat_model, agent.generation)  # its file's model:, else /model's
