@@ -13,8 +13,7 @@ from bot.inbox import Inbox
 from channels.setup import ChannelSetup
 
 if TYPE_CHECKING:
-    from bot.gateway.http import HttpServer
-    from bot.media.fetch import MediaFetcher
+    from bot.http import HttpServer
 
 
 class Channel(Protocol):
@@ -133,7 +132,7 @@ class ChannelPlugin:
     """The longest text one message holds (as the adapter's ``text_limit``), for workers without the adapter."""
     fetcher: str | None = None
     """``module:factory`` called with ``(settings)``: a :class:`~bot.media.fetch.MediaFetcher` that downloads
-    what people attach (None: the channel has no files)."""
+    what people attach (None: the channel has no files); made by ``bot.media`` when the first file comes."""
 
     doctor: str | None = None
     """``module:function``: ``async (settings) -> list[Finding]``, the platform's answer to the channel's
@@ -153,17 +152,6 @@ class ChannelPlugin:
     def build(self, settings: ChannelSection, context: BuildContext) -> Channel:
         channel: Channel = _factory(self.adapter)(settings, context)
         return channel
-
-    def load_fetcher(self) -> None:
-        """Import the fetcher's module (and its platform library): slow, so callers run it on a thread."""
-        if self.fetcher is not None:
-            import_module(self.fetcher.partition(":")[0])
-
-    def build_fetcher(self, settings: ChannelSection) -> MediaFetcher | None:
-        if self.fetcher is None:
-            return None
-        fetcher: MediaFetcher = _factory(self.fetcher)(settings)
-        return fetcher
 
     async def check(self, settings: ChannelSection) -> list[Finding]:
         if self.doctor is None:

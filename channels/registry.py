@@ -9,7 +9,7 @@ name), to ``bot init`` (its questions, options, keys and secrets), ``bot doctor`
 
 from __future__ import annotations
 
-from bot.config.channels import register_section, unregister_section
+from bot.config.channels import SectionEntry, register_section, unregister_section
 from channels.base import ChannelPlugin
 from channels.console import ConsoleSettings
 from channels.discord.settings import DiscordSettings
@@ -21,7 +21,7 @@ PLUGINS: dict[str, ChannelPlugin] = {}
 
 def register(plugin: ChannelPlugin) -> None:
     PLUGINS[plugin.name] = plugin
-    register_section(plugin.name, plugin.settings, plugin.secret_variables)
+    register_section(plugin.name, SectionEntry(plugin.settings, plugin.secret_variables, plugin.fetcher))
 
 
 def unregister(name: str) -> None:

@@ -26,7 +26,7 @@ from dotenv import dotenv_values
 from agents.messages import Message
 from agents.models.base import Generation, ModelError
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings, load_settings
-from bot.gateway.models import ModelCatalog, parse_spec
+from bot.models import ModelCatalog, parse_spec
 from bot.store.migrate import current_revision, head_revision
 from channels.registry import PLUGINS
 

@@ -10,7 +10,7 @@ from bot.commands.admin import last_route
 from bot.commands.context import CommandContext
 from bot.commands.registry import CommandCall
 from bot.config.settings import ConfigError
-from bot.gateway.models import ModelCatalog, parse_spec
+from bot.models import ModelCatalog, parse_spec
 from bot.ops.budgets import Budgets
 from bot.store.ops import utcnow
 

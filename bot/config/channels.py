@@ -57,19 +57,22 @@ class ChannelSection(BaseModel):
 
 @dataclass(frozen=True)
 class SectionEntry:
-    """A channel's settings model and the environment variables that hold its secrets."""
+    """What the rest of the gateway may know of a channel without importing it: its settings model, the
+    environment variables that hold its secrets, and where its media downloader is made."""
 
     model: type[ChannelSection]
     secret_variables: tuple[str, ...] = ()
+    fetcher: str | None = None
+    """``module:factory`` called with the channel's settings: a ``bot.media.fetch.MediaFetcher`` (None: no files)."""
 
 
 _SECTIONS: dict[str, SectionEntry] = {}
 _loaded = False
 
 
-def register_section(name: str, model: type[ChannelSection], secret_variables: tuple[str, ...] = ()) -> None:
+def register_section(name: str, entry: SectionEntry) -> None:
     """Add (or replace) channel ``name``'s section: ``channels.<name>`` in every configuration loaded after."""
-    _SECTIONS[name] = SectionEntry(model, secret_variables)
+    _SECTIONS[name] = entry
 
 
 def unregister_section(name: str) -> None:

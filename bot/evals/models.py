@@ -21,7 +21,7 @@ from agents.models.scripted import ScriptedModel, Step
 from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.evals.suite import Case, ScriptStep
-from bot.gateway.models import PROVIDERS, ModelCatalog, parse_spec
+from bot.models import PROVIDERS, ModelCatalog, parse_spec
 
 OFFLINE = "offline"
 SCRIPTED = "scripted"

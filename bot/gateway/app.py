@@ -25,21 +25,21 @@ from bot.config.settings import ConfigError, Settings
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, event_key
 from bot.fencing import NO_FENCES, Fences
-from bot.gateway.http import HttpServer
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
-from bot.gateway.models import ModelCatalog
 from bot.gateway.ops import OpsEndpoints
 from bot.gateway.parts import build_channels, builtin_tools, warn_unknown_references
 from bot.gateway.scaled import ROLES, Role, ScaleOut, connect_redis, make_bus
 from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
+from bot.http import HttpServer
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.service import InterruptService
 from bot.jobs.service import JobService
 from bot.jobs.tools import job_tools
 from bot.media.service import MediaService
 from bot.memory.service import SESSION_TOOL, MemoryService
+from bot.models import ModelCatalog
 from bot.ops.budgets import Budgets
 from bot.ops.metrics import Metrics
 from bot.pairing import Pairing, PairingDesk

@@ -19,7 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.bus import Bus
 from bot.config.ops import MetricsSection
-from bot.gateway.http import HttpServer
+from bot.http import HttpServer
 from bot.ops.metrics import LeaseState, Metrics, Sample
 from bot.store.sql import SqlStore
 

@@ -11,7 +11,7 @@ from agents.models.base import Model
 from agents.tools.base import Tool
 from bot.clock import Clock
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
-from bot.gateway.models import ModelCatalog
+from bot.models import ModelCatalog
 from bot.runs.catalog import AgentCatalog
 from channels.base import BuildContext, Channel
 from channels.registry import PLUGINS

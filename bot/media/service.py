@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import logging
 import shutil
+from importlib import import_module
 from pathlib import Path
 
 from agents.models.base import Model
 from agents.tools.base import Tool, ToolContext, ToolError, tool
 from agents.tools.files import Workspace
 from bot.clock import SYSTEM_CLOCK, Clock
+from bot.config.channels import sections
 from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundFile, OutboundMessage
@@ -19,7 +21,6 @@ from bot.ids import new_id
 from bot.media.fetch import MediaFetcher
 from bot.media.intake import MediaIntake, model_transcriber, sweep
 from bot.media.sniff import HEAD_BYTES, sniff
-from channels.registry import PLUGINS
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +53,13 @@ class Fetchers:
         section = self._sections.get(channel)
         if section is None:
             return None
-        plugin = PLUGINS[channel]
-        try:
-            await asyncio.to_thread(plugin.load_fetcher)
-            return plugin.build_fetcher(section)
+        where = sections()[channel].fetcher
+        if where is None:
+            return None
+        module, _, factory = where.partition(":")
+        try:  # the platform library loads on a thread: seconds of imports
+            made: MediaFetcher = getattr(await asyncio.to_thread(import_module, module), factory)(section)
+            return made
         except Exception as exc:  # a bad token is the adapter's to report; files from it are refused
             log.warning("media: no downloads from %s (%s)", channel, type(exc).__name__)
             return None

@@ -25,7 +25,7 @@ from agents.visible import visible
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.web import WebSection
 from bot.events import ChatKey
-from bot.gateway.http import HttpServer
+from bot.http import HttpServer
 from bot.ops.metrics import Sample
 from bot.pairing import PairingDesk
 from bot.routing import STRATEGIES

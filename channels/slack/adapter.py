@@ -41,7 +41,7 @@ from channels.slack.media import upload
 from channels.slack.settings import SlackSettings
 
 if TYPE_CHECKING:
-    from bot.gateway.http import HttpServer
+    from bot.http import HttpServer
 
 log = logging.getLogger(__name__)
 

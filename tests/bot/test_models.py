@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.models.scripted import ScriptedModel
-from bot.gateway.models import parse_spec
+from bot.models import parse_spec
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -1,4 +1,5 @@
-"""The shared aiohttp server: health now; webhooks and metrics are added by their owners."""
+"""The shared aiohttp server (a port: channels mount their webhooks on it, the web console its pages): health
+now; webhooks, metrics and the console are added by their owners."""
 
 from __future__ import annotations
 
