@@ -119,6 +119,8 @@ async def _from_traces(settings: Settings, since: str, agent: str | None, limit:
     from bot.evals.traces import TraceCases, seconds_of
     from bot.store import store_from_settings
     from bot.store.base import StoreError
+    from bot.store.evals import SqlReplaySource
+    from bot.store.traces import SqlTraces
     from bot.tracing.recorder import Redactor
 
     start = SYSTEM_CLOCK.utcnow() - timedelta(seconds=seconds_of(since))
@@ -129,7 +131,7 @@ async def _from_traces(settings: Settings, since: str, agent: str | None, limit:
         typer.echo(f"cannot read the traces: {exc}", err=True)
         raise typer.Exit(2) from None
     try:
-        maker = TraceCases(store, Redactor.from_settings(settings))
+        maker = TraceCases(SqlTraces(store), SqlReplaySource(store), Redactor.from_settings(settings))
         suite = await maker.suite(start, agent, limit)
     finally:
         await store.close()
@@ -206,6 +208,7 @@ async def _stored_previous(settings: Settings, result: Any) -> Any:
     from bot.evals.store import last_run
     from bot.store import store_from_settings
     from bot.store.base import StoreError
+    from bot.store.evals import SqlEvalRuns
 
     store = store_from_settings(settings.store, read_only=True)
     try:
@@ -213,7 +216,7 @@ async def _stored_previous(settings: Settings, result: Any) -> Any:
     except StoreError:
         return None
     try:
-        return await last_run(store, result.suite, result)
+        return await last_run(SqlEvalRuns(store), result.suite, result)
     except Exception:  # a database from before eval runs were stored: nothing to compare with there
         return None
     finally:
@@ -240,11 +243,12 @@ async def _store(settings: Settings, result: Any) -> None:
     from bot.evals.store import save_run
     from bot.store import store_from_settings
     from bot.store.base import StoreError
+    from bot.store.evals import SqlEvalRuns
 
     store = store_from_settings(settings.store, secrets=settings.secrets())
     try:
         await store.start()
-        await save_run(store, result)
+        await save_run(SqlEvalRuns(store), result)
     except StoreError as exc:
         typer.echo(f"the run was not recorded in the store ({exc}); its results are in the file", err=True)
     finally:

@@ -21,6 +21,7 @@ async def with_traces(settings: Settings, read: Callable[[Tracing], Awaitable[T]
     """``read`` on the configured store's traces (None, with the reason printed, when it cannot be opened)."""
     from bot.store import store_from_settings
     from bot.store.base import StoreError
+    from bot.store.traces import SqlTraces
 
     store = store_from_settings(settings.store, read_only=True)
     try:
@@ -30,7 +31,7 @@ async def with_traces(settings: Settings, read: Callable[[Tracing], Awaitable[T]
         return None
     try:
         # Read through the redaction step with the configured secrets too (rows kept before it knew a kind).
-        return await read(Tracing(store, settings.tracing, Redactor.from_settings(settings)))
+        return await read(Tracing(SqlTraces(store), settings.tracing, Redactor.from_settings(settings)))
     finally:
         await store.close()
 
@@ -65,8 +66,7 @@ async def print_trace(settings: Settings, chat_key: str | None, last: int, as_js
 
 async def last_traced_chat(tracing: Tracing) -> str | None:
     """The chat of the newest trace event (``bot trace`` without a chat key)."""
-    rows = await tracing.store.read("SELECT chat_key FROM trace_events ORDER BY seq DESC LIMIT 1")
-    return str(rows[0][0]) if rows else None
+    return await tracing.traces.newest_chat()
 
 
 async def session_events(tracing: Tracing, session: str) -> list[TraceEvent]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from bot.commands.context import CommandContext
 from bot.commands.registry import CommandCall
-from bot.jobs.service import JobService
+from bot.jobs.service import Job, JobService
 from bot.jobs.triggers import TriggerError, zone
-from bot.store.jobs import Job
 
 JOBS_USAGE = "Usage: /jobs | /jobs pause|resume|delete ID | admins: /jobs all"
 ZONE_USAGE = "Usage: /timezone | /timezone Europe/Berlin | /timezone reset"

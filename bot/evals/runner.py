@@ -33,6 +33,7 @@ from bot.evals.seat import EvalChannel, Seat, TurnError, TurnLog
 from bot.evals.suite import Case, JudgeCheck, Suite, Turn
 from bot.events import Sender
 from bot.ids import fast_id
+from bot.store.evals import SqlReplaySource
 from bot.store.migrate import migrate_url
 
 log = logging.getLogger(__name__)
@@ -259,14 +260,10 @@ class Runner:
         result.status = turn_log.status
         result.latency_ms = round(turn_log.latency_ms, 3)
 
-        async def memories() -> list[tuple[int, str]]:
-            rows = await gateway.store.read("SELECT id, text FROM memories ORDER BY id")
-            return [(int(i), str(t)) for i, t in rows]
-
         async def judged(check: JudgeCheck, answer: str) -> CheckResult:
             return await self._judge(check, turn.user or said, answer, model, cost)
 
-        context = CheckContext(workspace=workspace, memories=memories, judge=judged)
+        context = CheckContext(workspace=workspace, memories=SqlReplaySource(gateway.store).memories, judge=judged)
         result.checks = await check_turn(turn.expect, turn_log, context)
         return result, turn_log
 

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 TURN_TIMEOUT_S = 600.0
 """A turn still working after this long fails (a model or tool that hangs past its own timeouts)."""
-EVENT_COLUMNS = "seq, id, chat_key, correlation_id, run_id, agent, type, data, created_at"
 
 
 class TurnError(Exception):
@@ -173,10 +172,7 @@ class Seat:
     async def events(self) -> list[TraceEvent]:
         """The chat's trace events recorded since the last call."""
         await self.gateway.tracing.flush()
-        rows = await self.gateway.store.read(
-            f"SELECT {EVENT_COLUMNS} FROM trace_events WHERE chat_key = ? AND seq > ? ORDER BY seq",
-            (str(self.chat), self._seq),
-        )
+        rows = await self.gateway.tracing.traces.after(str(self.chat), self._seq)
         if rows:
             self._seq = int(rows[-1][0])
         return [event_of(row[1:]) for row in rows]

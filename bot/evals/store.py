@@ -8,10 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.evals.results import RunResult
-from bot.store.ops import Step
-from bot.store.sql import SqlStore
-
-COLUMNS = "id, suite, models, status, cases, trials, passed, pass_rate, cost, started_at"
+from bot.store.ports import EvalRepo
 
 
 @dataclass(frozen=True)
@@ -46,46 +43,34 @@ def _line(row: tuple[Any, ...]) -> RunLine:
     )
 
 
-async def save_run(store: SqlStore, result: RunResult) -> None:
+async def save_run(runs: EvalRepo, result: RunResult) -> None:
     figures = result.summary()
-    started = result.started_at.replace(tzinfo=None)
-    step = Step(
-        f"INSERT INTO eval_runs ({COLUMNS}, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            result.id,
-            result.suite,
-            ", ".join(result.models)[:255],
-            figures["status"],
-            figures["cases"],
-            figures["trials"],
-            figures["passed"],
-            figures["pass_rate"],
-            figures["cost"],
-            started,
-            result.model_dump_json(),
-        ),
+    line = (
+        result.id,
+        result.suite,
+        ", ".join(result.models)[:255],
+        figures["status"],
+        figures["cases"],
+        figures["trials"],
+        figures["passed"],
+        figures["pass_rate"],
+        figures["cost"],
+        result.started_at.replace(tzinfo=None),
     )
-    await store.write([step])
+    await runs.add(line, result.model_dump_json())
 
 
-async def recent_runs(store: SqlStore, suite: str | None = None, limit: int = 50) -> list[RunLine]:
+async def recent_runs(runs: EvalRepo, suite: str | None = None, limit: int = 50) -> list[RunLine]:
     """The newest runs first (of one suite, or of all)."""
-    where, params = ("WHERE suite = ? ", (suite,)) if suite else ("", ())
-    rows = await store.read(
-        f"SELECT {COLUMNS} FROM eval_runs {where}ORDER BY started_at DESC LIMIT ?", (*params, limit)
-    )
-    return [_line(r) for r in rows]
+    return [_line(r) for r in await runs.recent(suite, limit)]
 
 
-async def load_run(store: SqlStore, run_id: str) -> RunResult | None:
-    rows = await store.read("SELECT data FROM eval_runs WHERE id = ?", (run_id,))
-    return RunResult.model_validate_json(str(rows[0][0])) if rows else None
+async def load_run(runs: EvalRepo, run_id: str) -> RunResult | None:
+    data = await runs.data(run_id)
+    return RunResult.model_validate_json(data) if data is not None else None
 
 
-async def last_run(store: SqlStore, suite: str, before: RunResult) -> RunResult | None:
+async def last_run(runs: EvalRepo, suite: str, before: RunResult) -> RunResult | None:
     """The suite's run before ``before``."""
-    rows = await store.read(
-        "SELECT data FROM eval_runs WHERE suite = ? AND id <> ? AND started_at <= ? ORDER BY started_at DESC LIMIT 1",
-        (suite, before.id, before.started_at.replace(tzinfo=None)),
-    )
-    return RunResult.model_validate_json(str(rows[0][0])) if rows else None
+    data = await runs.previous(suite, before.id, before.started_at)
+    return RunResult.model_validate_json(data) if data is not None else None

@@ -21,9 +21,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from agents.messages import Message
-from bot.evals.seat import EVENT_COLUMNS, event_of
+from bot.evals.seat import event_of
 from bot.evals.suite import Suite
-from bot.store.sql import SqlStore
+from bot.store.ports import ReplaySource, TraceRepo
 from bot.tracing.event import TraceEvent
 from bot.tracing.recorder import Redactor
 
@@ -112,31 +112,22 @@ class TextRedactor(Protocol):
 class TraceCases:
     """Reads traces, runs, interrupts and history from a store (read-only) and makes cases of them."""
 
-    def __init__(self, store: SqlStore, redactor: TextRedactor | None = None) -> None:
-        self.store = store
+    def __init__(self, traces: TraceRepo, source: ReplaySource, redactor: TextRedactor | None = None) -> None:
+        self.traces = traces
+        self.source = source
         self.redactor = redactor or Redactor()
         self.notes: list[str] = []
         """Requests and answers left out, and why."""
 
     async def suite(self, since: datetime, agent: str | None = None, limit: int = 50, name: str = "") -> Suite | None:
         """The cases of chats with requests since ``since`` (touching ``agent``); None when there are none."""
-        rows = await self.store.read(
-            "SELECT chat_key, MIN(seq) FROM trace_events WHERE type = 'route' AND created_at >= ? "
-            "GROUP BY chat_key ORDER BY MIN(seq)",
-            (since.replace(tzinfo=None),),
-        )
+        rows = await self.traces.first_routes(since)
         cases: list[dict[str, Any]] = []
         for chat_key, first in rows:
             if len(cases) >= limit:
                 self.notes.append(f"only the first {limit} chats were taken (--limit)")
                 break
-            events = [
-                event_of(r[1:])
-                for r in await self.store.read(
-                    f"SELECT {EVENT_COLUMNS} FROM trace_events WHERE chat_key = ? AND seq >= ? ORDER BY seq",
-                    (chat_key, first),
-                )
-            ]
+            events = [event_of(r[1:]) for r in await self.traces.after(chat_key, first - 1)]
             if agent and not any(e.agent == agent or e.data.get("target") == agent for e in events):
                 continue
             case = await self._case(str(chat_key), events, len(cases) + 1)
@@ -206,18 +197,14 @@ class TraceCases:
         return case
 
     async def _message(self, chat_key: str, correlation_id: str) -> tuple[str, str, int] | None:
-        rows = await self.store.read(
-            "SELECT user_id, history_cutoff FROM runs WHERE chat_key = ? AND correlation_id = ? "
-            "ORDER BY created_at LIMIT 1",
-            (chat_key, correlation_id),
-        )
-        if not rows or not rows[0][1]:
+        request = await self.source.request(chat_key, correlation_id)
+        if request is None:
             return None
-        user_id, cutoff = str(rows[0][0]), int(rows[0][1])
-        found = await self.store.read("SELECT data FROM session_messages WHERE id = ?", (cutoff,))
-        if not found:
+        user_id, cutoff = request
+        found = await self.source.message_data(cutoff)
+        if found is None:
             return None
-        message = Message.model_validate_json(str(found[0][0]))
+        message = Message.model_validate_json(found)
         if message.media:
             self.notes.append(f"{chat_key}: {correlation_id}: its files are not replayed (the text is)")
         return self.redactor.text(message.text or ""), user_id, cutoff
@@ -225,8 +212,8 @@ class TraceCases:
     async def _answer(self, before: list[TraceEvent], chat_key: str, correlation_id: str) -> dict[str, Any] | None:
         raised = [e for e in before if e.type == "interrupt" and e.data.get("status") == "raised"]
         interrupt_id = raised[-1].data.get("interrupt_id") if raised else None
-        rows = await self.store.read("SELECT resolution FROM interrupts WHERE id = ?", (str(interrupt_id),))
-        resolution = json.loads(str(rows[0][0])) if rows and rows[0][0] else None
+        stored = await self.source.resolution(str(interrupt_id))
+        resolution = json.loads(stored) if stored else None
         turn = _turn_of_resolution(resolution) if isinstance(resolution, dict) else None
         if turn is None:
             self.notes.append(f"{chat_key}: {correlation_id}: an answer that cannot be replayed; the rest left out")
@@ -237,13 +224,9 @@ class TraceCases:
 
     async def _script(self, chat_key: str, first_id: int) -> list[Any] | None:
         """The model's answers as the history kept them (text, or the tool calls of a turn), in order."""
-        rows = await self.store.read(
-            "SELECT data FROM session_messages WHERE chat_key = ? AND id >= ? AND role = 'assistant' ORDER BY id",
-            (chat_key, first_id),
-        )
         steps: list[Any] = []
-        for (data,) in rows:
-            message = Message.model_validate_json(str(data))
+        for data in await self.source.answers(chat_key, first_id):
+            message = Message.model_validate_json(data)
             if message.tool_calls:
                 steps.append({"calls": [{"name": c.name, "args": c.args} for c in message.tool_calls]})
             elif message.text is not None:

@@ -37,6 +37,7 @@ from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.service import InterruptService
 from bot.jobs.service import JobService
 from bot.jobs.tools import job_tools
+from bot.jobs.triggers import Trigger
 from bot.media.service import MediaService
 from bot.memory.service import SESSION_TOOL, MemoryService
 from bot.models import ModelCatalog
@@ -51,6 +52,7 @@ from bot.runs.recovery import RecoveryReport, recover
 from bot.runs.scheduled import ScheduledMessages
 from bot.store import SqlStore, store_from_settings
 from bot.store.pairing import PairingStore
+from bot.store.repos import SqlRepos
 from bot.store.runs import RunStore
 from bot.tracing.recorder import OtelSink, Redactor, Sink, Tracing
 from bot.web.actions import ConsoleActions
@@ -116,6 +118,7 @@ class Gateway:
             commit_timer=self._commit_timed,
             clock=clock,
         )
+        self.repos = SqlRepos(self.store, Trigger)
         self.runs = RunStore(
             self.store, runs_days=settings.store.runs_retention_days, audit_days=settings.store.audit_retention_days
         )
@@ -123,7 +126,12 @@ class Gateway:
             otel = OtelSink.from_config(settings.tracing)
             trace_sinks = [otel] if otel is not None else []
         self.tracing = Tracing(
-            self.store, settings.tracing, Redactor.from_settings(settings), trace_sinks, self.metrics.observe, clock
+            self.repos.traces,
+            settings.tracing,
+            Redactor.from_settings(settings),
+            trace_sinks,
+            self.metrics.observe,
+            clock,
         )
         self.bus: Bus = (
             make_bus(settings, self.scale.redis)
@@ -141,12 +149,12 @@ class Gateway:
                 if channels is not None
                 else build_channels(settings, self.settled, self.metrics.platform_rate_limited, clock, self.ready.wait)
             )
-        self.scheduled = ScheduledMessages(self.runs, self.delivery, clock, self.fences)
+        self.scheduled = ScheduledMessages(self.repos.scheduled, self.delivery, clock, self.fences)
         self.media = MediaService(settings, self.model, self.delivery, clock)
         self.jobs = (
             JobService(
                 settings.jobs,
-                self.store,
+                self.repos.jobs,
                 deliver=self.delivery.deliver,
                 publish=self._publish_job_event,
                 zone_of=self._zone_of,
@@ -166,6 +174,8 @@ class Gateway:
         self.memory = MemoryService(
             settings,
             self.store,
+            memories=self.repos.memories,
+            scrub=self.repos.scrub,
             summary_model=self.models.summariser(settings.memory.summary.model),
             embedder=self.models.embedder(embedding) if (embedding := settings.memory.embeddings.model) else None,
             flush_traces=self.tracing.flush,
@@ -180,7 +190,7 @@ class Gateway:
         self.routes = RoutePolicy(settings, self.store, self.catalog, self.router)
         self.mcp = McpPool(settings, self.delivery.send, clock)
         self.budgets = (
-            Budgets(settings.budgets, self.store, clock=clock, refused=self.metrics.budget_refused)
+            Budgets(settings.budgets, self.repos.usage, clock=clock, refused=self.metrics.budget_refused)
             if settings.budgets.enabled
             else None
         )
@@ -262,7 +272,7 @@ class Gateway:
         self.ops = OpsEndpoints(
             settings.metrics,
             self.metrics,
-            self.store,
+            self.repos.console,
             self.bus,
             started=self.is_started,
             redis=self.scale.redis if self.scale is not None else None,
@@ -285,9 +295,9 @@ class Gateway:
         )
         return WebConsole(
             self.settings.web,
-            data=ConsoleData(self.store, self.runs, self.tracing, self.routes),
+            data=ConsoleData(self.repos.console, self.runs, self.tracing, self.routes, self.repos.evals),
             actions=ConsoleActions(self.store, self.runs, self._submit_console, self._tools_of),
-            sessions=Sessions(self.settings.web, self.store, self.clock),
+            sessions=Sessions(self.settings.web, self.repos.web_sessions, self.clock),
             health=health,
             clock=self.clock,
             pairing=PairingDesk(self.pairing.store.waiting, self._pair_from_console),

@@ -21,15 +21,9 @@ from bot.bus import Bus
 from bot.config.ops import MetricsSection
 from bot.http import HttpServer
 from bot.ops.metrics import LeaseState, Metrics, Sample
-from bot.store.sql import SqlStore
+from bot.store.ports import BacklogCounts
 
 log = logging.getLogger(__name__)
-
-COUNTS = (
-    "SELECT (SELECT COUNT(*) FROM interrupts WHERE status = 'pending'), "
-    "(SELECT COUNT(*) FROM outbox WHERE status = 'pending'), "
-    "(SELECT COUNT(*) FROM inbox WHERE status = 'pending')"
-)
 
 
 class OpsEndpoints:
@@ -37,7 +31,7 @@ class OpsEndpoints:
         self,
         config: MetricsSection,
         metrics: Metrics,
-        store: SqlStore,
+        store: BacklogCounts,
         bus: Bus,
         *,
         started: Callable[[], bool],
@@ -68,7 +62,7 @@ class OpsEndpoints:
         except Exception as exc:
             log.warning("metrics: could not read the queue depth: %s", exc)
         try:
-            [(pending, outbox, inbox)] = await asyncio.wait_for(self.store.read(COUNTS), 2.0)
+            pending, outbox, inbox = await asyncio.wait_for(self.store.backlog(), 2.0)
             sample.interrupts_pending, sample.outbox_backlog, sample.inbox_pending = (
                 int(pending),
                 int(outbox),

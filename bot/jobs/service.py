@@ -24,11 +24,13 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.jobs import JobsSection
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender, event_key
 from bot.jobs.triggers import Trigger, TriggerError, zone
-from bot.store.jobs import Job, JobLimit, JobStore
-from bot.store.ops import Step, outbox_step
-from bot.store.sql import SqlStore
+from bot.store.jobs import Job as StoredJob
+from bot.store.jobs import JobLimit
+from bot.store.ports import Change, JobRepo
 
 log = logging.getLogger(__name__)
+
+Job = StoredJob[Trigger]
 
 POLL_S = 30.0
 """The longest the timer sleeps: jobs other processes add, and run outcomes, are seen within it."""
@@ -43,7 +45,7 @@ class JobService:
     def __init__(
         self,
         config: JobsSection,
-        store: SqlStore,
+        jobs: JobRepo[Trigger],
         *,
         deliver: Callable[[int, OutboundMessage], Awaitable[object]],
         publish: Callable[[InboundMessage], Awaitable[None]],
@@ -55,8 +57,7 @@ class JobService:
         ``zone_of``: a chat's time zone (``/timezone``, else ``jobs.timezone``); ``counted``: told the outcome of
         every fire this process makes (a metric)."""
         self.config = config
-        self.store = store
-        self.jobs = JobStore(store)
+        self.jobs = jobs
         self.deliver = deliver
         self.publish = publish
         self.zone_of = zone_of
@@ -190,7 +191,7 @@ class JobService:
             if retried is not None and retried.status in ("active", "done"):
                 made += await self._retry(retried, due, attempt)
             else:  # paused or deleted since: no more tries
-                await self.store.write([self.jobs.drop_retry_step(job_id, due, attempt)])
+                await self.jobs.commit([self.jobs.drop_retry_step(job_id, due, attempt)])
         await self.follow()
         return made
 
@@ -208,7 +209,7 @@ class JobService:
         latest = trigger.last_until(now)
         if first is None or latest is None or latest < first:
             # ``due`` was reckoned by an older reading of the schedule and stands for no fire: move on quietly.
-            await self.store.write([self.jobs.move_step(job.id, due, trigger.next_after(None, now))])
+            await self.jobs.commit([self.jobs.move_step(job.id, due, trigger.next_after(None, now))])
             self.wake()
             return 0
         # Down a while: every fire from the first due to the last one before now was missed but that last one,
@@ -283,26 +284,23 @@ class JobService:
 
     async def _commit(
         self,
-        steps: list[Step],
+        steps: list[Change],
         message: OutboundMessage | None,
         event: InboundMessage | None = None,
         *,
         outcome: str | None = None,
     ) -> int:
-        if message is not None:
-            steps = [*steps, outbox_step(str(message.chat), message.model_dump_json())]
-        if event is not None:
-            steps = [
-                *steps,
-                self.store.receive_step(event_key(event), str(event.chat), "message", event.model_dump_json()),
-            ]
-        result = await self.store.write(steps)
+        result = await self.jobs.commit(
+            steps,
+            outbox=(str(message.chat), message.model_dump_json()) if message is not None else None,
+            inbox=(event_key(event), str(event.chat), event.model_dump_json()) if event is not None else None,
+        )
         if not result.ok:
             return 0  # another process claimed it first
         if outcome is not None and self._counted is not None:
             self._counted(outcome)
-        if message is not None:
-            await self.deliver(int(result.rows[0][0]), message)
+        if message is not None and result.outbox_id is not None:
+            await self.deliver(result.outbox_id, message)
         if event is not None:
             await self.publish(event)
         return 1
@@ -319,7 +317,7 @@ class JobService:
             if outcome in SETTLED or outcome not in ("failed", "stopped"):
                 # Done, or ended by a person (/cancel, /reset): nothing to say or to try again.
                 status = "done" if outcome in SETTLED else outcome
-                await self.store.write([self.jobs.settle_step(job_id, due, attempt, status)])
+                await self.jobs.commit([self.jobs.settle_step(job_id, due, attempt, status)])
                 continue
             job = await self.jobs.get(job_id)
             name = f"Job {job_id}" + (f" ({job.name})" if job is not None else "")

@@ -16,7 +16,6 @@ PostgreSQL keeps old row versions until VACUUM reclaims them (see the README's m
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -26,13 +25,15 @@ from typing import Any
 
 from bot.memory.summary import without_facts
 from bot.memory.text import STOPWORDS, WORD
-from bot.store.ops import Step, to_json
-from bot.store.sql import SqlStore
-from bot.store.sqlite import truncate_wal
+from bot.store.ops import to_json
+from bot.store.ports import ScrubRepo
+from bot.store.values import Rewrite
 
 log = logging.getLogger(__name__)
 
 FORGOTTEN = "‹forgotten›"
+PLAIN = frozenset({"prompt", "value"})
+"""Columns of plain text (the others hold JSON)."""
 
 
 @dataclass
@@ -119,26 +120,15 @@ def _hints(facts: Sequence[str]) -> list[str] | None:
     return sorted(set(hints))
 
 
-def _in(values: Sequence[str]) -> str:
-    return ", ".join("?" for _ in values)
-
-
 class Scrubber:
     """Rewrites the rows of some chats without some facts (one transaction; cached chat state dropped after)."""
 
-    def __init__(self, store: SqlStore) -> None:
-        self.store = store
+    def __init__(self, rows: ScrubRepo) -> None:
+        self.rows = rows
 
     async def chats_of(self, identities: Iterable[str]) -> set[str]:
         """The chats the accounts ``identities`` (``channel:user_id``) ran requests in."""
-        chats: set[str] = set()
-        for identity in identities:
-            channel, _, user = identity.partition(":")
-            rows = await self.store.read(
-                "SELECT DISTINCT chat_key FROM runs WHERE user_id = ? AND chat_key LIKE ?", (user, channel + ":%")
-            )
-            chats.update(str(r[0]) for r in rows)
-        return chats
+        return await self.rows.chats_of(identities)
 
     async def scrub(self, chats: set[str], facts: Sequence[str]) -> Forgotten:
         """Remove ``facts`` from what is stored about the requests in ``chats``."""
@@ -148,20 +138,13 @@ class Scrubber:
             return report
         keys = sorted(chats)
         hints = _hints(facts)
-        steps: list[Step] = []
-        steps += await self._json_rows(report, "trace_events", "seq", ["data"], keys, hints, pattern)
-        steps += await self._json_rows(report, "session_messages", "id", ["data"], keys, hints, pattern)
-        steps += await self._json_rows(report, "runs", "id", ["checkpoint"], keys, hints, pattern)
-        steps += await self._json_rows(
-            report, "interrupts", "id", ["prompt", "payload", "resolution"], keys, hints, pattern
-        )
-        steps += await self._ledger(report, keys, hints, pattern)
-        steps += await self._session_keys(report, keys, pattern)
-        steps += await self._summaries(report, keys, facts, pattern)
-        if steps:
-            await self.store.write(steps)
-            self.store.forget_chats(lambda chat_key: chat_key in chats)
-            report.wal_truncated = await self._truncate_wal()
+        rewrites: list[Rewrite] = []
+        for place in ("trace_events", "session_messages", "runs", "interrupts", "tool_ledger"):
+            rewrites += await self._place(report, place, keys, hints, pattern)
+        rewrites += await self._place(report, "session_memory", keys, None, pattern)
+        rewrites += await self._summaries(report, keys, facts, pattern)
+        if rewrites:
+            report.wal_truncated = await self.rows.rewrite(rewrites, lambda chat_key: chat_key in chats)
         log.info(
             "memory: %d forgotten facts scrubbed from %d rows in %d chats (%s read)",
             len(facts),
@@ -171,100 +154,33 @@ class Scrubber:
         )
         return report
 
-    def _filter(self, columns: Sequence[str], hints: list[str] | None) -> tuple[str, tuple[str, ...]]:
-        if hints is None:
-            return "", ()
-        tests = [f"lower({c}) LIKE ?" for c in columns for _ in hints]
-        return " AND (" + " OR ".join(tests) + ")", tuple(f"%{h}%" for _ in columns for h in hints)
-
-    async def _json_rows(
-        self,
-        report: Forgotten,
-        table: str,
-        key: str,
-        columns: list[str],
-        chats: list[str],
-        hints: list[str] | None,
-        pattern: re.Pattern[str],
-    ) -> list[Step]:
-        where, params = self._filter(columns, hints)
-        rows = await self.store.read(
-            f"SELECT {key}, {', '.join(columns)} FROM {table} WHERE chat_key IN ({_in(chats)}){where}",
-            (*chats, *params),
-        )
-        report.scanned[table] = len(rows)
-        steps = []
-        for row_key, *values in rows:
-            new = [
-                _scrub_json(v, pattern) if c != "prompt" else _scrub_plain(v, pattern)
+    async def _place(
+        self, report: Forgotten, place: str, chats: list[str], hints: list[str] | None, pattern: re.Pattern[str]
+    ) -> list[Rewrite]:
+        columns = self.rows.places[place]
+        rows = await self.rows.rows(place, chats, hints)
+        report.scanned[place] = len(rows)
+        rewrites = []
+        for key, values in rows:
+            new = {
+                c: n
                 for c, v in zip(columns, values, strict=True)
-            ]
-            if any(n is not None for n in new):
-                sets = [(c, n) for c, n in zip(columns, new, strict=True) if n is not None]
-                sql = f"UPDATE {table} SET {', '.join(f'{c} = ?' for c, _ in sets)} WHERE {key} = ?"
-                steps.append(Step(sql, (*(n for _, n in sets), row_key)))
-        report.changed[table] = len(steps)
-        return steps
-
-    async def _ledger(
-        self, report: Forgotten, chats: list[str], hints: list[str] | None, pattern: re.Pattern[str]
-    ) -> list[Step]:
-        where, params = self._filter(["args", "result"], hints)
-        rows = await self.store.read(
-            "SELECT run_id, call_id, args, result FROM tool_ledger "
-            f"WHERE run_id IN (SELECT id FROM runs WHERE chat_key IN ({_in(chats)})){where}",
-            (*chats, *params),
-        )
-        report.scanned["tool_ledger"] = len(rows)
-        steps = []
-        for run_id, call_id, args, result in rows:
-            new_args, new_result = _scrub_json(args, pattern), _scrub_json(result, pattern)
-            if new_args is not None or new_result is not None:
-                steps.append(
-                    Step(
-                        "UPDATE tool_ledger SET args = ?, result = ? WHERE run_id = ? AND call_id = ?",
-                        (new_args or args, new_result or result, run_id, call_id),
-                    )
-                )
-        report.changed["tool_ledger"] = len(steps)
-        return steps
-
-    async def _session_keys(self, report: Forgotten, chats: list[str], pattern: re.Pattern[str]) -> list[Step]:
-        rows = await self.store.read(
-            f"SELECT chat_key, agent, name, value FROM session_memory WHERE chat_key IN ({_in(chats)})", tuple(chats)
-        )
-        report.scanned["session_memory"] = len(rows)
-        steps = []
-        for chat_key, agent, name, value in rows:
-            if (new := _scrub_plain(value, pattern)) is not None:
-                steps.append(
-                    Step(
-                        "UPDATE session_memory SET value = ? WHERE chat_key = ? AND agent = ? AND name = ?",
-                        (new, chat_key, agent, name),
-                    )
-                )
-        report.changed["session_memory"] = len(steps)
-        return steps
+                if (n := _scrub_plain(v, pattern) if c in PLAIN else _scrub_json(v, pattern)) is not None
+            }
+            if new:
+                rewrites.append(Rewrite(place, key, new))
+        report.changed[place] = len(rewrites)
+        return rewrites
 
     async def _summaries(
         self, report: Forgotten, chats: list[str], facts: Sequence[str], pattern: re.Pattern[str]
-    ) -> list[Step]:
-        rows = await self.store.read(
-            f"SELECT chat_key, summary FROM chat_summaries WHERE chat_key IN ({_in(chats)})", tuple(chats)
-        )
+    ) -> list[Rewrite]:
+        rows = await self.rows.rows("chat_summaries", chats, None)
         report.scanned["chat_summaries"] = len(rows)
-        steps = []
-        for chat_key, summary in rows:
+        rewrites = []
+        for key, (summary,) in rows:
             rebuilt = without_facts(str(summary), facts, pattern)
             if rebuilt != summary:
-                steps.append(Step("UPDATE chat_summaries SET summary = ? WHERE chat_key = ?", (rebuilt, chat_key)))
-        report.changed["chat_summaries"] = len(steps)
-        return steps
-
-    async def _truncate_wal(self) -> bool | None:
-        if self.store.dialect != "sqlite":
-            return None
-        path = self.store.url.split(":///", 1)[1] if ":///" in self.store.url else ""
-        if path in ("", ":memory:"):
-            return None
-        return await asyncio.to_thread(truncate_wal, path, self.store.busy_timeout_ms)
+                rewrites.append(Rewrite("chat_summaries", key, {"summary": rebuilt}))
+        report.changed["chat_summaries"] = len(rewrites)
+        return rewrites

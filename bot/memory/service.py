@@ -25,8 +25,8 @@ from bot.memory.forgetting import Forgotten, Scrubber
 from bot.memory.summary import Summariser, to_fold
 from bot.memory.text import estimate_tokens, query_terms
 from bot.redaction import find_secret
-from bot.store.memory import MemoryFull, MemoryHit, MemoryStore
-from bot.store.sql import SqlStore
+from bot.store.memory import MemoryFull, MemoryHit
+from bot.store.ports import ChatReads, MemoryRepo, ScrubRepo
 
 log = logging.getLogger(__name__)
 
@@ -102,21 +102,24 @@ class MemoryService:
     def __init__(
         self,
         settings: Settings,
-        store: SqlStore,
+        store: ChatReads,
         *,
+        memories: MemoryRepo,
+        scrub: ScrubRepo,
         summary_model: Model | None = None,
         embedder: Model | None = None,
         flush_traces: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
-        """``flush_traces``: writes the buffered trace events (a forget scrubs them from the stored ones)."""
+        """``store``: chats' settings and state; ``scrub``: rewrites stored rows without forgotten facts;
+        ``flush_traces``: writes the buffered trace events (a forget scrubs them from the stored ones)."""
         self.config = settings.memory
         self.history_limit = settings.store.history_limit
         self.context_chars = settings.store.context_chars
         self.store = store
-        self.memories = MemoryStore(store)
+        self.memories = memories
         self.summariser = Summariser(summary_model, self.config.summary.max_chars)
         self.embedder = embedder
-        self.scrubber = Scrubber(store)
+        self.scrubber = Scrubber(scrub)
         self.flush_traces = flush_traces
         self._session_tools: dict[tuple[str, ...], Tool] = {}
         self._tools = self._make_tools()

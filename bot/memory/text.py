@@ -1,16 +1,16 @@
-"""Text for memory search: search terms, CJK grams and token estimates (what must not be remembered is
-:func:`bot.redaction.secret_in`: the detector every stored row is redacted with).
-
-Full-text search on both databases tokenises by words, and a run of Chinese or Japanese characters is one
-word to it; SQLite's trigram tokenizer misses two-character words (``东京``). So every memory also stores its
-CJK characters and character pairs (``grams``) and a query searches those: ``东京`` finds "我下周去东京".
+"""Text for memory search: search terms and token estimates (what must not be remembered is
+:func:`bot.redaction.secret_in`: the detector every stored row is redacted with). How the terms are stored and
+matched (CJK grams, FTS5 and ``to_tsquery`` expressions) is :mod:`bot.store.fulltext`'s.
 """
 
 from __future__ import annotations
 
 import re
 
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+from bot.store.fulltext import CJK, grams
+
+__all__ = ["CJK", "MAX_TERMS", "STOPWORDS", "WORD", "estimate_tokens", "grams", "query_terms"]
+
 WORD = re.compile(r"[^\W_]{2,}|\d+", re.UNICODE)
 MAX_TERMS = 32
 
@@ -21,15 +21,6 @@ STOPWORDS = frozenset(
     tell know remember please pls thanks thank ok okay yes no not""".split()
 )
 CJK_STOP = frozenset("的了吗呢吧啊是我你他她它们在有和就也都这那个么什")
-
-
-def grams(text: str) -> str:
-    """The CJK characters and adjacent pairs of ``text``, space-separated (empty without CJK)."""
-    out: list[str] = []
-    for run in CJK.findall(text):
-        out.extend(run)
-        out.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return " ".join(dict.fromkeys(out))
 
 
 def query_terms(text: str) -> list[str]:
@@ -46,26 +37,6 @@ def query_terms(text: str) -> list[str]:
                 terms.append(part)
             terms.extend(part[i : i + 2] for i in range(len(part) - 1))
     return list(dict.fromkeys(terms))[:MAX_TERMS]
-
-
-def fts5_alternatives(terms: list[str]) -> str:
-    """``terms`` as FTS5 alternatives (all made of word characters, quoted anyway)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def fts5_query(owner: str, terms: list[str]) -> str:
-    """An FTS5 MATCH expression: the person's entries containing any of ``terms``."""
-    return f"owner:{owner} AND ({fts5_alternatives(terms)})"
-
-
-def owner_token(person: str) -> str:
-    """The FTS5 token for a person: 'p' and the hex of its UTF-8 id, as the index triggers write it."""
-    return "p" + person.encode().hex().lower()
-
-
-def tsquery(terms: list[str]) -> str:
-    """A PostgreSQL ``to_tsquery`` text: any of ``terms`` (word characters only, so nothing to escape)."""
-    return " | ".join(terms)
 
 
 def estimate_tokens(text: str) -> int:

@@ -30,8 +30,8 @@ from agents.models.base import ModelError, ModelResponse, Usage
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.ops import BudgetsSection, Limits
 from bot.events import ChatKey
-from bot.store.sql import SqlStore
-from bot.store.usage import Spent, UsageStore
+from bot.store.ports import UsageRepo
+from bot.store.usage import Spent
 
 log = logging.getLogger(__name__)
 
@@ -68,15 +68,14 @@ class Budgets:
     def __init__(
         self,
         config: BudgetsSection,
-        store: SqlStore,
+        usage: UsageRepo,
         *,
         clock: Clock = SYSTEM_CLOCK,
         refused: Callable[[str], None] | None = None,
     ) -> None:
         """``refused``: told the scope kind (``user``, ``chat``) of every refusal (a metric)."""
         self.config = config
-        self.store = store
-        self.usage = UsageStore(store)
+        self.usage = usage
         self.zone = ZoneInfo(config.timezone)
         self.clock = clock
         self._refused = refused
@@ -99,8 +98,7 @@ class Budgets:
         return Payer(f"{chat.channel}:{user_id}", chat.settings_key, self.config.admins_exempt and admin)
 
     def start(self) -> None:
-        days = self.config.retention_days
-        self.store.add_retention(lambda: self.usage.retention(days))
+        self.usage.keep_days(self.config.retention_days)
 
     async def stop(self) -> None:
         """Write what was counted (before the store closes)."""
@@ -116,7 +114,7 @@ class Budgets:
         async with self._io:
             self._writing, self._pending = self._pending, {}
             try:
-                await self.store.write(self.usage.add_steps(list(self._writing.values())))
+                await self.usage.add(list(self._writing.values()))
                 self._flushes += 1
                 for key, spent in self._writing.items():
                     if key in self._stored:
@@ -214,7 +212,7 @@ class Budgets:
         """The stored rows, from :attr:`_stored` while it may be believed, else read (in one query)."""
         now = self.clock.monotonic()
         keys = [(s, p) for s in scopes for p in periods]
-        fresh = {k: v for k in keys if (v := self._stored.get(k)) and (not self.store.shared or now - v[1] < FLUSH_S)}
+        fresh = {k: v for k in keys if (v := self._stored.get(k)) and (not self.usage.shared or now - v[1] < FLUSH_S)}
         if len(fresh) == len(keys):
             return {k: row for k, (row, _at) in fresh.items()}
         async with self._io:  # not while a flush writes: the read could hold its counts and `_writing` too

@@ -22,8 +22,7 @@ from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.ids import new_id
-from bot.store.ops import Step, outbox_step
-from bot.store.runs import RunStore
+from bot.store.ports import ScheduledRepo
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +50,11 @@ def parse_when(at: str | None, in_minutes: float | None, now: datetime) -> datet
 
 class ScheduledMessages:
     def __init__(
-        self, runs: RunStore, delivery: Delivery, clock: Clock = SYSTEM_CLOCK, fences: Fences = NO_FENCES
+        self, messages: ScheduledRepo, delivery: Delivery, clock: Clock = SYSTEM_CLOCK, fences: Fences = NO_FENCES
     ) -> None:
         """``fences``: a message is sent for its chat only while this process holds the chat's partition."""
         self.fences = fences
-        self.runs = runs
-        self.store = runs.store
+        self.messages = messages
         self.delivery = delivery
         self.clock = clock
         self.timers: dict[str, Timer] | None = None
@@ -86,41 +84,19 @@ class ScheduledMessages:
 
     async def add(self, chat_key: str, text: str, due: datetime, by: str) -> str:
         sid = new_id(8)
-        await self.store.write(
-            [
-                Step(
-                    "INSERT INTO scheduled_messages (id, chat_key, text, due_at, status, created_by, created_at) "
-                    "VALUES (?, ?, ?, ?, 'pending', ?, ?)",
-                    (sid, chat_key, text, due, by, self.clock.utcnow()),
-                )
-            ]
-        )
+        await self.messages.add(sid, chat_key, text, due, by, self.clock.utcnow())
         self._schedule(sid, due)
         return sid
 
     async def pending(self, chat_key: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT id, chat_key, text, due_at FROM scheduled_messages WHERE status = 'pending'"
-        params: tuple[Any, ...] = ()
-        if chat_key is not None:
-            sql += " AND chat_key = ?"
-            params = (chat_key,)
-        rows = await self.store.read(sql + " ORDER BY due_at", params)
-        return [{"id": i, "chat_key": c, "text": t, "due_at": _when(d)} for i, c, t, d in rows]
+        rows = await self.messages.pending(chat_key)
+        return [{"id": i, "chat_key": c, "text": t, "due_at": d} for i, c, t, d in rows]
 
     async def cancel(self, chat_key: str, sid: str) -> bool:
-        result = await self.store.write(
-            [
-                Step(
-                    "UPDATE scheduled_messages SET status = 'cancelled' WHERE id = ? AND chat_key = ? "
-                    "AND status = 'pending'",
-                    (sid, chat_key),
-                    guard=True,
-                )
-            ]
-        )
-        if result.ok and self.timers is not None and (timer := self.timers.pop(sid, None)) is not None:
+        cancelled = await self.messages.cancel(chat_key, sid)
+        if cancelled and self.timers is not None and (timer := self.timers.pop(sid, None)) is not None:
             timer.cancel()
-        return result.ok
+        return cancelled
 
     # -- delivery -------------------------------------------------------------------------------
 
@@ -149,10 +125,10 @@ class ScheduledMessages:
             return False
 
     async def fire(self, sid: str, late: bool = False) -> bool:
-        rows = await self.store.read("SELECT chat_key, text FROM scheduled_messages WHERE id = ?", (sid,))
-        if not rows:
+        found = await self.messages.get(sid)
+        if found is None:
             return False
-        chat_key, text = rows[0]
+        chat_key, text = found
         body = (text if text.startswith("⏰") else f"⏰ {text}") + (
             "\n(delayed: I was offline when this was due)" if late else ""
         )
@@ -165,19 +141,10 @@ class ScheduledMessages:
                 return False
 
     async def _send(self, sid: str, chat_key: str, message: OutboundMessage) -> bool:
-        result = await self.store.write(
-            [
-                Step(
-                    "UPDATE scheduled_messages SET status = 'sent' WHERE id = ? AND status = 'pending'",
-                    (sid,),
-                    guard=True,
-                ),
-                outbox_step(chat_key, message.model_dump_json()),
-            ]
-        )
-        if not result.ok:
+        outbox_id = await self.messages.send(sid, chat_key, message.model_dump_json())
+        if outbox_id is None:
             return False
-        await self.delivery.deliver(int(result.rows[0][0]), message)
+        await self.delivery.deliver(outbox_id, message)
         return True
 
     async def start(self, *, adopt: bool = True) -> int:
@@ -207,7 +174,3 @@ class ScheduledMessages:
         for timer in (self.timers or {}).values():
             timer.cancel()
         self.timers = None
-
-
-def _when(value: Any) -> datetime:
-    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))

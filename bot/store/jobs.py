@@ -12,12 +12,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from bot.ids import new_id
-from bot.jobs.triggers import Trigger
-from bot.store.ops import Step, utcnow
+from bot.store.ops import Step, outbox_step, steps_of, utcnow
 from bot.store.sql import SqlStore
+from bot.store.values import Change, Committed, StoredTrigger, TriggerReader
+
+T = TypeVar("T", bound=StoredTrigger)
 
 Action = Literal["message", "prompt"]
 LIVE = ("active", "paused")
@@ -28,13 +30,13 @@ _COLUMNS = (
 
 
 @dataclass(frozen=True, slots=True)
-class Job:
+class Job(Generic[T]):
     id: str
     chat_key: str
     owner: str
     """The account that made it (``channel:user_id``): its runs are that person's (budgets, confirmations)."""
     name: str
-    trigger: Trigger
+    trigger: T
     action: Action
     text: str
     agent: str | None
@@ -50,9 +52,12 @@ class JobLimit(Exception):
     """Too many jobs in the chat, or of the person; the message says which and how many."""
 
 
-class JobStore:
-    def __init__(self, store: SqlStore) -> None:
+class JobStore(Generic[T]):
+    """:class:`~bot.store.ports.JobRepo` on the SQL store; ``triggers`` reads the stored schedules."""
+
+    def __init__(self, store: SqlStore, triggers: TriggerReader[T]) -> None:
         self.store = store
+        self.triggers = triggers
 
     async def add(
         self,
@@ -60,14 +65,14 @@ class JobStore:
         chat_key: str,
         owner: str,
         name: str,
-        trigger: Trigger,
-        action: Action,
+        trigger: T,
+        action: str,
         text: str,
         agent: str | None,
         first: datetime,
         max_per_chat: int,
         max_per_user: int,
-    ) -> Job:
+    ) -> Job[T]:
         """Store a new active job firing first at ``first``; :class:`JobLimit` when a limit is reached (checked
         in the insert itself, so two requests at once cannot both pass it)."""
         job_id, now = new_id(8), utcnow()
@@ -105,35 +110,35 @@ class JobStore:
         )
         return int(rows[0][0]), int(rows[0][1])
 
-    async def get(self, job_id: str) -> Job | None:
+    async def get(self, job_id: str) -> Job[T] | None:
         rows = await self.store.read(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
-        return _job(rows[0]) if rows else None
+        return self._job(rows[0]) if rows else None
 
-    async def of_chat(self, chat_key: str) -> list[Job]:
+    async def of_chat(self, chat_key: str) -> list[Job[T]]:
         return await self._select("chat_key = ?", (chat_key,))
 
-    async def of_owner(self, owner: str) -> list[Job]:
+    async def of_owner(self, owner: str) -> list[Job[T]]:
         return await self._select("owner = ?", (owner,))
 
-    async def live(self, limit: int = 200) -> list[Job]:
+    async def live(self, limit: int = 200) -> list[Job[T]]:
         """Every active or paused job (admins' ``/jobs all``), the soonest first."""
         return await self._select("1 = 1", (), limit)
 
-    async def _select(self, where: str, params: tuple[Any, ...], limit: int = 1000) -> list[Job]:
+    async def _select(self, where: str, params: tuple[Any, ...], limit: int = 1000) -> list[Job[T]]:
         live = ", ".join(f"'{s}'" for s in LIVE)
         rows = await self.store.read(
             f"SELECT {_COLUMNS} FROM jobs WHERE {where} AND status IN ({live}) ORDER BY next_fire_at, id LIMIT ?",
             (*params, limit),
         )
-        return [_job(r) for r in rows]
+        return [self._job(r) for r in rows]
 
-    async def due(self, now: datetime, limit: int = 100) -> list[Job]:
+    async def due(self, now: datetime, limit: int = 100) -> list[Job[T]]:
         """Active jobs whose next fire is at or before ``now``, the most overdue first."""
         rows = await self.store.read(
             f"SELECT {_COLUMNS} FROM jobs WHERE status = 'active' AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?",
             (_naive(now), limit),
         )
-        return [_job(r) for r in rows]
+        return [self._job(r) for r in rows]
 
     async def soonest(self) -> datetime | None:
         rows = await self.store.read("SELECT MIN(next_fire_at) FROM jobs WHERE status = 'active'")
@@ -153,7 +158,7 @@ class JobStore:
 
     def claim_steps(
         self,
-        job: Job,
+        job: Job[T],
         due: datetime,
         following: datetime | None,
         *,
@@ -162,7 +167,7 @@ class JobStore:
         event_key: str | None = None,
         detail: str | None = None,
         fired: datetime | None = None,
-    ) -> list[Step]:
+    ) -> list[Change]:
         """Claim ``job``'s fire at ``due`` (its ``next_fire_at`` must still be ``due``), move it on to
         ``following`` (None: a one-time job is done), and record the fire as ``status``. ``fired``: the fire made
         (or missed) when it is a later one than ``due`` (the bot was down past several); it is the job's last fire
@@ -206,6 +211,27 @@ class JobStore:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (job_id, _naive(due), attempt, status, event_key, detail, utcnow()),
         )
+
+    async def commit(
+        self,
+        changes: Sequence[Change],
+        *,
+        outbox: tuple[str, str] | None = None,
+        inbox: tuple[str, str, str] | None = None,
+    ) -> Committed:
+        """Commit ``changes`` in one transaction with an outbox row ``(chat, message JSON)`` and an inbox event
+        ``(event key, chat, event JSON)`` when given; not ``ok`` when a guard stopped it (another process claimed
+        the fire first)."""
+        steps = steps_of(changes)
+        if outbox is not None:
+            steps.append(outbox_step(*outbox))
+        if inbox is not None:
+            key, chat_key, event_json = inbox
+            steps.append(self.store.receive_step(key, chat_key, "message", event_json))
+        result = await self.store.write(steps)
+        if not result.ok:
+            return Committed(False)
+        return Committed(True, int(result.rows[0][0]) if outbox is not None else None)
 
     # -- fires that ran an agent: their outcome and retries ---------------------------------------------
 
@@ -269,6 +295,24 @@ class JobStore:
             guard=True,
         )
 
+    def _job(self, row: Sequence[Any]) -> Job[T]:
+        job_id, chat_key, owner, name, trigger, action, text, agent, status, next_at, last_at, fires, created = row
+        return Job(
+            str(job_id),
+            str(chat_key),
+            str(owner),
+            str(name),
+            self.triggers.from_json(json.loads(trigger)),
+            action,
+            str(text),
+            agent,
+            str(status),
+            _aware(next_at) if next_at is not None else None,
+            _aware(last_at) if last_at is not None else None,
+            int(fires),
+            _aware(created),
+        )
+
     async def fires(self, job_id: str) -> list[tuple[datetime, int, str, str | None]]:
         """(due, attempt, status, detail) of every fire of the job, oldest first."""
         rows = await self.store.read(
@@ -285,22 +329,3 @@ def _naive(moment: datetime) -> datetime:
 def _aware(value: Any) -> datetime:
     moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def _job(row: Sequence[Any]) -> Job:
-    job_id, chat_key, owner, name, trigger, action, text, agent, status, next_at, last_at, fires, created = row
-    return Job(
-        str(job_id),
-        str(chat_key),
-        str(owner),
-        str(name),
-        Trigger.from_json(json.loads(trigger)),
-        action,
-        str(text),
-        agent,
-        str(status),
-        _aware(next_at) if next_at is not None else None,
-        _aware(last_at) if last_at is not None else None,
-        int(fires),
-        _aware(created),
-    )

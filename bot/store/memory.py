@@ -18,11 +18,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.ids import new_id
-from bot.memory.text import fts5_alternatives, fts5_query, grams, owner_token, tsquery
 from bot.store.cache import ChatState, Lru
-from bot.store.ops import Step, utcnow
+from bot.store.fulltext import fts5_alternatives, fts5_query, grams, owner_token, tsquery
+from bot.store.ops import Step, steps_of, utcnow
 from bot.store.rows import timestamp
 from bot.store.sql import SqlStore
+from bot.store.values import Change
 
 SEARCH = "search"
 """PostgreSQL's searched text: the stored ``tsvector`` column of migration 0008 (GIN-indexed)."""
@@ -103,7 +104,7 @@ class MemoryStore:
         return str(rows[0][0]) if rows else None
 
     async def link(
-        self, first: str, second: str, by: str, *, code: str | None = None, extra: Sequence[Step] = ()
+        self, first: str, second: str, by: str, *, code: str | None = None, extra: Sequence[Change] = ()
     ) -> str | None:
         """Make ``second`` the same person as ``first`` (their memories merge); the person id, or None when
         ``code`` (which must still be valid, and is used up) was not. ``extra`` steps (an audit row) commit with it."""
@@ -129,7 +130,7 @@ class MemoryStore:
                     (identity, target, by, now),
                 ),
             ]
-        result = await self.store.write([*steps, *extra])
+        result = await self.store.write([*steps, *steps_of(extra)])
         self._forget_empty()
         return target if result.ok else None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -160,3 +160,13 @@ def redact(value: Any, secrets: Sequence[str]) -> Any:
             if secret in value:
                 value = value.replace(secret, SECRET_MARK)
     return value
+
+
+def steps_of(changes: Iterable[object]) -> list[Step]:
+    """The steps among ``changes`` a repository handed out (:class:`bot.store.ports.Change`); anything else is a
+    programming error (a change of another store)."""
+    steps = list(changes)
+    for step in steps:
+        if not isinstance(step, Step):
+            raise TypeError(f"not a change of this store: {step!r}")
+    return steps  # type: ignore[return-value]

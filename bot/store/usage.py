@@ -59,11 +59,21 @@ class Spent:
 
 
 class UsageStore:
+    """:class:`~bot.store.ports.UsageRepo` on the SQL store."""
+
     def __init__(self, store: SqlStore) -> None:
         self.store = store
 
+    @property
+    def shared(self) -> bool:
+        """Other processes write the rows too."""
+        return self.store.shared
+
+    async def add(self, spent: Sequence[Spent]) -> None:
+        """Add each of ``spent`` (calls, tokens and cost of a scope in a period) to its row, in one commit."""
+        await self.store.write(self.add_steps(spent))
+
     def add_steps(self, spent: Sequence[Spent]) -> list[Step]:
-        """Add each of ``spent`` (calls, tokens and cost of a scope in a period) to its row."""
         now = utcnow()
         return [
             Step(_ADD, (s.scope, s.period, s.calls, s.input_tokens, s.output_tokens, s.thinking_tokens,
@@ -88,6 +98,10 @@ class UsageStore:
             (period, prefix + "%", limit),
         )
         return [_spent(r) for r in rows]
+
+    def keep_days(self, days: int) -> None:
+        """Delete rows not updated for ``days`` in the store's retention passes."""
+        self.store.add_retention(lambda: self.retention(days))
 
     def retention(self, days: int) -> list[Step]:
         return [Step("DELETE FROM usage WHERE updated_at < ?", (utcnow() - timedelta(days=days),))]

@@ -23,16 +23,14 @@ import json
 import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
-from itertools import chain
+from datetime import datetime
 from typing import Any, Protocol
 
 from bot.aio import cancel_and_wait
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import TracingSection
 from bot.redaction import Redaction
-from bot.store.ops import Step, utcnow
-from bot.store.sql import SqlStore
+from bot.store.ports import TraceRepo
 from bot.tracing.event import TraceEvent
 from bot.tracing.timeline import describe, human_duration, timeline
 
@@ -103,7 +101,7 @@ class Tracing:
 
     def __init__(
         self,
-        store: SqlStore,
+        traces: TraceRepo,
         config: TracingSection,
         redactor: Redactor | None = None,
         sinks: Sequence[Sink] = (),
@@ -112,7 +110,7 @@ class Tracing:
     ) -> None:
         """``observer``: sees every event, before ``tracing.enabled`` and sampling decide what is kept (metrics);
         ``clock``: paces the flushes."""
-        self.store = store
+        self.traces = traces
         self.clock = clock
         self.observer = observer
         self.config = config
@@ -158,8 +156,7 @@ class Tracing:
     async def start(self) -> None:
         if not self.config.enabled:
             return
-        days = self.config.retention_days
-        self.store.add_retention(lambda: [Step(PRUNE, (utcnow() - timedelta(days=days),))])
+        self.traces.keep_days(self.config.retention_days)
         self._task = asyncio.create_task(self._flusher(), name="trace-flusher")
 
     async def _flusher(self) -> None:
@@ -189,13 +186,7 @@ class Tracing:
             )
             for e in events
         ]
-        # Multi-row inserts: one statement per ROWS_PER_INSERT events keeps the writer's share small.
-        steps = []
-        for i in range(0, len(rows), ROWS_PER_INSERT):
-            chunk = rows[i : i + ROWS_PER_INSERT]
-            sql = INSERT_HEAD + ", ".join([ROW] * len(chunk))
-            steps.append(Step(sql, tuple(chain.from_iterable(chunk))))
-        await self.store.write(steps)
+        await self.traces.add(rows)
         self.written += len(events)
         for sink in self.sinks:
             try:
@@ -220,26 +211,13 @@ class Tracing:
     async def runs(self, chat_key: str, last: int = 1) -> list[list[TraceEvent]]:
         """The events of the chat's last ``last`` requests (by correlation id), oldest request first."""
         await self.flush()
-        rows = await self.store.read(
-            "SELECT correlation_id, MAX(seq) AS newest FROM trace_events WHERE chat_key = ? "
-            "GROUP BY correlation_id ORDER BY newest DESC LIMIT ?",
-            (chat_key, max(1, last)),
-        )
-        out = []
-        for correlation_id, _newest in reversed(rows):
-            out.append(await self.events(correlation_id, chat_key))
-        return out
+        return [
+            await self.events(correlation_id, chat_key) for correlation_id in await self.traces.requests(chat_key, last)
+        ]
 
     async def events(self, correlation_id: str, chat_key: str | None = None) -> list[TraceEvent]:
         """The events of one request, in the order they happened (``chat_key`` makes it an index lookup)."""
-        columns = "id, chat_key, correlation_id, run_id, agent, type, data, created_at"
-        if chat_key is None:
-            sql = f"SELECT {columns} FROM trace_events WHERE correlation_id = ? ORDER BY seq"
-            params: tuple[str, ...] = (correlation_id,)
-        else:
-            sql = f"SELECT {columns} FROM trace_events WHERE chat_key = ? AND correlation_id = ? ORDER BY seq"
-            params = (chat_key, correlation_id)
-        rows = await self.store.read(sql, params)
+        rows = await self.traces.events(correlation_id, chat_key)
         return [
             TraceEvent(
                 id=r[0],
@@ -253,17 +231,6 @@ class Tracing:
             )
             for r in rows
         ]
-
-
-INSERT_HEAD = "INSERT INTO trace_events (id, chat_key, correlation_id, run_id, agent, type, data, created_at) VALUES "
-ROW = "(?, ?, ?, ?, ?, ?, ?, ?)"
-ROWS_PER_INSERT = 100  # 800 parameters: within every SQLite build's and PostgreSQL's limits
-PRUNE = (
-    # Rows are in time order by seq: delete the prefix older than the cutoff (no index on the time).
-    "DELETE FROM trace_events WHERE seq < COALESCE("
-    "(SELECT seq FROM trace_events WHERE created_at >= ? ORDER BY seq LIMIT 1), "
-    "(SELECT COALESCE(MAX(seq), 0) + 1 FROM trace_events))"
-)
 
 
 # -- OpenTelemetry -----------------------------------------------------------------------------------

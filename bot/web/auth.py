@@ -20,8 +20,7 @@ from functools import cache
 
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.web import WebSection
-from bot.store.ops import Step
-from bot.store.sql import SqlStore
+from bot.store.ports import WebSessionRepo
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 """RFC 7914's interactive parameters (16 MiB, about 50 ms here): a leaked hash costs an attacker the same."""
@@ -93,10 +92,10 @@ def _digest(token: str) -> str:
 class Sessions:
     """Sessions in the ``web_sessions`` table (so they survive a restart and work on every gateway)."""
 
-    def __init__(self, config: WebSection, store: SqlStore, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, config: WebSection, sessions: WebSessionRepo, clock: Clock = SYSTEM_CLOCK) -> None:
         """``clock``: when sessions expire."""
         self.config = config
-        self.store = store
+        self.sessions = sessions
         self.clock = clock
 
     def check(self, name: str, password: str) -> str | None:
@@ -114,15 +113,7 @@ class Sessions:
         token = secrets.token_urlsafe(32)
         now = self.clock.utcnow()
         expires = now + timedelta(hours=self.config.session_hours)
-        await self.store.write(
-            [
-                Step("DELETE FROM web_sessions WHERE expires_at < ?", (now,)),
-                Step(
-                    "INSERT INTO web_sessions (id, user_name, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                    (_digest(token), name, now, expires),
-                ),
-            ]
-        )
+        await self.sessions.add(_digest(token), name, now, expires)
         return WebUserSession(name, self.config.role_of(name) or "viewer", token)
 
     async def find(self, token: str) -> WebUserSession | None:
@@ -130,14 +121,12 @@ class Sessions:
         made a viewer since signing in loses them at once)."""
         if not token or len(token) > 128:
             return None
-        rows = await self.store.read(
-            "SELECT user_name FROM web_sessions WHERE id = ? AND expires_at > ?", (_digest(token), self.clock.utcnow())
-        )
-        role = self.config.role_of(rows[0][0]) if rows else None
-        return WebUserSession(rows[0][0], role, token) if role is not None else None
+        user = await self.sessions.user(_digest(token), self.clock.utcnow())
+        role = self.config.role_of(user) if user is not None else None
+        return WebUserSession(user, role, token) if user is not None and role is not None else None
 
     async def close(self, token: str) -> None:
-        await self.store.write([Step("DELETE FROM web_sessions WHERE id = ?", (_digest(token),))])
+        await self.sessions.remove(_digest(token))
 
 
 class LoginLimiter:

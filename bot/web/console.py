@@ -461,13 +461,13 @@ class WebConsole:
     async def _evals(self, request: web.Request, session: WebUserSession) -> web.StreamResponse:
         from bot.web.evals import overview
 
-        runs, trends = await overview(self.data.store)
+        runs, trends = await overview(self.data.evals)
         return await self._page("evals.html", session, "evals", title="Evals", runs=runs, trends=trends)
 
     async def _eval_run(self, request: web.Request, session: WebUserSession) -> web.StreamResponse:
         from bot.web.evals import run_view
 
-        found = await run_view(self.data.store, request.match_info["id"])
+        found = await run_view(self.data.evals, request.match_info["id"])
         if found is None:
             return self._render("error.html", session, status=404, title="No such eval run", text="It is not stored.")
         run, cases = found

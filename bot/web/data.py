@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from agents.messages import Message
 from agents.visible import visible, visible_json
@@ -20,9 +20,8 @@ from bot.redaction import redact_text, redact_value
 from bot.routing.policy import ROUTING_KEYS, RoutePolicy
 from bot.runs.catalog import AgentCatalog
 from bot.store.ops import utcnow
+from bot.store.ports import ConsoleReads, EvalRepo, InterruptRepo, RunRepo
 from bot.store.rows import InterruptRow
-from bot.store.runs import RunStore
-from bot.store.sql import SqlStore
 from bot.tracing.event import TraceEvent
 from bot.tracing.recorder import Tracing
 from bot.tracing.replay import detail
@@ -87,10 +86,18 @@ class RunLine:
     events: list[dict[str, str]] = field(default_factory=list)
 
 
+class ConsoleRuns(RunRepo, InterruptRepo, Protocol):
+    """Runs and interrupts as the console reads them."""
+
+
 class ConsoleData:
-    def __init__(self, store: SqlStore, runs: RunStore, tracing: Tracing, routes: RoutePolicy) -> None:
+    def __init__(
+        self, store: ConsoleReads, runs: ConsoleRuns, tracing: Tracing, routes: RoutePolicy, evals: EvalRepo
+    ) -> None:
+        """``evals``: the eval runs the console lists."""
         self.store = store
         self.runs = runs
+        self.evals = evals
         self.tracing = tracing
         self.routes = routes
 
@@ -106,20 +113,14 @@ class ConsoleData:
         return [self.pending(r, agents.get(r.run_id, "?")) for r in rows]
 
     async def pending_count(self) -> int:
-        [(count,)] = await self.store.read("SELECT COUNT(*) FROM interrupts WHERE status = 'pending'")
-        return int(count)
+        return await self.store.pending_count()
 
     async def version(self) -> str:
         """Changes whenever the inbox does (for the live updates): the pending ids."""
-        rows = await self.store.read("SELECT id FROM interrupts WHERE status = 'pending' ORDER BY id")
-        return ",".join(str(r[0]) for r in rows)
+        return ",".join(await self.store.pending_ids())
 
     async def _agents_of(self, run_ids: list[str]) -> dict[str, str]:
-        if not run_ids:
-            return {}
-        marks = ", ".join("?" for _ in run_ids)
-        rows = await self.store.read(f"SELECT id, agent FROM runs WHERE id IN ({marks})", tuple(run_ids))
-        return {str(rid): str(agent) for rid, agent in rows}
+        return await self.store.agents_of(run_ids)
 
     @staticmethod
     def pending(row: InterruptRow, agent: str) -> Pending:
@@ -155,36 +156,17 @@ class ConsoleData:
 
     async def chats(self, query: str = "") -> list[ChatLine]:
         """Chats by last activity; ``query`` finds chats by key or by a word of their conversation."""
-        params: tuple[Any, ...] = ()
-        where = ""
-        if query:
-            like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            where = "WHERE chat_key LIKE ? ESCAPE '\\' OR data LIKE ? ESCAPE '\\'"
-            params = (like, like)
-        rows = await self.store.read(
-            "SELECT chat_key, MAX(created_at), COUNT(*) FROM session_messages "
-            f"{where} GROUP BY chat_key ORDER BY MAX(created_at) DESC LIMIT ?",
-            (*params, PAGE),
-        )
-        pending = {
-            str(k): int(n)
-            for k, n in await self.store.read(
-                "SELECT chat_key, COUNT(*) FROM interrupts WHERE status = 'pending' GROUP BY chat_key"
-            )
-        }
+        rows = await self.store.chats(query, PAGE)
+        pending = await self.store.pending_per_chat()
         now = utcnow()
-        lines = [ChatLine(str(k), ago(at, now), int(n), pending.pop(str(k), 0)) for k, at, n in rows]
+        lines = [ChatLine(k, ago(at, now), n, pending.pop(k, 0)) for k, at, n in rows]
         if not query:  # a chat whose first request is still waiting has no stored message yet
             lines[:0] = [ChatLine(k, "-", 0, n) for k, n in pending.items()]
         return lines
 
     async def conversation(self, chat_key: str) -> list[dict[str, str]]:
-        rows = await self.store.read(
-            "SELECT role, agent, data, created_at FROM session_messages WHERE chat_key = ? ORDER BY id DESC LIMIT ?",
-            (chat_key, PAGE),
-        )
         out = []
-        for role, agent, data, at in reversed(rows):
+        for role, agent, data, at in await self.store.conversation(chat_key, PAGE):
             try:
                 message = Message.model_validate_json(data)
             except ValueError:
@@ -197,25 +179,19 @@ class ConsoleData:
                     + [f"{r.name} → {visible(redact_text(str(r.content)[:200]))}" for r in message.tool_results]
                 )
             )
-            out.append({"role": str(role), "agent": str(agent or ""), "text": text, "at": str(at)[:19]})
+            out.append({"role": role, "agent": agent, "text": text, "at": str(at)[:19]})
         return out
 
     async def chat_runs(self, chat_key: str) -> list[RunLine]:
-        rows = await self.store.read(
-            "SELECT id, agent, status, correlation_id, user_id, created_at FROM runs WHERE chat_key = ? "
-            "ORDER BY created_at DESC LIMIT ?",
-            (chat_key, PAGE),
-        )
+        rows = await self.store.chat_runs(chat_key, PAGE)
         now = utcnow()
         return [RunLine(str(i), str(a), str(s), str(c), str(u), ago(at, now)) for i, a, s, c, u, at in rows]
 
     async def run(self, run_id: str) -> RunLine | None:
-        rows = await self.store.read(
-            "SELECT id, agent, status, correlation_id, user_id, created_at, chat_key FROM runs WHERE id = ?", (run_id,)
-        )
-        if not rows:
+        row = await self.store.run(run_id)
+        if row is None:
             return None
-        i, a, s, c, u, at, chat = rows[0]
+        i, a, s, c, u, at, chat = row
         line = RunLine(str(i), str(a), str(s), str(c), str(u), ago(at))
         await self.tracing.flush()
         events = await self.tracing.events(str(c), str(chat))
@@ -240,7 +216,7 @@ class ConsoleData:
         return out
 
     async def chat_strategies(self) -> list[tuple[str, str]]:
-        rows = await self.store.read("SELECT settings_key, value FROM chat_settings WHERE name = 'strategy'")
+        rows = await self.store.chat_strategies()
         return sorted((str(k), str(json.loads(v))) for k, v in rows if k != "*")
 
     async def audit(self, limit: int = PAGE) -> list[dict[str, Any]]:

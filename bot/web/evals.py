@@ -11,7 +11,7 @@ from typing import Any
 from bot.evals.report import event_from
 from bot.evals.results import RunResult, Totals
 from bot.evals.store import RunLine, load_run, recent_runs
-from bot.store.sql import SqlStore
+from bot.store.ports import EvalRepo
 from bot.web.data import ago, timeline
 
 RUNS = 100
@@ -67,9 +67,9 @@ def trend_svg(lines: list[RunLine]) -> str:
     return "".join(parts)
 
 
-async def overview(store: SqlStore) -> tuple[list[dict[str, Any]], list[Trend]]:
+async def overview(runs: EvalRepo) -> tuple[list[dict[str, Any]], list[Trend]]:
     """The newest runs (as table rows) and each suite's trend."""
-    lines = await recent_runs(store, limit=RUNS)
+    lines = await recent_runs(runs, limit=RUNS)
     rows = [{"line": line, "ago": ago(line.started_at)} for line in lines]
     trends = []
     for suite in dict.fromkeys(line.suite for line in lines):
@@ -78,9 +78,9 @@ async def overview(store: SqlStore) -> tuple[list[dict[str, Any]], list[Trend]]:
     return rows, trends
 
 
-async def run_view(store: SqlStore, run_id: str) -> tuple[RunResult, list[CaseLine]] | None:
+async def run_view(runs: EvalRepo, run_id: str) -> tuple[RunResult, list[CaseLine]] | None:
     """One run and its cases per model; a failing case carries its first failing trial's checks and timeline."""
-    result = await load_run(store, run_id)
+    result = await load_run(runs, run_id)
     if result is None:
         return None
     cases = []

@@ -9,7 +9,7 @@ from agents.tools.base import Tool
 from bot.ops.budgets import Budgets
 from bot.ops.metrics import Metrics, Sample
 from bot.runs.catalog import AgentCatalog
-from bot.store.jobs import JobStore
+from bot.store.ports import JobRepo
 from bot.web.data import until
 from bot.web.graph import graph_svg
 
@@ -24,7 +24,7 @@ class HealthView:
         catalog: Callable[[], AgentCatalog],
         tools: Sequence[Tool],
         budgets: Budgets | None = None,
-        jobs: JobStore | None = None,
+        jobs: JobRepo[Any] | None = None,
     ) -> None:
         self.status = status
         self.sample = sample

@@ -17,6 +17,7 @@ from bot.config.settings import TracingSection
 from bot.store.ops import Step, utcnow
 from bot.store.runs import RunStore
 from bot.store.sql import SqlStore
+from bot.store.traces import SqlTraces
 from bot.tracing.recorder import Redactor, Tracing
 from tests.bot.test_crash_recovery import Gateway as CrashingGateway
 from tests.bot.test_crash_recovery import count_lines
@@ -125,7 +126,7 @@ async def test_rows_kept_before_the_detector_knew_are_redacted_when_read(tmp_pat
         await store.write(
             [_old_row('{"tool": "remember", "arguments": {"fact": "my password is hunter2-XYZ"}, "error": "refused"}')]
         )
-        tracing = Tracing(store, TracingSection(), Redactor())
+        tracing = Tracing(SqlTraces(store), TracingSection(), Redactor())
         [event] = await tracing.events("old-request")
         assert event.data["arguments"] == {"fact": "my password is ‹redacted: password›"}
     finally:

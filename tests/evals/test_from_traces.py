@@ -48,7 +48,7 @@ async def test_a_recorded_conversation_replays_exactly_with_the_same_model(
     make_harness: Any, settings_source: Callable[..., SettingsSource]
 ) -> None:
     h = await record(make_harness)
-    maker = TraceCases(h.gateway.store, Redactor([KEY]))
+    maker = TraceCases(h.gateway.repos.traces, h.gateway.repos.replay, Redactor([KEY]))
     suite = await maker.suite(SINCE)
     assert suite is not None and maker.notes == []
     first, second = suite.cases
@@ -108,10 +108,10 @@ async def test_a_recorded_conversation_replays_exactly_with_the_same_model(
 
 async def test_only_the_conversations_of_an_agent(make_harness: Any) -> None:
     h = await record(make_harness)
-    suite = await TraceCases(h.gateway.store).suite(SINCE, agent="chat")
+    suite = await TraceCases(h.gateway.repos.traces, h.gateway.repos.replay).suite(SINCE, agent="chat")
     assert suite is not None and suite.name == "traces-chat"
     assert [c.turns[0].user for c in suite.cases] == ["@chat hello"]
-    assert await TraceCases(h.gateway.store).suite(SINCE, agent="nobody") is None
+    assert await TraceCases(h.gateway.repos.traces, h.gateway.repos.replay).suite(SINCE, agent="nobody") is None
     assert seconds_of("7d") == 7 * 86400 and seconds_of("30m") == 1800
 
 

@@ -17,6 +17,7 @@ from bot.evals.runner import EvalOptions, SettingsSource, run_suite
 from bot.evals.store import last_run, load_run, recent_runs, save_run
 from bot.evals.suite import Case, parse_suite
 from bot.store import open_store
+from bot.store.evals import SqlEvalRuns
 from bot.store.migrate import migrate_url
 
 SUITE = """
@@ -108,15 +109,15 @@ async def test_results_are_kept_and_compared_with_the_last_run(
     store = open_store(url)
     await store.start()
     try:
-        await save_run(store, first)
-        await save_run(store, second)
-        lines = await recent_runs(store, "side-by-side")
+        await save_run(SqlEvalRuns(store), first)
+        await save_run(SqlEvalRuns(store), second)
+        lines = await recent_runs(SqlEvalRuns(store), "side-by-side")
         assert [(r.id, r.status, r.passed, r.trials, r.pass_rate) for r in lines] == [
             (second.id, "failed", 1, 2, 0.5),
             (first.id, "passed", 2, 2, 1.0),
         ]
-        assert await last_run(store, "side-by-side", second) == first
-        loaded = await load_run(store, second.id)
+        assert await last_run(SqlEvalRuns(store), "side-by-side", second) == first
+        loaded = await load_run(SqlEvalRuns(store), second.id)
         assert loaded is not None and loaded.trials[1].events and loaded.trials[1].failures()
     finally:
         await store.close()

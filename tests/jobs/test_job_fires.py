@@ -16,6 +16,7 @@ from bot.config.jobs import JobsSection
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.jobs.service import JobService
 from bot.jobs.triggers import Trigger
+from bot.store.jobs import JobStore
 from bot.store.sql import SqlStore
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -40,7 +41,12 @@ class Sent:
             return "Europe/Berlin"
 
         return JobService(
-            JobsSection(**config), store, deliver=deliver, publish=publish, zone_of=zone_of, clock=self.clock
+            JobsSection(**config),
+            JobStore(store, Trigger),
+            deliver=deliver,
+            publish=publish,
+            zone_of=zone_of,
+            clock=self.clock,
         )
 
     def texts(self) -> list[str]:

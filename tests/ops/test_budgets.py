@@ -13,6 +13,7 @@ from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
 from bot.clock import FakeClock
 from bot.ops.budgets import BudgetExceeded, Budgets, Payer
+from bot.store.usage import UsageStore
 
 
 def answer(text: str, tokens: int = 60) -> ModelResponse:
@@ -108,7 +109,7 @@ async def test_limits_reset_at_midnight_in_the_configured_zone(make_harness: Any
     berlin = ZoneInfo("Europe/Berlin")
     clock = FakeClock(datetime(2026, 3, 28, 23, 59, tzinfo=berlin))  # the night before summer time
     store = h.gateway.store
-    guard = Budgets(h.gateway.settings.budgets, store, clock=clock)
+    guard = Budgets(h.gateway.settings.budgets, UsageStore(store), clock=clock)
     payer = Payer("console:u9", "console:c9")
     await guard.spend(payer, answer("x", 150), "m")
     try:

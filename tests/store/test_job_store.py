@@ -15,7 +15,7 @@ from bot.store.jobs import JobLimit, JobStore
 NOW = datetime(2026, 11, 26, 7, 0, tzinfo=UTC)
 
 
-async def add(jobs: JobStore, *, chat: str = "console:c1", owner: str = "console:u1", **kw: Any) -> Any:
+async def add(jobs: JobStore[Trigger], *, chat: str = "console:c1", owner: str = "console:u1", **kw: Any) -> Any:
     trigger = kw.pop("trigger", Trigger.cron("0 8 * * *", "Europe/Berlin"))
     return await jobs.add(
         chat_key=chat,
@@ -32,7 +32,7 @@ async def add(jobs: JobStore, *, chat: str = "console:c1", owner: str = "console
 
 
 async def test_add_read_and_limits(make_store: Any) -> None:
-    jobs = JobStore(await make_store())
+    jobs = JobStore(await make_store(), Trigger)
     job = await add(jobs)
     assert job.status == "active" and job.fires == 0
     assert job.next_fire_at == datetime(2026, 11, 26, 7, 0, tzinfo=UTC), "08:00 Berlin is 07:00 UTC in winter"
@@ -52,7 +52,7 @@ async def test_add_read_and_limits(make_store: Any) -> None:
 
 async def test_a_fire_is_claimed_once(make_store: Any) -> None:
     store = await make_store()
-    jobs = JobStore(store)
+    jobs = JobStore(store, Trigger)
     job = await add(jobs)
     due = job.next_fire_at
     following = job.trigger.next_after(due, due)
@@ -71,7 +71,7 @@ async def test_a_fire_is_claimed_once(make_store: Any) -> None:
 
 async def test_one_time_job_is_done_after_its_fire_and_pause_resume(make_store: Any) -> None:
     store = await make_store()
-    jobs = JobStore(store)
+    jobs = JobStore(store, Trigger)
     once = await add(jobs, trigger=Trigger.once("2026-12-01T08:00", "UTC"), name="once")
     assert (await store.write(jobs.claim_steps(once, once.next_fire_at, None, status="done"))).ok
     done = await jobs.get(once.id)
@@ -110,9 +110,12 @@ async def test_two_processes_fire_a_job_once(make_store: Any) -> None:
         async def zone_of(chat: ChatKey) -> str:
             return "Europe/Berlin"
 
-        return JobService(JobsSection(), store, deliver=deliver, publish=publish, zone_of=zone_of, clock=clock)
+        return JobService(
+            JobsSection(), JobStore(store, Trigger), deliver=deliver, publish=publish, zone_of=zone_of, clock=clock
+        )
 
-    one, two = service(await make_store(), "one"), service(await make_store(), "two")
+    first = await make_store()
+    one, two = service(first, "one"), service(await make_store(), "two")
     chat = ChatKey(channel="console", chat_id="c1")
     await one.jobs.add(
         chat_key=str(chat), owner="console:u1", name="m", trigger=Trigger.cron("0 8 * * *", "Europe/Berlin"),
@@ -126,7 +129,7 @@ async def test_two_processes_fire_a_job_once(make_store: Any) -> None:
     assert sum(made) == 2, "each job's fire once"
     assert [m.text for _who, m in sent] == ["⏰ morning"]
     assert [e.text for e in published] == ["@react news?"]
-    store = one.store
+    store = first
     [(outbox,)] = await store.read("SELECT COUNT(*) FROM outbox")
     [(inbox,)] = await store.read("SELECT COUNT(*) FROM inbox WHERE event_key LIKE 'console:job:%'")
     assert (int(outbox), int(inbox)) == (1, 1)

@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from bot.config.settings import TracingSection
 from bot.store.migrate import MIGRATIONS, async_url
 from bot.store.ops import Step, utcnow
-from bot.tracing.recorder import INSERT_HEAD, ROW, Tracing
+from bot.store.traces import INSERT_HEAD, ROW, SqlTraces
+from bot.tracing.recorder import Tracing
 
 
 async def _upgrade_to(url: str, revision: str) -> None:
@@ -51,7 +52,7 @@ async def test_events_written_before_the_one_index_migration_are_kept(db_url: st
     finally:
         await engine.dispose()
     store = await make_store()  # migrates to head
-    tracing = Tracing(store, TracingSection())
+    tracing = Tracing(SqlTraces(store), TracingSection())
     tracing.record("run", "console:c", "m1", run_id="run", agent="react", status="done")
     await tracing.flush()
     events = await tracing.events("m1", "console:c")
@@ -62,7 +63,7 @@ async def test_events_written_before_the_one_index_migration_are_kept(db_url: st
 
 async def test_retention_drops_events_older_than_the_configured_days(make_store: Any) -> None:
     store = await make_store(retention_interval_s=3600)
-    tracing = Tracing(store, TracingSection(retention_days=1))
+    tracing = Tracing(SqlTraces(store), TracingSection(retention_days=1))
     await tracing.start()
     try:
         old, recent = utcnow() - timedelta(days=2), utcnow() - timedelta(hours=1)

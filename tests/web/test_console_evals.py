@@ -64,8 +64,8 @@ async def console(make_settings: Callable[..., Settings], tmp_path: Path) -> Asy
         options = EvalOptions(models=[choose("scripted")])
         first = await run_suite(fixed, source, options, tmp_path)
         second = await run_suite(suite, source, options, tmp_path)
-        await save_run(gateway.store, first)
-        await save_run(gateway.store, second)
+        await save_run(gateway.repos.evals, first)
+        await save_run(gateway.repos.evals, second)
         yield gateway, first.id, second.id
     finally:
         await gateway.stop(timeout=5)
