@@ -18,6 +18,7 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agents.specs.patterns import pattern_window
+from bot.runs.catalog import RouteTarget as RouteTarget  # the agents as the catalog shows them to the routers
 
 YIELD_ABOVE = 2048
 """Texts longer than this are scored in slices (one pattern each) by :meth:`RuleRouter.route_async`."""
@@ -26,18 +27,6 @@ PATTERN_SCORE = 20
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _PLAIN = re.compile(r"^[\x20-\x7e]+$")
-
-
-@dataclass(frozen=True)
-class RouteTarget:
-    """An agent as the routers see it."""
-
-    name: str
-    title: str = ""
-    description: str = ""
-    keywords: tuple[str, ...] = ()
-    patterns: tuple[str, ...] = ()
-    priority: int = 50
 
 
 @dataclass

@@ -23,10 +23,21 @@ from agents.results import Runner
 from agents.spec import AgentSpec, check_references, load_agents
 from agents.tools.base import Tool, matches, select_tools
 from bot.config.settings import Settings
-from bot.routing.rule import RouteTarget
 from bot.runs.runners import RUNNERS, RunnerKind
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RouteTarget:
+    """An agent as the routers see it."""
+
+    name: str
+    title: str = ""
+    description: str = ""
+    keywords: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
+    priority: int = 50
 
 
 @dataclass
