@@ -1,0 +1,192 @@
+"""The agent loop against in-memory ports: handoffs, guardrails, pauses persisted before the human is asked,
+and the approval toolset deciding which calls wait."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.approval import NEVER_GRANTED, approval_required, approval_rule, by_risk, grantable
+from agents.context import RunContext
+from agents.graph import GraphPosition
+from agents.guardrails import GuardrailRule
+from agents.handoffs import HandoffContext, HandoffTarget
+from agents.loop import AgentLoop, Answered, Leg, LoopAgent, LoopSettings, Paused, Stopped, pause
+from agents.messages import Message, ToolCall
+from agents.models.scripted import ScriptedModel, call
+from agents.react import ReactRunner
+from agents.results import InterruptRequest, Runner
+from agents.state import RunState
+from agents.tools.base import Tool, tool
+
+ran: list[str] = []
+
+
+@tool(risk="medium", confirm=True)
+async def deploy(target: str) -> str:
+    """Deploy."""
+    ran.append(target)
+    return f"deployed {target}"
+
+
+@dataclass
+class Agent:
+    name: str
+    runner: Runner
+    kind: str = "react"
+    guardrails: list[GuardrailRule] = field(default_factory=list)
+    handoffs: list[HandoffTarget] = field(default_factory=list)
+    system_prompt: str = ""
+
+    def handoff_to(self, name: str) -> HandoffTarget | None:
+        return next((h for h in self.handoffs if h.to == name), None)
+
+
+@dataclass
+class Ports:
+    """The gateway's side, in memory: every call recorded in order."""
+
+    model: ScriptedModel
+    tools: list[Tool] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+    persisted: list[RunState] = field(default_factory=list)
+
+    async def context(
+        self,
+        agent: LoopAgent,
+        *,
+        chain: list[str],
+        handoff: HandoffContext | None,
+        query: str,
+        graph: GraphPosition | None,
+    ) -> RunContext:
+        self.log.append(f"context {agent.name}")
+        toolset = approval_required(self.tools)
+        targets = tuple(agent.handoffs) if isinstance(agent, Agent) else ()
+        return RunContext(
+            chat_key="console:c1",
+            model=self.model,
+            tools=toolset.tools,
+            needs_confirmation=toolset.needs_approval,
+            handoffs=targets,
+            handoff_chain=tuple(chain),
+            system_extra=handoff.render() if handoff is not None else "",
+        )
+
+    async def notify(self, text: str) -> None:
+        self.log.append(f"notice {text}")
+
+    def trace(self, type: str, agent: str, **fields: Any) -> None:
+        self.log.append(f"trace {type}")
+
+    def handed_off(self, agent: str) -> None:
+        self.log.append(f"handed off {agent}")
+
+    async def persist_pause(self, state: RunState, request: InterruptRequest, agent: LoopAgent) -> str:
+        self.persisted.append(RunState.load(state.encode()))
+        self.log.append(f"persisted {request.kind}")
+        return "prompt-1"
+
+    async def ask(self, pending: str) -> None:
+        self.log.append(f"asked {pending}")
+
+
+class Catalog:
+    def __init__(self, *agents: Agent) -> None:
+        self.agents = {a.name: a for a in agents}
+
+    def get(self, name: str) -> Agent | None:
+        return self.agents.get(name)
+
+
+def agents() -> tuple[Agent, Agent]:
+    debugger = Agent("debugger", ReactRunner("debugger"), handoffs=[HandoffTarget(to="fixer")])
+    return debugger, Agent("fixer", ReactRunner("fixer"))
+
+
+async def test_a_handoff_continues_with_the_target_and_keeps_the_turns_before() -> None:
+    model = ScriptedModel([call("transfer_to_fixer", {"reason": "a fix is needed"}, id="h1"), "Fixed."])
+    debugger, fixer = agents()
+    ports = Ports(model)
+    loop = AgentLoop(Catalog(debugger, fixer), ports, LoopSettings(notify="{from} → {to}: {reason}"))
+    message = Message.user("the build fails")
+    leg = await loop.first_leg(debugger, message)
+    assert isinstance(leg, Leg)
+    outcome = await loop.drive(leg, lambda: debugger.runner.run(leg.ctx, message))
+    assert isinstance(outcome, Answered) and outcome.answer.text == "Fixed."
+    assert outcome.leg.chain == ["debugger", "fixer"] and loop.leg is outcome.leg
+    assert [m.role for m in outcome.messages] == ["assistant", "tool", "assistant"]
+    assert ports.log == [
+        "context debugger",
+        "notice debugger → fixer: a fix is needed",
+        "context fixer",
+        "handed off fixer",
+    ]
+    assert "The debugger agent handed this conversation to you (fixer)." in (model.requests[1].system or "")
+    model.assert_complete()
+
+
+async def test_a_handoff_to_an_agent_that_is_gone_stops_the_run_with_why() -> None:
+    model = ScriptedModel([call("transfer_to_fixer", {"reason": "fix"}, id="h1")])
+    debugger, _fixer = agents()
+    loop = AgentLoop(Catalog(debugger), Ports(model), LoopSettings())
+    message = Message.user("the build fails")
+    leg = await loop.first_leg(debugger, message)
+    assert isinstance(leg, Leg)
+    outcome = await loop.drive(leg, lambda: debugger.runner.run(leg.ctx, message))
+    assert isinstance(outcome, Stopped) and "'fixer', which is not available" in outcome.text
+    assert [m.role for m in outcome.messages] == ["assistant", "tool"], "its turns so far are kept"
+
+
+async def test_a_guardrail_repairs_the_answer() -> None:
+    model = ScriptedModel(["not json", '{"ok": true}'])
+    rule = GuardrailRule("shape", {"type": "object", "required": ["ok"]}, policy="repair")
+    agent = Agent("strict", ReactRunner("strict"), guardrails=[rule])
+    loop = AgentLoop(Catalog(agent), Ports(model), LoopSettings())
+    message = Message.user("answer in JSON")
+    leg = await loop.first_leg(agent, message)
+    assert isinstance(leg, Leg)
+    outcome = await loop.drive(leg, lambda: agent.runner.run(leg.ctx, message))
+    assert isinstance(outcome, Answered) and outcome.answer.text == '{"ok": true}'
+    model.assert_complete()
+
+
+async def test_a_pause_is_persisted_before_the_human_is_asked_and_holds_the_handoff() -> None:
+    ran.clear()
+    model = ScriptedModel([call("transfer_to_fixer", {"reason": "fix"}, id="h1"), call("deploy", {"target": "prod"})])
+    debugger, fixer = agents()
+    ports = Ports(model, tools=[deploy])
+    loop = AgentLoop(Catalog(debugger, fixer), ports, LoopSettings())
+    message = Message.user("ship it")
+    leg = await loop.first_leg(debugger, message)
+    assert isinstance(leg, Leg)
+    outcome = await loop.drive(leg, lambda: debugger.runner.run(leg.ctx, message))
+    assert isinstance(outcome, Paused) and outcome.request.kind == "tool_confirm"
+    assert ran == [], "nothing runs before it is approved"
+    await pause(outcome.leg, outcome.request, ports, ports)
+    assert ports.log[-2:] == ["persisted tool_confirm", "asked prompt-1"]
+    (state,) = ports.persisted
+    assert (state.agent, state.runner, state.phase, state.chain) == (
+        "fixer",
+        "react",
+        "tool_confirm",
+        ["debugger", "fixer"],
+    )
+    assert state.message() == message and [m.role for m in state.prefix()] == ["assistant", "tool"]
+    handoff = state.handoff_context()
+    assert handoff is not None and handoff.source == "debugger" and state.graph is None
+
+
+def test_the_approval_rule_of_an_agent_in_a_chat() -> None:
+    low = Tool(name="note", description="", parameters={"type": "object"}, func=deploy.func, risk="low")
+    high = Tool(name="wipe", description="", parameters={"type": "object"}, func=deploy.func, risk="high")
+    shell = Tool(name="run_command", description="", parameters={"type": "object"}, func=deploy.func, risk="high")
+    some = ToolCall(id="c", name="x", args={})
+    assert [by_risk(t, some) for t in (low, high, deploy)] == [False, True, True]
+    rule = approval_rule(confirms=lambda name: name == "note", granted={"wipe", "run_command"})
+    assert rule(low, some), "the agent's own confirmation list"
+    assert not rule(high, some), "granted in this chat"
+    assert rule(shell, some), "never granted"
+    assert grantable(["wipe", "run_command", "note"]) == ["note", "wipe"], sorted(NEVER_GRANTED)
+    toolset = approval_required([low, high], rule)
+    assert toolset.tools == (low, high) and toolset.needs_approval(low, some)
