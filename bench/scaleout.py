@@ -70,7 +70,10 @@ class TimedTelegram(FakeTelegram):
             return await waiter
 
 
-async def closed_loop(cluster: Cluster, fake: TimedTelegram, chats: int, seconds: float) -> dict[str, Any]:
+async def closed_loop(
+    cluster: Cluster, fake: TimedTelegram, chats: int, seconds: float, servers: dict[str, int]
+) -> dict[str, Any]:
+    """``servers``: name → pid of Redis and PostgreSQL (whose CPU is counted with their children's)."""
     latencies: list[float] = []
     done = 0
     stop = time.monotonic() + seconds
@@ -90,6 +93,7 @@ async def closed_loop(cluster: Cluster, fake: TimedTelegram, chats: int, seconds
 
     pids = {name: proc.pid for name, proc in cluster.procs.items()} | {"bench": os.getpid()}
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    cpu_before |= {name: tree_cpu_seconds(pid) for name, pid in servers.items()}
     began = time.monotonic()
     await asyncio.gather(*(chat(n) for n in range(chats)))
     elapsed = time.monotonic() - began
@@ -103,17 +107,39 @@ async def closed_loop(cluster: Cluster, fake: TimedTelegram, chats: int, seconds
         # server and the webhook client).
         "cpu_ms_per_msg": {
             name: round((cpu_seconds(pid) - cpu_before[name]) * 1000 / max(done, 1), 2) for name, pid in pids.items()
+        }
+        | {
+            name: round((tree_cpu_seconds(pid) - cpu_before[name]) * 1000 / max(done, 1), 2)
+            for name, pid in servers.items()
         },
     }
 
 
+def _stat(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (Linux ``/proc``; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if fields else 0.0
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of a server and its children, live or ended (PostgreSQL: the postmaster and its backends)."""
+    fields = _stat(pid)
+    if not fields:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = sum(int(f) for f in fields[11:15])  # utime, stime, and those of ended children
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            child = _stat(int(entry.name))
+            if child and child[1] == str(pid):
+                total += sum(int(f) for f in child[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 async def redis_hop(url: str, n: int = 5000) -> float:
@@ -290,6 +316,9 @@ async def measure(args: argparse.Namespace) -> None:
         "busy_loops": args.busy_loops,
     }
     env = {"PARTITIONS": str(args.partitions), "LEASE_MS": str(args.lease_ms)}
+    servers = {"postgres": int((pg.data / "postmaster.pid").read_text().split()[0])}
+    if rd.process is not None:
+        servers["redis"] = rd.process.pid
 
     async def on_cluster(name: str, run: Callable[[Cluster, TimedTelegram], Awaitable[Any]]) -> Any:
         rd.flush()
@@ -309,7 +338,7 @@ async def measure(args: argparse.Namespace) -> None:
             await cluster.start("gateway", "gateway")
             await asyncio.gather(*(cluster.start(f"worker-{n}", "worker") for n in range(workers)))
             await asyncio.sleep(args.lease_ms / 1000)  # let the partitions settle
-            return await closed_loop(cluster, fake, args.chats, args.seconds)
+            return await closed_loop(cluster, fake, args.chats, args.seconds, servers)
 
         return run
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -133,38 +134,130 @@ class PgWriter(GroupCommit):
                 self._resolve(prunes, None if result is None else [result] * len(prunes), error)
 
     async def _transaction(self, groups: Sequence[Sequence[Step]]) -> list[WriteResult]:
+        """The writes of one batch in one transaction, in order, in as few round trips as their meaning allows.
+
+        asyncpg waits for each statement's answer before it sends the next (a round trip of both processes'
+        CPU each, and the batch's time is its sum), so: every fence check of the batch is one statement first
+        (:data:`FENCES_HELD`), and a run of consecutive writes of one statement each, with the same SQL, goes
+        in one pipelined round trip (:func:`_one_each`); their order, and what each sees, stay as one by one.
+        """
         if not any(groups):
             return [WriteResult() for _ in groups]
         if self._conn is None or self._conn.is_closed():
             self._conn = await self._connect()  # the server restarted or dropped us
         conn = self._conn
-        results = []
-        fences: set[tuple[Any, ...]] = set()
-        """Tokens this transaction checked already: the first check holds a share lock on the fence row until the
-        commit, so it holds for every later write of the batch (one round trip per partition, not per write)."""
+        results: list[WriteResult] = []
         async with conn.transaction():
-            for steps in groups:
-                result = WriteResult()
-                for step in steps:
-                    if step.fence and step.params in fences:
-                        result.counts.append(1)
-                        continue
-                    if step.returning:
-                        rows = [tuple(r) for r in await conn.fetch(numbered(step.sql), *step.params)]
-                        count = len(rows)
-                        result.rows.extend(rows)
-                    else:
-                        count = _count(await conn.execute(numbered(step.sql), *step.params))
-                    result.counts.append(count)
-                    if step.guard and count == 0:
-                        result.ok = False
-                        result.fenced = step.fence
-                        break
-                    if step.fence:
-                        fences.add(step.params)
-                results.append(result)
+            held = await _fences_held(conn, groups)
+            i = 0
+            while i < len(groups):
+                run = _run_of_single_steps(groups, i, held)
+                if len(run) > 1:
+                    results.extend(await _one_each(conn, run))
+                    i += len(run)
+                    continue
+                results.append(await _write(conn, groups[i], held))
+                i += 1
         self.stats.commits += 1
         return results
+
+
+FENCES_HELD = (
+    "SELECT f.partition, f.token FROM partition_fences f "
+    "JOIN unnest($1::int[], $2::bigint[]) AS u (partition, token) ON f.partition = u.partition AND f.token = u.token "
+    "FOR SHARE OF f"
+)
+"""The check of every fencing token a batch carries (:data:`bot.store.fences.CHECK_FENCE_PG`, one statement for
+all): the share locks hold until the commit, so every write of the batch runs under its token, and the next owner's
+raise waits for the commit."""
+
+
+async def _fences_held(conn: asyncpg.Connection, groups: Sequence[Sequence[Step]]) -> set[tuple[Any, ...]]:
+    """Which (partition, token) pairs the batch's fence steps carry are current."""
+    wanted = {step.params for steps in groups for step in steps if step.fence}
+    if not wanted:
+        return set()
+    pairs = sorted(wanted)
+    rows = await conn.fetch(FENCES_HELD, [p for p, _ in pairs], [t for _, t in pairs])
+    return {(r[0], r[1]) for r in rows}
+
+
+async def _write(conn: asyncpg.Connection, steps: Sequence[Step], held: set[tuple[Any, ...]]) -> WriteResult:
+    """One write's steps, one statement at a time (a guard that changes no row stops the write)."""
+    result = WriteResult()
+    for step in steps:
+        if step.fence:
+            count = 1 if step.params in held else 0
+        elif step.returning:
+            rows = [tuple(r) for r in await conn.fetch(numbered(step.sql), *step.params)]
+            count = len(rows)
+            result.rows.extend(rows)
+        else:
+            count = _count(await conn.execute(numbered(step.sql), *step.params))
+        result.counts.append(count)
+        if step.guard and count == 0:
+            result.ok = False
+            result.fenced = step.fence
+            break
+    return result
+
+
+def _single(steps: Sequence[Step], held: set[tuple[Any, ...]]) -> Step | None:
+    """The one statement of a write that has one besides its fence checks (all passed), if it can be pipelined."""
+    body = [s for s in steps if not s.fence]
+    if len(body) != 1 or any(s.params not in held for s in steps if s.fence):
+        return None
+    step = body[0]
+    return step if step.sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE") else None
+
+
+def _run_of_single_steps(
+    groups: Sequence[Sequence[Step]], start: int, held: set[tuple[Any, ...]]
+) -> Sequence[Sequence[Step]]:
+    """``groups[start]`` and the writes right after it that are one statement each with the same SQL."""
+    first = _single(groups[start], held)
+    if first is None:
+        return groups[start : start + 1]
+    end = start + 1
+    while end < len(groups):
+        step = _single(groups[end], held)
+        if step is None or step.sql != first.sql or step.returning != first.returning:
+            break
+        end += 1
+    return groups[start:end]
+
+
+async def _one_each(conn: asyncpg.Connection, run: Sequence[Sequence[Step]]) -> list[WriteResult]:
+    """Writes of one statement each (same SQL), pipelined: one Bind/Execute per write and one Sync.
+
+    Each row comes back tagged with its write's index (an extra parameter in ``RETURNING``), so each write gets
+    its own rows and count, as if it had run alone.
+    """
+    steps = [next(s for s in steps if not s.fence) for steps in run]
+    sql = numbered(steps[0].sql)
+    tag = f"${len(steps[0].params) + 1}::int"
+    sql += f", {tag}" if _RETURNING.search(sql) else f" RETURNING {tag}"
+    rows = await conn.fetchmany(sql, [(*step.params, i) for i, step in enumerate(steps)])
+    results = []
+    for steps_of in run:
+        result = WriteResult()
+        result.counts.extend(1 for s in steps_of if s.fence)
+        results.append(result)
+    for row in rows:
+        result = results[row[-1]]
+        if steps[row[-1]].returning:
+            result.rows.append(tuple(row)[:-1])
+    counts = [0] * len(run)
+    for row in rows:
+        counts[row[-1]] += 1
+    for result, step, count in zip(results, steps, counts, strict=True):
+        result.counts.append(count)
+        if step.guard and count == 0:
+            result.ok = False
+    return results
+
+
+_RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
 
 
 async def _keep_session(_connection: asyncpg.Connection) -> None:

@@ -1,0 +1,75 @@
+"""The PostgreSQL writer sends a batch in few round trips: consecutive writes of one statement with the same SQL
+go pipelined together, and every fence check of a batch is one statement.  Each write still gets what it would
+have got alone: its own rows, its own count, its own guard's verdict, in order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bot.fencing import Fence, LeaseLost, fenced
+from bot.store.ops import INSERT_MESSAGE, Step, utcnow
+from bot.store.sql import SqlStore
+from tests.fakes.servers import PostgresServer
+
+
+@pytest.fixture
+async def store(postgres: PostgresServer) -> AsyncIterator[SqlStore]:
+    opened = SqlStore(postgres.url(postgres.create_database()))
+    await opened.start()
+    yield opened
+    await opened.close()
+
+
+def message(chat: str, text: str) -> Step:
+    return Step(INSERT_MESSAGE, (chat, "user", None, f'{{"text": "{text}"}}', utcnow()), returning=True)
+
+
+async def test_a_run_of_inserts_returns_each_writes_own_rows_in_order(store: SqlStore) -> None:
+    results = await asyncio.gather(*(store.write([message(f"console:{n % 3}", str(n))]) for n in range(40)))
+    ids = [r.rows[0][0] for r in results]
+    assert all(len(r.rows) == 1 and r.counts == [1] and r.ok for r in results)
+    assert ids == sorted(ids) and len(set(ids)) == 40  # one row each, inserted in submission order
+    stored = await store.read("SELECT id, data FROM session_messages ORDER BY id")
+    assert [(i, d) for i, d in stored] == [(i, f'{{"text": "{n}"}}') for n, i in enumerate(ids)]
+
+
+async def test_duplicates_in_one_run_stop_only_themselves(store: SqlStore) -> None:
+    assert await store.receive([store.receive_step("t:1", "console:a", "message", "{}")]) == [True]
+    steps = [store.receive_step(key, "console:a", "message", "{}") for key in ("t:2", "t:1", "t:3", "t:2", "t:4")]
+    # Seen before (t:1) and twice in the same batch (the second t:2): refused; the rest stored.
+    assert await store.receive(steps) == [True, False, True, False, True]
+    rows = await store.read("SELECT event_key FROM inbox ORDER BY event_key")
+    assert [r[0] for r in rows] == ["t:1", "t:2", "t:3", "t:4"]
+
+
+async def test_a_guarded_update_counts_only_its_own_rows(store: SqlStore) -> None:
+    await asyncio.gather(*(store.write([message("console:u", str(n))]) for n in range(3)))
+    update = "UPDATE session_messages SET agent = ? WHERE data = ?"
+    results = await asyncio.gather(
+        *(store.write([Step(update, ("x", f'{{"text": "{n}"}}'), guard=True)]) for n in (0, 7, 2, 2))
+    )
+    assert [(r.ok, r.counts) for r in results] == [(True, [1]), (False, [0]), (True, [1]), (True, [1])]
+
+
+async def test_fence_checks_of_a_batch_refuse_only_the_stale_tokens(store: SqlStore) -> None:
+    stale = await store.raise_fence(1, "a")
+    current = await store.raise_fence(1, "b")
+    other = await store.raise_fence(2, "b")
+
+    async def write(partition: int, token: int, text: str) -> Any:
+        with fenced(Fence(partition, token)):
+            try:
+                return (await store.write([message("console:f", text)])).rows[0][0]
+            except LeaseLost:
+                return "refused"
+
+    outcomes = await asyncio.gather(
+        write(1, current, "a"), write(1, stale, "b"), write(2, other, "c"), write(1, current, "d")
+    )
+    assert outcomes[1] == "refused" and all(isinstance(o, int) for i, o in enumerate(outcomes) if i != 1)
+    rows = await store.read("SELECT data FROM session_messages ORDER BY id")
+    assert [r[0] for r in rows] == ['{"text": "a"}', '{"text": "c"}', '{"text": "d"}']
