@@ -28,6 +28,7 @@ from agents.models.base import Generation, ModelError
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings, load_settings
 from bot.models import ModelCatalog, parse_spec
 from bot.store.migrate import current_revision, head_revision
+from bot.store.probe import postgres_reachable
 from channels.registry import PLUGINS
 
 OK, FAIL = "✓", "✗"
@@ -178,7 +179,7 @@ async def _store(settings: Settings) -> list[Line]:
         if not path.is_file():
             return [Line(True, f"database: {path} does not exist yet (created and migrated at the first start)")]
     else:
-        problem = await _pg_reachable(url)
+        problem = await postgres_reachable(url)
         if problem is not None:
             return [Line(False, f"database: cannot connect to {shown}: {problem}", "check store.url / DATABASE_URL")]
     revision = await current_revision(url)
@@ -195,21 +196,6 @@ async def _store(settings: Settings) -> list[Line]:
             )
         ]
     return [Line(False, f"database: {shown} is at {revision}, newer than this version ({head})", "upgrade the bot")]
-
-
-async def _pg_reachable(url: str) -> str | None:
-    try:
-        import asyncpg
-
-        from bot.store.postgres import dsn_of
-    except ImportError:
-        return "the postgres extra is not installed (pip install 'supervisor-bot[postgres]')"
-    try:
-        conn = await asyncio.wait_for(asyncpg.connect(dsn_of(url)), 10)
-    except Exception as exc:
-        return f"{exc.__class__.__name__}: {exc}"
-    await conn.close()
-    return None
 
 
 async def _redis(settings: Settings) -> list[Line]:

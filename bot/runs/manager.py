@@ -126,7 +126,7 @@ class RunManager:
         ``rerun``: the ledger of an attempt at it cut off by a crash (what it finished is not done again)."""
         if not recorded:
             # Not awaited: the run's later writes commit after this one, in order.
-            self.store.write_later([self.runs.start_run_step(run)], what=f"starting run {run.id}")
+            self.runs.start_run_later(run)
         ports = _RunPorts(self, run, rerun or None)
         loop = AgentLoop(self.catalog, ports, self.loop_settings)
         first = await loop.first_leg(agent, message)

@@ -109,6 +109,10 @@ class RunStore:
             ),
         )
 
+    def start_run_later(self, run: RunRow) -> None:
+        """Record a new run without waiting: the run's later writes commit after it, in order."""
+        self.store.write_later([self.start_run_step(run)], what=f"starting run {run.id}")
+
     async def get_run(self, run_id: str) -> RunRow | None:
         rows = await self.store.read(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
         return run_from_row(rows[0]) if rows else None
@@ -402,6 +406,10 @@ class RunStore:
     async def change_setting(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
         """Set (``new=None`` deletes) a chat or global setting and audit it, atomically."""
         await self.store.set_chat_setting(scope, name, new, extra=[self.audit_step(actor, scope, name, old, new)])
+
+    async def audit(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
+        """Audit a change made elsewhere (not a setting of :meth:`change_setting`)."""
+        await self.store.write([self.audit_step(actor, scope, name, old, new)])
 
     @staticmethod
     def audit_step(actor: str, scope: str, name: str, old: Any, new: Any) -> Step:

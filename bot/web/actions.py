@@ -191,7 +191,7 @@ class ConsoleActions:
 
     async def audit(self, session: WebUserSession | str, scope: str, name: str, old: Any, new: Any) -> None:
         actor = session if isinstance(session, str) else session.actor
-        await self.store.write([self.runs.audit_step(actor, scope, name, old, new)])
+        await self.runs.audit(actor, scope, name, old, new)
 
 
 def answered_already(row: InterruptRow) -> str:
