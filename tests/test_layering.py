@@ -1,5 +1,6 @@
 """The dependency direction: agents imports neither bot nor channels; channels import only bot's contracts
-(and no agents module at all); no import cycles anywhere, function-level imports included."""
+(and no agents module at all); no import cycles anywhere, function-level imports included; and package by
+package, the layers of the README's Architecture drawing (:data:`LAYERS`): no package cycle, no import up."""
 
 from __future__ import annotations
 
@@ -56,8 +57,9 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The project modules ``name`` imports anywhere in its file: top level, in functions, under TYPE_CHECKING.
+def _imports(name: str, path: Path, modules: dict[str, Path], *, top_level: bool = False) -> set[str]:
+    """The project modules ``name`` imports anywhere in its file: top level, in functions, under TYPE_CHECKING;
+    with ``top_level``, only those run when the module is imported (not in functions, not under TYPE_CHECKING).
 
     ``from pkg import x`` is an import of ``pkg.x`` when that is a module, else of ``pkg``.  A package's
     ``__init__`` running first when one of its submodules is imported is not counted (that is not a cycle).
@@ -70,7 +72,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         return dotted or None
 
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in _run_at_import(tree) if top_level else ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {m for a in node.names if (m := known(a.name))}
         elif isinstance(node, ast.ImportFrom):
@@ -84,6 +87,23 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 if target:
                     found.add(target)
     found.discard(name)
+    return found
+
+
+def _run_at_import(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of ``tree`` that run when the module is imported: not function bodies, not ``if TYPE_CHECKING``."""
+    found: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                todo.extend(child.orelse)
+                continue
+            todo.append(child)
     return found
 
 
@@ -150,3 +170,105 @@ def test_no_module_over_500_lines() -> None:
         if (n := len(path.read_text().splitlines())) > 500
     }
     assert long == {}
+
+
+# The README's Architecture drawing, package by package (a package: ``bot.<name>`` for bot's subpackages and
+# modules, ``channels.<name>``, ``agents``), top to bottom.  A package imports only from its own layer (without
+# a cycle) or lower ones; channel adapters import only bot's ports and contracts and the layers below them, and
+# only the composition root and the command line import them.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("command line", {"bot.__main__", "bot.cli"}),
+    ("composition root, supervisor, intake, channel start-up", {"bot.gateway"}),
+    (
+        "services",
+        {
+            "bot.commands", "bot.routing", "bot.interrupts", "bot.runs", "bot.tracing", "bot.jobs", "bot.memory",
+            "bot.ops", "bot.pairing", "bot.scale", "bot.web", "bot.models", "bot.access", "bot.evals",
+        },
+    ),
+    # bot.media: the download contract channels implement (bot.media.fetch) beside the media intake.
+    (
+        "ports and contracts",
+        {
+            "bot.events", "bot.inbox", "bot.delivery", "bot.bus", "bot.store", "bot.config", "bot.http",
+            "bot.media", "bot.redaction",
+        },
+    ),
+    ("basics", {"bot", "bot.errors", "bot.clock", "bot.ids", "bot.aio", "bot.fencing", "bot.defaults"}),
+    # Libraries that import nothing of bot: the agents, and the markdown rendering and splitting every channel
+    # (and the streaming of a reply, for its previews) uses.
+    ("libraries", {"agents", "channels.formatting"}),
+]  # fmt: skip
+CHANNEL_LAYER = "ports and contracts"
+"""Channel adapters (``channels.*`` but formatting) sit beside the services: they import this layer and below."""
+MAY_IMPORT_CHANNELS = {"bot.__main__", "bot.cli", "bot.gateway"}
+
+ALLOWED_FOR_NOW: dict[tuple[str, str], str] = {
+    # A cycle the agent-loop helper is taking apart (issue #48: "bot/runs persists start, pause and finish and
+    # nothing else"): bot.interrupts.service resumes a run through bot.runs.manager, while bot.runs imports
+    # bot.interrupts (expiry timers and prompt text in the manager, the service in recovery).
+    ("bot.interrupts", "bot.runs"): "bot/interrupts/service.py -> bot.runs.manager (agent-loop helper)",
+}
+"""Package edges against the drawing that another helper is removing now; the lead empties this at the end."""
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("bot", "channels") and len(parts) > 1 else parts[0]
+
+
+def _layer(package: str) -> float:
+    if package.startswith("channels.") and package != "channels.formatting":
+        return next(i for i, (name, _) in enumerate(LAYERS) if name == CHANNEL_LAYER) - 0.5
+    found = [i for i, (_, members) in enumerate(LAYERS) if package in members]
+    assert found, f"{package} is in no layer of the drawing: add it to LAYERS (and to the README's drawing)"
+    return found[0]
+
+
+def _package_graph(*, top_level: bool) -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) package → the module imports behind it."""
+    modules = _modules()
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, path in modules.items():
+        for target in _imports(name, path, modules, top_level=top_level):
+            a, b = _package(name), _package(target)
+            if a != b:
+                edges.setdefault((a, b), []).append(f"{name} -> {target}")
+    return edges
+
+
+def _against_the_drawing(a: str, b: str) -> bool:
+    if b.startswith("channels.") and b != "channels.formatting" and not a.startswith("channels"):
+        return a not in MAY_IMPORT_CHANNELS
+    if a.startswith("channels.") and b.startswith("channels."):
+        return b != "channels.formatting" and a == "channels.formatting"
+    # Lower layers have higher numbers; the channels' is just above the layer they import.
+    return _layer(b) < _layer(a)
+
+
+def test_packages_follow_the_drawing() -> None:
+    """Imports run when a module is imported (not in functions, not under TYPE_CHECKING), package by package."""
+    edges = _package_graph(top_level=True)
+    against = {
+        edge: found[:3] for edge, found in edges.items() if _against_the_drawing(*edge) and edge not in ALLOWED_FOR_NOW
+    }
+    assert against == {}
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        if (a, b) not in ALLOWED_FOR_NOW:
+            graph.setdefault(a, set()).add(b)
+            graph.setdefault(b, set())
+    assert _cycles(graph) == []
+
+
+def test_the_package_check_sees_an_import_up() -> None:
+    assert _against_the_drawing("bot.config", "channels.registry")  # the settings below the channels
+    assert _against_the_drawing("bot.media", "channels.registry")  # only the composition root imports channels
+    assert _against_the_drawing("channels.telegram", "bot.runs")  # channels import contracts only
+    assert _against_the_drawing("bot.store", "bot.jobs")
+    assert not _against_the_drawing("channels.telegram", "bot.media")
+    assert not _against_the_drawing("bot.gateway", "channels.registry")
+    assert not _against_the_drawing("bot.runs", "channels.formatting")
+    assert not _against_the_drawing("channels.registry", "channels.telegram")
+    assert ("bot.cli", "bot.gateway") in _package_graph(top_level=False)
+    assert ("bot.cli", "bot.gateway") not in _package_graph(top_level=True)  # bot run imports the gateway late
