@@ -316,9 +316,9 @@ async def measure(args: argparse.Namespace) -> None:
         "busy_loops": args.busy_loops,
     }
     env = {"PARTITIONS": str(args.partitions), "LEASE_MS": str(args.lease_ms)}
-    servers = {"postgres": int((pg.data / "postmaster.pid").read_text().split()[0])}
+    server_pids = {"postgres": int((pg.data / "postmaster.pid").read_text().split()[0])}
     if rd.process is not None:
-        servers["redis"] = rd.process.pid
+        server_pids["redis"] = rd.process.pid
 
     async def on_cluster(name: str, run: Callable[[Cluster, TimedTelegram], Awaitable[Any]]) -> Any:
         rd.flush()
@@ -338,7 +338,7 @@ async def measure(args: argparse.Namespace) -> None:
             await cluster.start("gateway", "gateway")
             await asyncio.gather(*(cluster.start(f"worker-{n}", "worker") for n in range(workers)))
             await asyncio.sleep(args.lease_ms / 1000)  # let the partitions settle
-            return await closed_loop(cluster, fake, args.chats, args.seconds, servers)
+            return await closed_loop(cluster, fake, args.chats, args.seconds, server_pids)
 
         return run
 
