@@ -96,6 +96,10 @@ class ReplyChannel:
         return f"ref-{next(self._refs)}"
 
 
+CPU: dict[str, float] = {}
+"""CPU seconds of the closed loop: the whole process, and the event loop's thread alone."""
+
+
 def _message(chat: int, seq: str) -> InboundMessage:
     return InboundMessage(
         id=seq,
@@ -128,8 +132,11 @@ async def closed_loop(gateway: Gateway, channel: ReplyChannel, chats: int, secon
         return sent
 
     started = time.perf_counter()
+    cpu, loop_cpu = time.process_time(), time.thread_time()
     total = sum(await asyncio.gather(*(one_chat(c) for c in range(chats))))
-    return total, time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    CPU["process_s"], CPU["loop_s"] = time.process_time() - cpu, time.thread_time() - loop_cpu
+    return total, elapsed
 
 
 async def open_loop(
@@ -201,6 +208,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await gateway.stop()
     return {
         "throughput_msgs_per_s": round(total / elapsed, 1),
+        "cpu_ms_per_msg": round(CPU["process_s"] * 1000 / max(total, 1), 3),
+        "loop_cpu_ms_per_msg": round(CPU["loop_s"] * 1000 / max(total, 1), 3),
+        "loop_busy": round(CPU["loop_s"] / elapsed, 2),
         "tracing": not args.no_tracing,
         "routing": args.strategy,
         "usage_counted": bool(args.usage or args.budget),

@@ -133,6 +133,7 @@ async def run(chats: int, cycles: int, synchronous: str) -> dict[str, Any]:
             before_bytes = written_bytes()
             latencies: list[float] = []
             started = time.perf_counter()
+            cpu, loop_cpu = time.process_time(), time.thread_time()
 
             async def chat_loop(i: int) -> None:
                 for n in range(cycles):
@@ -140,6 +141,7 @@ async def run(chats: int, cycles: int, synchronous: str) -> dict[str, Any]:
 
             await asyncio.gather(*(chat_loop(i) for i in range(chats)))
             elapsed = time.perf_counter() - started
+            cpu, loop_cpu = time.process_time() - cpu, time.thread_time() - loop_cpu
             await gateway.store.flush()
             after = gateway.store.stats()
             total = chats * cycles
@@ -152,6 +154,9 @@ async def run(chats: int, cycles: int, synchronous: str) -> dict[str, Any]:
         "chats": chats,
         "cycles": total,
         "cycles_per_s": round(total / elapsed, 1),
+        "cpu_ms_per_cycle": round(cpu * 1000 / total, 3),
+        "loop_cpu_ms_per_cycle": round(loop_cpu * 1000 / total, 3),
+        "loop_busy": round(loop_cpu / elapsed, 2),
         "p50_ms": round(statistics.median(latencies), 2),
         "p99_ms": round(latencies[max(0, int(len(latencies) * 0.99) - 1)], 2),
         "commits_per_cycle": round((after["commits"] - before_stats["commits"]) / total, 2),
