@@ -88,11 +88,11 @@ class ChatState:
             start = first  # all of it fits: the common case, no walk
         else:
             total, start = 0, end
-            for i, size in enumerate(reversed(list(itertools.islice(sizes, first, end)))):
-                total += size
+            for i in range(end - 1, first - 1, -1):  # newest first; a deque indexes its ends in O(1)
+                total += sizes[i]
                 if total > max_chars and start < end:
                     break
-                start = end - 1 - i
+                start = i
         messages = self.messages
         while start < end and messages[start].role != "user":
             start += 1
@@ -227,6 +227,15 @@ class CachedMap(Generic[V]):
 
 
 @dataclass(slots=True)
+class KnownLedger:
+    """A run's tool-ledger rows as this process wrote them: every one of them, since the run started here (its
+    rows as stored: ``call_id -> (name, status, result JSON, args JSON)``)."""
+
+    chat_key: str
+    rows: dict[str, tuple[str, str, str | None, str | None]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class PendingSlot:
     """A chat's pending interrupt (None: it has none), as a cache value (None means "not loaded" to a map)."""
 
@@ -238,9 +247,10 @@ class ChatStateCache:
 
     ``history``: the chat's newest history rows; ``settings``: a settings key's settings; ``pending``: the
     chat's pending interrupt; ``paused``: runs this process paused, by run id, with the checkpoint as committed
-    (a press resumes without a read).  Each is write-through (committed writes are applied in commit order) and
-    bounded by ``capacity`` chats.  Valid only while this process owns the chats: when a partition moves to or
-    from this worker, :meth:`forget` drops its chats (another process may write them meanwhile).
+    (a press resumes without a read); ``ledgers``: the tool ledgers of runs this process started, by run id (a
+    resumed run asks its ledger without a read).  Each is write-through (committed writes are applied in commit
+    order) and bounded by ``capacity`` chats.  Valid only while this process owns the chats: when a partition
+    moves to or from this worker, :meth:`forget` drops its chats (another process may write them meanwhile).
 
     What it saves (``bench/gateway.py --cache-chats 1`` vs the default 1,000, 200 chats, two pairs back to
     back): 1,601-1,665 vs 614-714 msg/s, p50 2.9-3.6 vs 4.8-5.3 ms; 606 reads in a run vs 34,000-39,000 (every
@@ -259,6 +269,7 @@ class ChatStateCache:
         self.settings: CachedMap[dict[str, Any]] = CachedMap(capacity, settings)
         self.pending: CachedMap[PendingSlot] = CachedMap(capacity, pending)
         self.paused: Lru[tuple[RunRow, str]] = Lru(capacity)
+        self.ledgers: Lru[KnownLedger] = Lru(capacity)
 
     def forget(self, which: Callable[[str], bool]) -> None:
         """Drop what is cached of the chats ``which`` selects.  (Settings are not: their keys span chats of several
@@ -266,3 +277,4 @@ class ChatStateCache:
         self.history.drop(which)
         self.pending.drop(which)
         self.paused.drop(lambda _run_id, kept: which(kept[0].chat_key))
+        self.ledgers.drop(lambda _run_id, known: which(known.chat_key))

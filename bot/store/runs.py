@@ -23,9 +23,9 @@ from typing import Any
 from agents.messages import Message, ToolCall, ToolResult
 from agents.tools.ledger import LedgerEntry, LedgerStatus, args_key
 from bot.redaction import redact_json, redact_text, redact_value
-from bot.store.cache import PendingSlot
+from bot.store.cache import KnownLedger, PendingSlot
 from bot.store.messages import add_rows, insert_messages
-from bot.store.ops import MARK_HANDLED, Step, WriteResult, outbox_step, to_json, utcnow
+from bot.store.ops import MARK_HANDLED, Step, WriteResult, outbox_step, redact, to_json, utcnow
 from bot.store.rows import (
     INTERRUPT_COLUMNS,
     RUN_COLUMNS,
@@ -49,6 +49,12 @@ PRUNE_RUNS = (
     f"DELETE FROM runs WHERE status NOT IN {_OPEN} AND updated_at < ?",
 )
 PRUNE_AUDIT = "DELETE FROM audit_log WHERE at < ?"
+_INSERT_RUN = (
+    f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {{cutoff}}, ?, ?, ?, ?)"
+)
+_INSERT_RUN_AFTER_MESSAGE = _INSERT_RUN.format(
+    cutoff="(SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE chat_key = ?)"
+)
 RETENTION_EVERY_S = 3600.0
 """Runs and the audit log are pruned at most this often (their limits are days)."""
 
@@ -62,6 +68,8 @@ class RunStore:
         self._pending = store.chats.pending
         self._paused = store.chats.paused
         """Runs paused by this process: the row and its checkpoint's JSON, as committed (no read to resume)."""
+        self._ledgers = store.chats.ledgers
+        """The ledgers of runs started by this process, as written (a resumed run's ledger needs no read)."""
 
     # -- runs -----------------------------------------------------------------------
 
@@ -71,43 +79,13 @@ class RunStore:
         ``after_message``: the step follows the insert of the run's user message in the same write,
         and the run's ``history_cutoff`` is that message's id (the chat's newest row).
         """
+        # A new run (its id is new, or the insert fails): every ledger row it will have is written by this process.
+        self._ledgers.put(run.id, KnownLedger(run.chat_key))
         now = utcnow()
+        head = (run.id, run.chat_key, run.agent, run.status, run.correlation_id, run.user_id, run.reply_to)
         if after_message:
-            return Step(
-                f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, "
-                "(SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE chat_key = ?), ?, ?, ?, ?)",
-                (
-                    run.id,
-                    run.chat_key,
-                    run.agent,
-                    run.status,
-                    run.correlation_id,
-                    run.user_id,
-                    run.reply_to,
-                    run.chat_key,
-                    None,
-                    run.direct,
-                    now,
-                    now,
-                ),
-            )
-        return Step(
-            f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run.id,
-                run.chat_key,
-                run.agent,
-                run.status,
-                run.correlation_id,
-                run.user_id,
-                run.reply_to,
-                run.history_cutoff,
-                None,
-                run.direct,
-                now,
-                now,
-            ),
-        )
+            return Step(_INSERT_RUN_AFTER_MESSAGE, (*head, run.chat_key, None, run.direct, now, now))
+        return Step(_INSERT_RUN.format(cutoff="?"), (*head, run.history_cutoff, None, run.direct, now, now))
 
     def start_run_later(self, run: RunRow) -> None:
         """Record a new run without waiting: the run's later writes commit after it, in order."""
@@ -165,6 +143,7 @@ class RunStore:
         if outbound is not None:
             steps.append(outbox_step(run.chat_key, outbound, None, now))
         history = self.store.chats.history
+        self._ledgers.pop(run.id)
 
         def committed(result: WriteResult) -> None:
             if messages:
@@ -352,6 +331,10 @@ class RunStore:
     # -- tool ledger ------------------------------------------------------------------
 
     async def ledger_get(self, run_id: str, call_id: str) -> LedgerEntry | None:
+        known = self._ledgers.get(run_id)
+        if known is not None:
+            row = known.rows.get(call_id)
+            return None if row is None else _ledger_entry(run_id, (call_id, *row))
         rows = await self.store.read(
             "SELECT call_id, name, status, result, args FROM tool_ledger WHERE run_id = ? AND call_id = ?",
             (run_id, call_id),
@@ -367,18 +350,28 @@ class RunStore:
         return [_ledger_entry(run_id, row) for row in rows]
 
     async def ledger_started(self, run_id: str, call: ToolCall) -> None:
+        args = args_key(redact_value(call.args))
+
+        def committed(result: WriteResult) -> None:
+            known = self._ledgers.peek(run_id)
+            if known is not None and result.counts[0]:  # ON CONFLICT DO NOTHING: a row there already stays
+                known.rows[call.id] = (call.name, "started", None, args)
+
         await self.store.write(
             [
                 Step(
                     "INSERT INTO tool_ledger (run_id, call_id, name, status, result, args, updated_at) "
                     "VALUES (?, ?, ?, 'started', NULL, ?, ?) ON CONFLICT DO NOTHING",
-                    (run_id, call.id, call.name, args_key(redact_value(call.args)), utcnow()),
+                    (run_id, call.id, call.name, args, utcnow()),
                 )
-            ]
+            ],
+            on_commit=committed,
         )
 
     async def ledger_finished(self, run_id: str, call: ToolCall, result: ToolResult) -> None:
         status: LedgerStatus = "failed" if result.is_error else "succeeded"
+        saved = redact(redact_json(result.model_dump_json()), self.store.secrets)  # as the row will hold it
+        args = args_key(redact_value(call.args))
         # Not awaited: whatever the run writes next commits after it.  Lost in a crash, a call with side effects
         # reads as started, which is reported as interrupted and never re-run (a safe one simply runs again).
         self.store.write_later(
@@ -387,19 +380,15 @@ class RunStore:
                     "INSERT INTO tool_ledger (run_id, call_id, name, status, result, args, updated_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET "
                     "status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
-                    (
-                        run_id,
-                        result.call_id,
-                        result.name,
-                        status,
-                        redact_json(result.model_dump_json()),
-                        args_key(redact_value(call.args)),
-                        utcnow(),
-                    ),
+                    (run_id, result.call_id, result.name, status, saved, args, utcnow()),
                 )
             ],
             what=f"recording the result of tool call {result.call_id}",
         )
+        known = self._ledgers.peek(run_id)
+        if known is not None:  # queued: every later read or write of this process comes after it
+            kept = known.rows.get(result.call_id)
+            known.rows[result.call_id] = (result.name, status, saved, args if kept is None else kept[3])
 
     # -- audit --------------------------------------------------------------------------
 
