@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from bot.events import ChatKey
@@ -17,13 +18,17 @@ INTERRUPT_COLUMNS = (
 )
 
 
+_parse_chat = lru_cache(maxsize=4096)(ChatKey.parse)
+"""Keys are frozen: one parsed key serves every row of its chat (a run asks for it ten times or more)."""
+
+
 class _InChat:
     chat_key: str
 
     @property
     def chat(self) -> ChatKey:
         """The chat, typed (``chat_key`` is its string form, as stored)."""
-        return ChatKey.parse(self.chat_key)
+        return _parse_chat(self.chat_key)
 
 
 @dataclass
