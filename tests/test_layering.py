@@ -197,7 +197,10 @@ LAYERS: list[tuple[str, set[str]]] = [
     ),
     (
         "basics",
-        {"bot", "bot.errors", "bot.clock", "bot.ids", "bot.aio", "bot.fencing", "bot.defaults", "bot.retry", "bot.limits"},
+        {
+            "bot", "bot.errors", "bot.clock", "bot.ids", "bot.aio", "bot.fencing", "bot.defaults", "bot.retry",
+            "bot.limits",
+        },
     ),
     # Libraries that import nothing of bot: the agents, and the markdown rendering and splitting every channel
     # (and the streaming of a reply, for its previews) uses.
