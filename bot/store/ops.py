@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -78,9 +79,17 @@ class Write:
     """Queued ahead of the rest, and committed in a small batch of its own (see ``SqlStore.write_later``)."""
 
 
-def utcnow() -> datetime:
-    """Naive UTC, the representation of the schema's ``DateTime`` columns."""
-    return datetime.now(UTC).replace(tzinfo=None)
+if sys.version_info >= (3, 12):
+
+    def utcnow() -> datetime:
+        """Naive UTC, the representation of the schema's ``DateTime`` columns."""
+        return datetime.now(UTC).replace(tzinfo=None)
+
+else:
+    utcnow = datetime.utcnow
+    """Naive UTC, the representation of the schema's ``DateTime`` columns: not deprecated before 3.12, and a tenth
+    of the cost of ``now(UTC).replace(tzinfo=None)`` (``replace`` parses its keywords for ~1 µs; a message takes
+    eight timestamps, an interrupt cycle twenty)."""
 
 
 @lru_cache(maxsize=512)
