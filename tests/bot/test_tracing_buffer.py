@@ -1,0 +1,54 @@
+"""Tracing's buffering, redaction and reading on the in-memory trace repository (``tests/fakes/repos.py``): what
+reaches the rows, in how many commits, and how requests are read back."""
+
+from __future__ import annotations
+
+from bot.clock import FakeClock
+from bot.config.settings import TracingSection
+from bot.tracing.recorder import Redactor, Tracing
+from tests.fakes.repos import FakeTraces
+
+KEY = "sk-test-0123456789abcdef"
+
+
+async def test_events_are_buffered_redacted_and_written_in_one_commit() -> None:
+    traces = FakeTraces()
+    tracing = Tracing(traces, TracingSection(retention_days=3), Redactor([KEY]), clock=FakeClock())
+    await tracing.start()
+    try:
+        assert traces.kept_days == 3, "retention is the repository's"
+        tracing.record("route", "console:a", "q1", agent="chat", target="chat", confidence=100)
+        tracing.record("llm_call", "console:a", "q1", run_id="r1", agent="chat", prompt=f"key {KEY}", tokens=7)
+        assert traces.rows == [], "nothing written on the per-message path"
+        assert await tracing.flush() == 2 and traces.commits == 1
+        assert await tracing.flush() == 0 and traces.commits == 1, "an empty buffer commits nothing"
+    finally:
+        await tracing.stop()
+    route, call = traces.rows
+    assert (route[1], route[2], route[5]) == ("console:a", "q1", "route")
+    assert KEY not in call[6] and "‹redacted: secret›" in call[6] and '"tokens": 7' in call[6]
+
+
+async def test_a_chats_last_requests_are_read_back_in_order() -> None:
+    traces = FakeTraces()
+    tracing = Tracing(traces, TracingSection(), Redactor(), clock=FakeClock())
+    for request in ("q1", "q2", "q3"):
+        tracing.record("route", "console:a", request, agent="chat")
+        tracing.record("run", "console:a", request, agent="chat", status="done")
+    tracing.record("route", "console:b", "q9", agent="chat")
+    runs = await tracing.runs("console:a", last=2)  # flushes first
+    assert [[(e.correlation_id, e.type) for e in run] for run in runs] == [
+        [("q2", "route"), ("q2", "run")],
+        [("q3", "route"), ("q3", "run")],
+    ]
+    [event] = await tracing.events("q9")
+    assert event.chat_key == "console:b" and event.data == {}
+
+
+async def test_nothing_is_kept_when_tracing_is_off() -> None:
+    traces = FakeTraces()
+    tracing = Tracing(traces, TracingSection(enabled=False), Redactor(), clock=FakeClock())
+    await tracing.start()
+    tracing.record("route", "console:a", "q1", agent="chat")
+    await tracing.stop()
+    assert traces.rows == [] and traces.kept_days is None

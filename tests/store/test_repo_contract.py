@@ -1,0 +1,131 @@
+"""One suite over every implementation of a repository port: the SQL one (SQLite and PostgreSQL) and the in-memory
+fake unit tests use (``tests/fakes/repos.py``), so the fake is held to what the store does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from bot.jobs.triggers import Trigger
+from bot.store.jobs import JobLimit, JobStore
+from bot.store.ports import JobRepo, ScheduledRepo, TraceRepo, WebSessionRepo
+from bot.store.scheduled import SqlScheduled
+from bot.store.traces import SqlTraces
+from bot.store.web_sessions import SqlWebSessions
+from tests.fakes.repos import FakeJobs, FakeScheduled, FakeTraces, FakeWebSessions
+
+NOW = datetime(2026, 11, 26, 7, 0)
+
+
+@pytest.fixture(params=["sql", "fake"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def repos(kind: str, make_store: Callable[..., Any]) -> Callable[[str], Any]:
+    """``repos(name)``: the repository of that name, SQL (on each database) or fake."""
+    if kind == "fake":
+        fakes = {"sessions": FakeWebSessions, "traces": FakeTraces, "scheduled": FakeScheduled, "jobs": FakeJobs}
+        return lambda name: fakes[name]()
+    store = await make_store()
+    sql = {
+        "sessions": lambda: SqlWebSessions(store),
+        "traces": lambda: SqlTraces(store),
+        "scheduled": lambda: SqlScheduled(store),
+        "jobs": lambda: JobStore(store, Trigger),
+    }
+    return lambda name: sql[name]()
+
+
+async def test_web_sessions_expire_and_end(repos: Callable[[str], Any]) -> None:
+    sessions: WebSessionRepo = repos("sessions")
+    await sessions.add("d1", "ada", NOW, NOW + timedelta(hours=1))
+    assert await sessions.user("d1", NOW) == "ada"
+    assert await sessions.user("d1", NOW + timedelta(hours=2)) is None, "expired"
+    assert await sessions.user("nope", NOW) is None
+    await sessions.add("d2", "bob", NOW + timedelta(hours=2), NOW + timedelta(hours=3))  # drops the expired one
+    assert await sessions.user("d1", NOW) is None
+    await sessions.remove("d2")
+    assert await sessions.user("d2", NOW + timedelta(hours=2)) is None
+
+
+def _row(n: int, chat: str, request: str, kind: str = "llm_call", at: datetime = NOW) -> tuple[Any, ...]:
+    return (f"e{n}", chat, request, "r1", "chat", kind, f'{{"n": {n}}}', at)
+
+
+async def test_trace_rows_by_request_and_chat(repos: Callable[[str], Any]) -> None:
+    traces: TraceRepo = repos("traces")
+    await traces.add([_row(1, "console:a", "q1", "route"), _row(2, "console:a", "q1"), _row(3, "console:b", "q9")])
+    await traces.add([_row(4, "console:a", "q2", "route", NOW + timedelta(minutes=5)), _row(5, "console:a", "q1")])
+    assert await traces.requests("console:a", 2) == ["q2", "q1"], "by their newest event, oldest first"
+    assert await traces.requests("console:a", 1) == ["q1"]
+    assert [r[0] for r in await traces.events("q1")] == ["e1", "e2", "e5"]
+    assert [r[0] for r in await traces.events("q1", "console:b")] == []
+    assert await traces.newest_chat() == "console:a"
+    after = await traces.after("console:a", 0)
+    assert [r[1] for r in after] == ["e1", "e2", "e4", "e5"]
+    assert [r[1] for r in await traces.after("console:a", int(after[1][0]))] == ["e4", "e5"]
+    routes = await traces.first_routes(NOW + timedelta(minutes=1))
+    assert [chat for chat, _seq in routes] == ["console:a"]
+
+
+async def test_scheduled_messages_are_sent_or_cancelled_once(repos: Callable[[str], Any]) -> None:
+    scheduled: ScheduledRepo = repos("scheduled")
+    await scheduled.add("s2", "console:a", "later", NOW + timedelta(hours=2), "u1", NOW)
+    await scheduled.add("s1", "console:a", "soon", NOW + timedelta(hours=1), "u1", NOW)
+    await scheduled.add("s3", "console:b", "other", NOW + timedelta(hours=3), "u2", NOW)
+    assert [r[0] for r in await scheduled.pending()] == ["s1", "s2", "s3"]
+    assert [r[0] for r in await scheduled.pending("console:b")] == ["s3"]
+    assert await scheduled.get("s1") == ("console:a", "soon")
+    assert await scheduled.cancel("console:b", "s1") is False, "another chat's message"
+    assert await scheduled.cancel("console:a", "s1") is True
+    assert await scheduled.cancel("console:a", "s1") is False
+    first = await scheduled.send("s2", "console:a", '{"text": "later"}')
+    assert first is not None and await scheduled.send("s2", "console:a", '{"text": "later"}') is None
+    assert [r[0] for r in await scheduled.pending()] == ["s3"]
+
+
+async def test_jobs_limits_claims_and_fires(repos: Callable[[str], Any]) -> None:
+    jobs: JobRepo[Trigger] = repos("jobs")
+    daily = Trigger.cron("0 8 * * *", "UTC")
+    first = datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
+    made = [
+        await jobs.add(
+            chat_key="console:a", owner="console:u1", name=f"j{i}", trigger=daily, action="message", text="hi",
+            agent=None, first=first, max_per_chat=2, max_per_user=5,
+        )
+        for i in range(2)
+    ]  # fmt: skip
+    with pytest.raises(JobLimit):
+        await jobs.add(
+            chat_key="console:a", owner="console:u1", name="j3", trigger=daily, action="message", text="hi",
+            agent=None, first=first, max_per_chat=2, max_per_user=5,
+        )  # fmt: skip
+    job = made[0]
+    assert (await jobs.get(job.id)) == job and job.trigger == daily
+    assert [j.id for j in await jobs.due(first)] == [made[0].id, made[1].id]
+    assert await jobs.soonest() == first
+    following = first + timedelta(days=1)
+    claim = jobs.claim_steps(job, first, following, status="started", event_key="k1")
+    won = await jobs.commit(claim, outbox=("console:a", '{"text": "hi"}'))
+    assert won.ok and won.outbox_id is not None
+    again = await jobs.commit(jobs.claim_steps(job, first, following, status="started", event_key="k1"))
+    assert not again.ok, "a fire is claimed once"
+    moved = await jobs.get(job.id)
+    assert moved is not None and moved.next_fire_at == following and moved.fires == 1
+    assert await jobs.started() == [(job.id, first, 0, "k1")]
+    retry_at = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
+    settled = await jobs.commit(
+        [jobs.settle_step(job.id, first, 0, "failed", "boom"), jobs.retry_step(job.id, first, 1, retry_at)]
+    )
+    assert settled.ok and await jobs.started() == []
+    assert await jobs.due_retries(retry_at) == [(job.id, first, 1)]
+    assert (await jobs.commit([jobs.start_retry_step(job.id, first, 1, "k2")])).ok
+    assert [(a, s, d) for _due, a, s, d in await jobs.fires(job.id)] == [(0, "failed", "boom"), (1, "started", None)]
+    assert await jobs.set_status(job.id, "paused", was=("active",))
+    assert not await jobs.set_status(job.id, "paused", was=("active",))
+    assert [j.id for j in await jobs.of_chat("console:a")] == [made[1].id, job.id]
