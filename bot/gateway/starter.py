@@ -14,13 +14,18 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import ConfigError
 from bot.inbox import Inbox
+from bot.retry import Backoff, retry
 from bot.scale.connections import STANDBY
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+
+RECONNECT = Backoff(first_s=1.0, cap_s=60.0)
+"""Waits between tries to start a channel that could not connect."""
 
 
 class ChannelStarter:
@@ -32,14 +37,14 @@ class ChannelStarter:
         inbox: Inbox,
         *,
         progress: Progress | None = None,
-        first_delay_s: float = 1.0,
-        max_delay_s: float = 60.0,
+        backoff: Backoff = RECONNECT,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.channels = list(channels)
         self.inbox = inbox
         self.progress = progress or (lambda _line: None)
-        self.first_delay_s = first_delay_s
-        self.max_delay_s = max_delay_s
+        self.backoff = backoff
+        self.clock = clock
         self.status: dict[str, str] = {c.name: "stopped" for c in self.channels}
         """Per channel: ``up``, ``connecting (…)`` while retried, or ``stopped``."""
         self._retries: dict[str, asyncio.Task[None]] = {}
@@ -80,25 +85,27 @@ class ChannelStarter:
         self.status[channel.name] = status
 
     async def _retry(self, channel: Any) -> None:
-        delay = self.first_delay_s
-        while True:
-            await asyncio.sleep(delay)
-            try:
-                await channel.stop()  # whatever the failed start left half open
-                await channel.start(self.inbox)
-            except ConfigError as exc:
-                self.status[channel.name] = f"failed: {exc}"
-                log.error("channel %s: %s", channel.name, exc)
-                return
-            except Exception as exc:
-                reason = _reason(exc)
-                self.status[channel.name] = f"connecting (retrying: {reason})"
-                log.warning("channel %s still cannot start (%s); next try in %.0f s", channel.name, reason, delay)
-                delay = min(self.max_delay_s, delay * 2)
-            else:
-                self.status[channel.name] = "up"
-                log.warning("channel %s is up now", channel.name)
-                return
+        async def again() -> None:
+            await channel.stop()  # whatever the failed start left half open
+            await channel.start(self.inbox)
+
+        def delay_after(exc: Exception, attempt: int) -> float | None:
+            return None if isinstance(exc, ConfigError) else self.backoff.delay(attempt + 1)
+
+        def told(exc: Exception, _attempt: int, delay: float) -> None:
+            reason = _reason(exc)
+            self.status[channel.name] = f"connecting (retrying: {reason})"
+            log.warning("channel %s still cannot start (%s); next try in %.0f s", channel.name, reason, delay)
+
+        await self.clock.sleep(self.backoff.delay(1))
+        try:
+            await retry(again, delay_after, clock=self.clock, on_retry=told)
+        except ConfigError as exc:
+            self.status[channel.name] = f"failed: {exc}"
+            log.error("channel %s: %s", channel.name, exc)
+            return
+        self.status[channel.name] = "up"
+        log.warning("channel %s is up now", channel.name)
 
     async def stop(self) -> None:
         for task in self._retries.values():

@@ -7,15 +7,15 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from bot.clock import Clock
+from bot.retry import Backoff, retry
 from bot.store.writer import StoreUnavailable
 
 T = TypeVar("T")
 
 DELAYED = "⏳ I could not save my work just now; I will answer as soon as I can."
 """What a person hears (once) while their answer waits for the database."""
-FIRST_S = 0.25
-CAP_S = 5.0
-"""Once the database answers again, a waiting write goes within about this long."""
+BACKOFF = Backoff(first_s=0.25, cap_s=5.0)
+"""Once the database answers again, a waiting write goes within about ``cap_s``."""
 
 
 async def until_stored(
@@ -27,15 +27,9 @@ async def until_stored(
 ) -> T:
     """``write()``, again after each :class:`StoreUnavailable` (``waiting`` is told of the first) for up to
     ``give_up_after_s``; any other error, and the last one, go to the caller."""
-    delay, waited = FIRST_S, 0.0
-    while True:
-        try:
-            return await write()
-        except StoreUnavailable as exc:
-            if waited >= give_up_after_s:
-                raise
-            if waited == 0.0:
-                waiting(exc)
-            await clock.sleep(delay)
-            waited += delay
-            delay = min(CAP_S, delay * 2)
+
+    def told(exc: Exception, attempt: int, _delay: float) -> None:
+        if attempt == 1 and isinstance(exc, StoreUnavailable):
+            waiting(exc)
+
+    return await retry(write, BACKOFF.on(StoreUnavailable), clock=clock, budget_s=give_up_after_s, on_retry=told)

@@ -18,6 +18,7 @@ from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
 from bot.cli.main import app
 from bot.gateway.app import Gateway
+from bot.retry import Backoff
 from tests.conftest import RecordingChannel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +191,7 @@ class Unreachable(RecordingChannel):
 async def test_an_unreachable_platform_is_retried_and_reported_degraded_meanwhile(make_settings: Any) -> None:
     channel = Unreachable()
     gateway = Gateway(make_settings(), model=ScriptedModel([]), channels=[channel])
-    gateway.starter.first_delay_s = 0.05
+    gateway.starter.backoff = Backoff(first_s=0.05, cap_s=0.1)
     await gateway.start()
     try:
         health = gateway.health()
