@@ -25,8 +25,8 @@ from bot.ops.budgets import Budgets
 from bot.ops.metered import BudgetedModel
 from bot.runs.catalog import AgentDef
 from bot.runs.ledger import RunLedger
+from bot.store.ports import ChatReads
 from bot.store.runs import RunRow, RunStore
-from bot.store.sql import SqlStore
 from bot.tracing.recorder import Tracing
 
 
@@ -72,7 +72,7 @@ class RunContexts:
     """Builds the :class:`RunContext` of each leg of a run."""
 
     settings: Settings
-    store: SqlStore
+    store: ChatReads
     runs: RunStore
     model: Model
     tools: ToolSource

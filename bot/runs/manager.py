@@ -45,9 +45,9 @@ from bot.ops.metrics import Metrics
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.context import ModelSource, RunContexts, ToolPool, ToolSource
 from bot.runs.streaming import ReplyStream
+from bot.store.ports import ChatReads
 from bot.store.retry import DELAYED, until_stored
 from bot.store.runs import InterruptRow, RunRow, RunStore
-from bot.store.sql import SqlStore
 from bot.tracing.context import correlated
 from bot.tracing.recorder import Tracing
 
@@ -61,7 +61,7 @@ TYPING_AFTER_S = 1.0  # a run still working after this long shows the typing ind
 @dataclass
 class RunManager:
     settings: Settings
-    store: SqlStore
+    store: ChatReads
     runs: RunStore
     catalog: AgentCatalog
     model: Model

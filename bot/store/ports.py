@@ -28,6 +28,7 @@ __all__ = [
     "BacklogCounts",
     "Change",
     "ChatReads",
+    "ChatStore",
     "Committed",
     "ConsoleReads",
     "EvalRepo",
@@ -378,6 +379,13 @@ class ChatReads(SettingsReader, Protocol):
     them (:class:`~bot.store.sql.SqlStore`)."""
 
     async def chat_state(self, chat_key: str) -> ChatState: ...
+
+    async def chat_settings(self, settings_key: str) -> dict[str, Any]: ...
+
+
+class ChatStore(Store, EventLog, ChatReads, Protocol):
+    """Sessions, settings, inbox events and chats' cached state: the store as the per-message path uses it
+    (:class:`~bot.store.sql.SqlStore`)."""
 
 
 class ScrubRepo(Protocol):

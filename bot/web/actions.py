@@ -24,9 +24,9 @@ from bot.interrupts.console import console_offers, console_refusal
 from bot.interrupts.text import encode_payload
 from bot.routing import STRATEGIES
 from bot.routing.policy import GLOBAL
+from bot.store.ports import ChatStore
 from bot.store.rows import InterruptRow
 from bot.store.runs import RunStore
-from bot.store.sql import SqlStore
 from bot.web.auth import WebUserSession
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class Outcome:
 class ConsoleActions:
     def __init__(
         self,
-        store: SqlStore,
+        store: ChatStore,
         runs: RunStore,
         submit: Submit,
         tools_of: ToolsOf,
