@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.events import Button
+from bot.limits import TokenBuckets
 from channels.formatting import split_markdown, to_slack_mrkdwn
 
 log = logging.getLogger(__name__)
@@ -67,21 +67,21 @@ def retry_after(headers: Mapping[str, Any] | None) -> float:
 
 
 class Pacer:
-    """Token buckets per channel: ``burst`` messages at once, then ``rate`` a second."""
+    """Token buckets per channel (:class:`~bot.limits.TokenBuckets`): ``burst`` messages at once, then ``rate``
+    a second."""
 
-    def __init__(self, rate: float = 1.0, burst: float = 3.0, max_channels: int = 10_000) -> None:
-        self.rate, self.burst, self.max_channels = rate, burst, max_channels
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+    def __init__(
+        self,
+        rate: float = 1.0,
+        burst: float = 3.0,
+        max_channels: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.buckets = TokenBuckets(rate, burst, max_keys=max_channels, clock=clock)
 
     def reserve(self, channel: str) -> float:
         """Take a token now (possibly going into debt) and return how long to wait before using it."""
-        now = time.monotonic()
-        tokens, stamp = self._buckets.pop(channel, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - stamp) * self.rate) - 1
-        self._buckets[channel] = (tokens, now)
-        if len(self._buckets) > self.max_channels:
-            self._buckets.popitem(last=False)
-        return max(0.0, -tokens / self.rate)
+        return self.buckets.reserve(channel)
 
     async def wait(self, channel: str) -> None:
         delay = self.reserve(channel)

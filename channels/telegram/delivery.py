@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiogram import Bot
@@ -25,6 +23,9 @@ from aiogram.exceptions import (
     TelegramServerError,
 )
 from aiogram.methods.base import Response, TelegramMethod
+
+from bot.limits import TokenBuckets
+from bot.retry import retry
 
 log = logging.getLogger(__name__)
 
@@ -41,64 +42,44 @@ class TelegramDeliveryError(RuntimeError):
     """A Bot API call failed for good.  The text never contains the token."""
 
 
-@dataclass
-class _Bucket:
-    capacity: float
-    rate: float
-    """Tokens per second."""
-    tokens: float = -1.0
-    stamp: float = field(default_factory=time.monotonic)
-    blocked_until: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.tokens < 0:
-            self.tokens = self.capacity
-
-    def delay(self, now: float) -> float:
-        """Take a token and return how long to wait before using it."""
-        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        self.tokens -= 1
-        wait = -self.tokens / self.rate if self.tokens < 0 else 0.0
-        return max(wait, self.blocked_until - now)
-
-
 class Pacer:
-    """Per-chat and global token buckets, plus the holds a 429 imposes."""
+    """Per-chat and overall token buckets (:class:`~bot.limits.TokenBuckets`), plus the holds a 429 imposes."""
 
     PRIVATE = (5, 1.0)
     """(burst, messages per second) for a private chat."""
     GROUP = (5, 20 / 60)
-    GLOBAL = (30, 30.0)
+    OVERALL = (30, 30.0)
     KEEP = 10_000
     """Chats whose bucket is remembered (least recently used go first)."""
 
-    def __init__(self) -> None:
-        self._chats: OrderedDict[str, _Bucket] = OrderedDict()
-        self._global = _Bucket(*self.GLOBAL)
+    def __init__(
+        self,
+        private: tuple[float, float] = PRIVATE,
+        group: tuple[float, float] = GROUP,
+        overall: tuple[float, float] = OVERALL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.private, self.group, self.overall = (
+            TokenBuckets(rate, burst, max_keys=self.KEEP, clock=clock) for burst, rate in (private, group, overall)
+        )
 
-    def _bucket(self, chat: str) -> _Bucket:
-        bucket = self._chats.get(chat)
-        if bucket is None:
-            # Group and channel ids are negative, users' ids positive.
-            bucket = self._chats[chat] = _Bucket(*(self.GROUP if chat.startswith("-") else self.PRIVATE))
-            while len(self._chats) > self.KEEP:
-                self._chats.popitem(last=False)
-        self._chats.move_to_end(chat)
-        return bucket
+    def _chats(self, chat: str) -> TokenBuckets:
+        # Group and channel ids are negative, users' ids positive.
+        return self.group if chat.startswith("-") else self.private
+
+    def delay(self, chat: str | None) -> float:
+        """Take a token (overall, and ``chat``'s) and return how long to wait before using it."""
+        delay = self.overall.reserve("")
+        return delay if chat is None else max(delay, self._chats(chat).reserve(chat))
 
     async def wait(self, chat: str | None) -> None:
-        now = time.monotonic()
-        delay = self._global.delay(now)
-        if chat is not None:
-            delay = max(delay, self._bucket(chat).delay(now))
+        delay = self.delay(chat)
         if delay > 0:
             await asyncio.sleep(delay)
 
     def hold(self, chat: str, seconds: float) -> None:
         """Nothing more goes to ``chat`` for ``seconds`` (after a 429)."""
-        bucket = self._bucket(chat)
-        bucket.blocked_until = max(bucket.blocked_until, time.monotonic() + seconds)
+        self._chats(chat).hold(chat, seconds)
 
 
 _RESPONSE_MODELS: dict[Any, Any] = {}
@@ -137,13 +118,16 @@ class Api:
         """
         name = type(method).__name__
         flood_waited, floods, failures = 0.0, 0, 0
-        while True:
+
+        async def once() -> T:
             if paced:
                 await self.pacer.wait(chat)
-            try:
-                keep_response_model(method)
-                return await self.bot(method)
-            except TelegramRetryAfter as exc:
+            keep_response_model(method)
+            return await self.bot(method)
+
+        def delay_after(exc: Exception, _attempt: int) -> float | None:
+            nonlocal flood_waited, floods, failures
+            if isinstance(exc, TelegramRetryAfter):
                 self.limited()
                 wait = float(exc.retry_after)
                 floods += 1
@@ -154,15 +138,18 @@ class Api:
                 log.warning("telegram %s: flood control in chat %s, retrying in %.0f s", name, chat, wait)
                 if chat is not None:
                     self.pacer.hold(chat, wait)
-                await asyncio.sleep(wait)
                 flood_waited += wait
-            except TelegramEntityTooLarge as exc:
+                return wait
+            if isinstance(exc, TelegramEntityTooLarge):
                 raise TelegramDeliveryError(f"telegram {name}: {self.redact(str(exc))}") from None
-            except (TelegramNetworkError, TelegramServerError, ClientDecodeError) as exc:
+            if isinstance(exc, TelegramNetworkError | TelegramServerError | ClientDecodeError):
                 failures += 1
                 reason = self.redact(str(exc))
                 if failures >= NETWORK_ATTEMPTS:
                     raise TelegramDeliveryError(f"telegram {name}: failed {failures} times: {reason}") from None
                 backoff = NETWORK_BACKOFF_S[min(failures, len(NETWORK_BACKOFF_S)) - 1]
                 log.warning("telegram %s: %s; retrying in %.1f s", name, reason, backoff)
-                await asyncio.sleep(backoff)
+                return backoff
+            return None  # Telegram's own errors (bad request, forbidden, …): the caller's
+
+        return await retry(once, delay_after)

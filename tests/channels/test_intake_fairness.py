@@ -20,6 +20,7 @@ from agents.models.base import Model, ModelResponse, ToolDeclaration
 from bot.config.settings import Settings
 from bot.gateway.app import Gateway
 from channels.telegram import TelegramChannel
+from channels.telegram.delivery import Pacer
 from tests.fakes.telegram_server import TOKEN, FakeTelegram, utf16_len
 from tests.waiting import CEILING_S
 
@@ -177,7 +178,7 @@ async def test_huge_messages_do_not_hold_up_another_chat(start_bot: Callable[...
     bot: Bot = await start_bot(model)
     # Private chats are paced at one message a second after a burst of 5: the eleven-part answer would take
     # 6 s.  Pacing is not under test here (the fake enforces no flood limits).
-    bot.adapter.api.pacer.PRIVATE = (50, 50.0)
+    bot.adapter.api.pacer = Pacer(private=(50, 50.0))
     big, huge, talker = 2001, 2002, 2003
     words = "".join(f"word{n} " for n in range(10_000))
     big_text, huge_text = words[:40_960], (words * 20)[:1_000_000]

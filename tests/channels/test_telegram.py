@@ -25,7 +25,7 @@ from bot.gateway.app import Gateway
 from channels import formatting
 from channels.telegram import TelegramChannel, delivery, menu
 from channels.telegram import adapter as adapter_module
-from channels.telegram.delivery import Pacer, _Bucket
+from channels.telegram.delivery import Pacer
 from channels.telegram.inbound import BotIdentity, message_event
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 
@@ -458,14 +458,16 @@ async def test_send_before_start_edits_and_their_edge_cases(env: Env) -> None:
 
 
 def test_pacing_buckets_allow_a_burst_then_space_messages() -> None:
-    bucket = _Bucket(5, 1.0, stamp=100.0)
-    assert [bucket.delay(100.0) for _ in range(5)] == [0.0] * 5
-    assert bucket.delay(100.0) == pytest.approx(1.0)
-    assert bucket.delay(103.0) == 0.0
-    pacer = Pacer()
-    pacer.hold("-100", 30.0)
-    assert pacer._bucket("-100").rate == pytest.approx(20 / 60), "groups get 20 messages a minute"
-    assert pacer._bucket("-100").blocked_until > pacer._bucket("42").blocked_until
+    now = [100.0]
+    pacer = Pacer(clock=lambda: now[0])
+    assert [pacer.delay("42") for _ in range(5)] == [0.0] * 5
+    assert pacer.delay("42") == pytest.approx(1.0)
+    now[0] = 103.0
+    assert pacer.delay("42") == 0.0
+    assert [pacer.delay("-100") for _ in range(5)] == [0.0] * 5
+    assert pacer.delay("-100") == pytest.approx(3.0), "groups get 20 messages a minute"
+    pacer.hold("-7", 30.0)
+    assert pacer.delay("-7") == pytest.approx(30.0) and pacer.delay("43") == 0.0
 
 
 def _key(ref: str) -> tuple[int, int]:
