@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
@@ -11,6 +10,8 @@ from typing import Any, TypeVar
 
 import aiohttp
 import discord
+
+from bot.retry import retry
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +61,12 @@ class Retrying:
 
     async def __call__(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         deadline = time.monotonic() + self.budget_s
-        for attempt in range(1, self.attempts + 1):
-            try:
-                return await call()
-            except discord.RateLimited as exc:
+
+        def delay_after(exc: Exception, attempt: int) -> float | None:
+            if isinstance(exc, discord.RateLimited):
                 self._limited()
                 delay, reason = exc.retry_after, f"rate limited for {exc.retry_after:.1f} s"
-            except discord.HTTPException as exc:
+            elif isinstance(exc, discord.HTTPException):
                 reason = f"HTTP {exc.status}: {exc.text or exc.__class__.__name__}"
                 if exc.status == 429:
                     self._limited()
@@ -75,15 +75,18 @@ class Retrying:
                     delay = min(2.0**attempt, 30.0)
                 else:
                     raise DiscordError(f"Discord: could not {what}: {reason}") from exc
-            except discord.LoginFailure as exc:
+            elif isinstance(exc, discord.LoginFailure):
                 raise DiscordError(f"Discord: could not {what}: the token was rejected") from exc
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            elif isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
                 delay, reason = min(2.0**attempt, 30.0), f"{exc.__class__.__name__}: {exc}"
+            else:
+                return None
             if attempt == self.attempts or time.monotonic() + delay > deadline:
                 raise DiscordError(f"Discord: could not {what} after {attempt} attempts: {reason}")
             log.warning("discord: %s failed (%s); retrying in %.2f s", what, reason, delay)
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+            return delay
+
+        return await retry(call, delay_after)
 
     def _limited(self) -> None:
         if self._on_rate_limit is not None:
