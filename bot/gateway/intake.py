@@ -50,6 +50,7 @@ from bot.bus import Bus, BusClosed, BusUnavailable
 from bot.config.settings import ChannelSection, ChannelsSection, LimitsSection
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, event_key
 from bot.inbox import InboxClosed, NotStored, Receipt
+from bot.limits import TokenBuckets
 from bot.ops.metrics import Metrics
 from bot.pairing import Pairing
 from bot.store.base import EventLog, StoreError
@@ -93,31 +94,6 @@ class _Recent(OrderedDict[str, float]):
         while len(self) > _KEEP:
             self.popitem(last=False)
         return True
-
-
-class _Buckets:
-    """Token buckets per sender: ``burst`` tokens, refilled at ``rate_per_min``."""
-
-    def __init__(self, rate_per_min: float, burst: int) -> None:
-        self.rate = rate_per_min / 60.0
-        self.burst = float(burst)
-        self._state: OrderedDict[str, tuple[float, float]] = OrderedDict()
-
-    def take(self, key: str, now: float) -> bool:
-        tokens, last = self._state.get(key, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - last) * self.rate)
-        allowed = tokens >= 1.0
-        self._state[key] = (tokens - 1.0 if allowed else tokens, now)
-        self._state.move_to_end(key)
-        if len(self._state) > _KEEP:
-            self._state.popitem(last=False)  # the least recently seen sender starts afresh
-        return allowed
-
-    def give_back(self, key: str) -> None:
-        """Return a token taken for an event that was not stored after all (or was stored before)."""
-        state = self._state.get(key)
-        if state is not None:
-            self._state[key] = (min(self.burst, state[0] + 1.0), state[1])
 
 
 class _Unstored(OrderedDict[str, float]):
@@ -169,7 +145,7 @@ class DurableInbox:
         self.limits = limits
         self._notify = notify
         self._clock = clock
-        self._buckets = _Buckets(limits.sender_rate_per_min, limits.sender_burst)
+        self._buckets = TokenBuckets(limits.sender_rate_per_min / 60.0, limits.sender_burst, max_keys=_KEEP)
         self._told: _Recent = _Recent()
         """When each sender or chat was last told about a limit (keys prefixed by the kind of notice)."""
         self._slowed: set[str] = set()
