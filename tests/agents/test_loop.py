@@ -8,7 +8,7 @@ from typing import Any
 
 from agents.approval import NEVER_GRANTED, approval_required, approval_rule, by_risk, grantable
 from agents.context import RunContext
-from agents.graph import GraphPosition
+from agents.graph import GraphPosition, GraphRunner
 from agents.guardrails import GuardrailRule
 from agents.handoffs import HandoffContext, HandoffTarget
 from agents.loop import AgentLoop, Answered, Leg, LoopAgent, LoopSettings, Paused, Stopped, pause
@@ -16,6 +16,7 @@ from agents.messages import Message, ToolCall
 from agents.models.scripted import ScriptedModel, call
 from agents.react import ReactRunner
 from agents.results import InterruptRequest, Runner
+from agents.specs.graph import GraphSpec
 from agents.state import RunState
 from agents.tools.base import Tool, tool
 
@@ -175,6 +176,55 @@ async def test_a_pause_is_persisted_before_the_human_is_asked_and_holds_the_hand
     assert state.message() == message and [m.role for m in state.prefix()] == ["assistant", "tool"]
     handoff = state.handoff_context()
     assert handoff is not None and handoff.source == "debugger" and state.graph is None
+
+
+def triage(nodes: dict[str, str]) -> Agent:
+    spec = GraphSpec.model_validate(
+        {
+            "entry": "analyze",
+            "nodes": nodes,
+            "edges": [{"from": "analyze", "to": "fix", "when": "analyze.broken"}, {"from": "fix", "to": "END"}],
+        }
+    )
+    return Agent("triage", GraphRunner("triage", spec), kind="graph")
+
+
+async def test_a_graph_runs_its_nodes_in_turn_and_ends_with_the_last_answer() -> None:
+    model = ScriptedModel(['{"broken": true}', "Fixed it."])
+    graph = triage({"analyze": "debugger", "fix": "fixer"})
+    debugger, fixer = agents()
+    ports = Ports(model)
+    loop = AgentLoop(Catalog(graph, debugger, fixer), ports, LoopSettings(notify="{from} → {to}"))
+    message = Message.user("the build fails")
+    leg = await loop.first_leg(graph, message)
+    assert isinstance(leg, Leg) and leg.agent is debugger and leg.graph is not None
+    outcome = await loop.drive(leg, lambda: debugger.runner.run(leg.ctx, message))
+    assert isinstance(outcome, Answered) and outcome.answer.text == "Fixed it."
+    assert outcome.leg.graph is not None and outcome.leg.graph.state == {
+        "analyze": {"broken": True},
+        "fix": {"answer": "Fixed it."},
+    }
+    assert [m.text for m in outcome.messages] == ['{"broken": true}', "Fixed it."], "every node's turns are kept"
+    assert ports.log == [
+        "context debugger",
+        "trace graph",
+        "notice 🧭 triage: analyze → fix",
+        "context fixer",
+        "trace graph",
+    ]
+
+
+async def test_a_graph_whose_next_node_is_gone_stops_once_with_why() -> None:
+    model = ScriptedModel(['{"broken": true}'])
+    graph = triage({"analyze": "debugger", "fix": "fixer"})
+    debugger, _fixer = agents()
+    loop = AgentLoop(Catalog(graph, debugger), Ports(model), LoopSettings())
+    message = Message.user("the build fails")
+    leg = await loop.first_leg(graph, message)
+    assert isinstance(leg, Leg)
+    outcome = await loop.drive(leg, lambda: debugger.runner.run(leg.ctx, message))
+    assert isinstance(outcome, Stopped) and "node 'fix' runs 'fixer', which is not available" in outcome.text
+    assert [m.text for m in outcome.messages] == ['{"broken": true}']
 
 
 def test_the_approval_rule_of_an_agent_in_a_chat() -> None:
