@@ -36,7 +36,7 @@ def _strings(node: ast.AST) -> list[str]:
         return [node.value]
     if isinstance(node, ast.JoinedStr):
         # The literal head of an f-string is what says "this is SQL" (f"SELECT {columns} FROM …").
-        return ["".join(v.value if isinstance(v, ast.Constant) else " x " for v in node.values)]
+        return ["".join(str(v.value) if isinstance(v, ast.Constant) else " x " for v in node.values)]
     return []
 
 

@@ -45,7 +45,7 @@ def test_the_repositories_name_tables_and_columns_of_the_schema() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 text = node.value
             elif isinstance(node, ast.JoinedStr):
-                text = "".join(v.value if isinstance(v, ast.Constant) else " x " for v in node.values)
+                text = "".join(str(v.value) if isinstance(v, ast.Constant) else " x " for v in node.values)
             else:
                 continue
             for name in re.findall(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+([a-z_]+)\b", text):
