@@ -105,6 +105,7 @@ async def run(chats: int, cycles: int, durability: str, fresh: bool = False) -> 
             before_bytes = written_bytes()
             latencies: list[float] = []
             started = time.perf_counter()
+            cpu, loop_cpu = time.process_time(), time.thread_time()
 
             async def chat_loop(i: int) -> None:
                 for n in range(cycles):
@@ -112,6 +113,7 @@ async def run(chats: int, cycles: int, durability: str, fresh: bool = False) -> 
 
             await asyncio.gather(*(chat_loop(i) for i in range(chats)))
             elapsed = time.perf_counter() - started
+            cpu, loop_cpu = time.process_time() - cpu, time.thread_time() - loop_cpu
             written = written_bytes() - before_bytes
         conn = sqlite3.connect(path)
         synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
@@ -124,6 +126,8 @@ async def run(chats: int, cycles: int, durability: str, fresh: bool = False) -> 
         "chats": chats,
         "cycles": total,
         "cycles_per_s": round(total / elapsed, 1),
+        "cpu_ms_per_cycle": round(cpu * 1000 / total, 3),
+        "loop_cpu_ms_per_cycle": round(loop_cpu * 1000 / total, 3),
         "p50_ms": round(statistics.median(latencies), 2),
         "p99_ms": round(latencies[max(0, int(len(latencies) * 0.99) - 1)], 2),
         "bytes_written_per_cycle": round(max(0, written) / total),
