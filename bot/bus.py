@@ -29,13 +29,11 @@ Urgent = Callable[[InboundEvent], bool]
 class Bus(Protocol):
     """Carries inbound events from channel adapters to the supervisor.
 
-    ``urgent`` events (``/cancel`` while a run is busy) skip the chat's queue and
-    go to ``on_urgent`` at once.
+    Urgent events (``/cancel`` while a run is busy: the predicate the bus is built with) skip the chat's queue
+    and go to ``on_urgent`` at once.
     """
 
-    def subscribe(
-        self, handler: Handler, *, urgent: Urgent | None = None, on_urgent: Handler | None = None
-    ) -> None: ...
+    def subscribe(self, handler: Handler, *, on_urgent: Handler | None = None) -> None: ...
 
     async def publish(self, event: InboundEvent) -> None: ...
 
@@ -139,9 +137,10 @@ class Lanes(Generic[T]):
 class InMemoryBus:
     """A single-process :class:`Bus`."""
 
-    def __init__(self, *, max_concurrent: int = 64, max_pending: int = 10_000) -> None:
+    def __init__(self, *, max_concurrent: int = 64, max_pending: int = 10_000, urgent: Urgent | None = None) -> None:
+        """``urgent``: which events skip their chat's queue (a port, e.g. the chats' busy registry)."""
         self._handler: Handler | None = None
-        self._urgent: Urgent | None = None
+        self._urgent = urgent
         self._on_urgent: Handler | None = None
         self._side: set[asyncio.Task[None]] = set()
         self._cap = asyncio.Semaphore(max_concurrent)
@@ -149,9 +148,8 @@ class InMemoryBus:
         self._lanes: Lanes[InboundEvent] = Lanes(self._run, self._release)
         self._closed = False
 
-    def subscribe(self, handler: Handler, *, urgent: Urgent | None = None, on_urgent: Handler | None = None) -> None:
+    def subscribe(self, handler: Handler, *, on_urgent: Handler | None = None) -> None:
         self._handler = handler
-        self._urgent = urgent
         self._on_urgent = on_urgent
 
     async def queued(self, chat_key: str) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 from agents.models.base import Model
 from agents.react import ASK_USER_TOOL
 from agents.tools.base import Tool
+from bot.access import AccessPolicy
 from bot.bus import Bus, InMemoryBus
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.commands.admin import register_admin_commands
@@ -23,15 +24,17 @@ from bot.commands.session import register_session_commands
 from bot.commands.usage import register_usage_commands
 from bot.config.settings import ConfigError, Settings
 from bot.delivery import Delivery
-from bot.events import Action, ChatKey, InboundMessage, event_key
+from bot.events import ChatKey, InboundMessage
 from bot.fencing import NO_FENCES, Fences
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
 from bot.gateway.ops import OpsEndpoints
 from bot.gateway.parts import build_channels, builtin_tools, warn_unknown_references
 from bot.gateway.scaled import ROLES, Role, ScaleOut, connect_redis, make_bus
+from bot.gateway.settled import HandledEvents
 from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
+from bot.gateway.turns import ChatTurns
 from bot.http import HttpServer
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.service import InterruptService
@@ -133,11 +136,21 @@ class Gateway:
             self.metrics.observe,
             clock,
         )
+        self.pairing = Pairing(settings.pairing, PairingStore(self.store), self.runs, clock)
+        self.access = AccessPolicy(settings.channels, settings.web, self.pairing)
+        self.turns = ChatTurns(settings.bot.name)
+        """The chats running a request: what ``/cancel`` stops, and so what the bus treats as urgent."""
         self.bus: Bus = (
             make_bus(settings, self.scale.redis)
             if self.scale is not None
-            else InMemoryBus(max_concurrent=settings.bus.max_concurrent_chats, max_pending=settings.bus.max_pending)
+            else InMemoryBus(
+                max_concurrent=settings.bus.max_concurrent_chats,
+                max_pending=settings.bus.max_pending,
+                urgent=self.turns.is_urgent,
+            )
         )
+        self.handled = HandledEvents() if self.scale is None else None
+        """What the web console awaits after a press (handled in this process only)."""
         self.delivery = Delivery(settings.secrets(), marks=self.runs, metrics=self.metrics)
         self.ready = asyncio.Event()
         """Set as the last step of :meth:`start` (a terminal holds its first prompt until then)."""
@@ -169,7 +182,7 @@ class Gateway:
             ASK_USER_TOOL,
             *self.scheduled.tools(),
             *self.media.tools(),
-            *(job_tools(self.jobs, self._is_admin) if self.jobs is not None else []),
+            *(job_tools(self.jobs, self.access.is_admin_account) if self.jobs is not None else []),
         ]
         self.memory = MemoryService(
             settings,
@@ -218,8 +231,14 @@ class Gateway:
             ),
             clock=clock,
         )
-        self.interrupts = InterruptService(self.runs, self.manager, self.delivery, self.timers, self.fences)
-        self.pairing = Pairing(settings.pairing, PairingStore(self.store), self.runs, clock)
+        self.interrupts = InterruptService(
+            self.runs,
+            self.manager,
+            self.delivery,
+            self.timers,
+            self.fences,
+            self.handled.handled if self.handled else None,
+        )
         self.commands = CommandRegistry()
         context = CommandContext(
             settings=settings,
@@ -250,22 +269,23 @@ class Gateway:
             runs=self.runs,
             routes=self.routes,
             commands=self.commands,
+            access=self.access,
+            turns=self.turns,
             tracing=self.tracing,
             media=self.media.intake,
             clock=clock,
-            pairing=self.pairing,
+            handled=self.handled,
         )
         self.inbox = DurableInbox(
             self.store,
             self.bus,
-            channels=settings.channels,
+            access=self.access,
             limits=settings.limits,
             notify=self.delivery.send,
             press_check=self.supervisor.check_press if role == "all" else None,
             handled_here=self.scale is None,
             metrics=self.metrics,
             clock=clock.monotonic,
-            pairing=self.pairing,
         )
         self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.http: HttpServer | None = None
@@ -296,7 +316,7 @@ class Gateway:
         return WebConsole(
             self.settings.web,
             data=ConsoleData(self.repos.console, self.runs, self.tracing, self.routes, self.repos.evals),
-            actions=ConsoleActions(self.store, self.runs, self._submit_console, self._tools_of),
+            actions=ConsoleActions(self.store, self.runs, self.inbox.submit, self._tools_of, handled=self.handled),
             sessions=Sessions(self.settings.web, self.repos.web_sessions, self.clock),
             health=health,
             clock=self.clock,
@@ -308,11 +328,6 @@ class Gateway:
         if approval.tell is not None:
             await self.delivery.send(approval.tell)
         return approval.reply
-
-    async def _submit_console(self, action: Action) -> None:
-        step = self.store.receive_step(event_key(action), str(action.chat), "action", action.model_dump_json())
-        await self.store.receive([step])
-        await self.inbox.publish_stored(action)
 
     async def _tools_of(self, agent_name: str) -> Sequence[Tool]:
         agent = self.routes.catalog.get(agent_name)
@@ -327,11 +342,6 @@ class Gateway:
 
     async def _publish_job_event(self, event: InboundMessage) -> None:
         await self.inbox.publish_stored(event)
-
-    def _is_admin(self, account: str) -> bool:
-        channel, _, user = account.partition(":")
-        section = getattr(self.settings.channels, channel, None)
-        return section is not None and section.is_admin(user)
 
     async def _zone_of(self, chat: ChatKey) -> str:
         zone = (await self.store.chat_settings(chat.settings_key)).get("timezone")
@@ -396,7 +406,6 @@ class Gateway:
         if self.scale is None:
             self.bus.subscribe(
                 self.inbox.tracked(self.supervisor.handle),
-                urgent=self.supervisor.is_urgent,
                 on_urgent=self.inbox.tracked(self.supervisor.handle_urgent),
             )
         elif self.role == "worker":

@@ -46,13 +46,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from bot.access import AccessPolicy
 from bot.bus import Bus, BusClosed, BusUnavailable
-from bot.config.settings import ChannelSection, ChannelsSection, LimitsSection
+from bot.config.settings import ChannelSection, LimitsSection
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, event_key
 from bot.inbox import InboxClosed, NotStored, Receipt
 from bot.limits import TokenBuckets
 from bot.ops.metrics import Metrics
-from bot.pairing import Pairing
 from bot.store.base import EventLog, StoreError
 
 log = logging.getLogger(__name__)
@@ -123,25 +123,25 @@ class DurableInbox:
         store: EventLog,
         bus: Bus,
         *,
-        channels: ChannelsSection,
+        access: AccessPolicy,
         limits: LimitsSection,
         notify: Notify,
         press_check: Callable[[Action], Awaitable[str | None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         handled_here: bool = True,
         metrics: Metrics | None = None,
-        pairing: Pairing | None = None,
     ) -> None:
         self.store = store
-        self.pairing = pairing
-        """Senders let in by an admin's ``/pair``, and codes for strangers (None: ``allow_from`` only)."""
+        self.access = access
+        """Who may send (the one policy the supervisor, the console and the run manager use too)."""
+        self.pairing = access.pairing
+        """Codes for strangers (None: ``allow_from`` only)."""
         self.metrics = metrics
         self.handled_here = handled_here
         """The bus hands events to this process's supervisor (wrapped by :meth:`tracked`); False for a gateway
         whose workers handle them elsewhere (nothing here learns when they are done)."""
         self._press_check = press_check
         self.bus = bus
-        self.channels = channels
         self.limits = limits
         self._notify = notify
         self._clock = clock
@@ -287,14 +287,11 @@ class DurableInbox:
         """The cheap checks (no store write): accept, or refuse/ignore and say so when useful; and the sender
         whose token the event took (given back if it is not stored)."""
         charge: str | None = None
-        config: ChannelSection | None = getattr(self.channels, event.chat.channel, None)
+        config = self.access.section(event.chat.channel)
         sender = event.sender
         if sender.is_bot:
             return self._ignore(), None
-        allowed = config is not None and (config.allows(sender.id) or config.is_admin(sender.id))
-        if not allowed and config is not None and self.pairing is not None:
-            allowed = await self.pairing.allows(event.chat.channel, sender.id)
-        if not allowed:
+        if not (await self.access.admit(event)).allowed:
             if isinstance(event, InboundMessage):
                 self._refuse_stranger(event, config)
                 return Receipt.REFUSED, None

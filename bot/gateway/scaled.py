@@ -22,6 +22,7 @@ from bot.fencing import Fences
 from bot.gateway.intake import DurableInbox
 from bot.gateway.starter import ChannelStarter
 from bot.gateway.supervisor import Supervisor
+from bot.gateway.turns import ChatTurns
 from bot.interrupts.service import InterruptService
 from bot.ops.metrics import LeaseState
 from bot.runs.manager import RunManager
@@ -47,6 +48,7 @@ class ScaleHost(Protocol):
     interrupts: InterruptService
     scheduled: ScheduledMessages
     supervisor: Supervisor
+    turns: ChatTurns
     inbox: DurableInbox
     delivery: Delivery
     starter: ChannelStarter
@@ -165,7 +167,7 @@ class ScaleOut:
             partitions=self.partitions,
             lease_ms=self.lease_ms,
             handler=g.supervisor.handle,
-            urgent=g.supervisor.is_urgent,
+            urgent=g.turns.is_urgent,
             on_urgent=g.supervisor.handle_urgent,
             on_acquire=self._take,
             on_release=self._drop,

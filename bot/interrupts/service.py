@@ -22,6 +22,7 @@ from agents.messages import ToolCall
 from agents.react import describe_call
 from agents.resolutions import Answer, PlanDecision, Resolution, ToolDecision, answer_text, unanswered
 from agents.state import RunState
+from bot.access import AccessPolicy
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
@@ -61,8 +62,11 @@ class InterruptService:
         delivery: Delivery,
         timers: ExpiryTimers,
         fences: Fences = NO_FENCES,
+        handled: Callable[[str], None] | None = None,
     ) -> None:
-        """``fences``: an expiry acts for its chat only while this process holds the chat's partition."""
+        """``fences``: an expiry acts for its chat only while this process holds the chat's partition;
+        ``handled``: told an event's key right after the commit that marks it handled (the web console waits)."""
+        self._handled = handled or (lambda _key: None)
         self.runs = runs
         self.manager = manager
         self.delivery = delivery
@@ -161,11 +165,13 @@ class InterruptService:
 
     async def _first_time(self, event_key: str, chat: ChatKey) -> bool:
         try:
-            return await until_stored(
+            first = await until_stored(
                 lambda: self.runs.store.accept(event_key, str(chat), None),
                 self.timers.clock,
                 waiting=self._delayed(chat),
             )
+            self._handled(event_key)
+            return first
         except StoreError as exc:
             log.error("chat %s: could not record a button press: %s", chat, exc)
             await self._notice(chat, NOT_SAVED)
@@ -182,7 +188,7 @@ class InterruptService:
 
     @staticmethod
     def _may_answer(row: InterruptRow, sender: Sender) -> bool:
-        return sender.id == row.requester or sender.is_admin
+        return AccessPolicy.may_answer(row.requester, sender)
 
     def _resolution(self, row: InterruptRow, choice: str) -> Resolution:
         if row.kind != "tool_confirm":
@@ -267,6 +273,8 @@ class InterruptService:
             log.error("chat %s: could not store the answer to %s: %s", row.chat_key, row.id, exc)
             await self._notice(row.chat, NOT_SAVED)
             return False
+        if event_key is not None:
+            self._handled(event_key)
         if resolved is None:  # this very press was handled before
             return False
         if not resolved:

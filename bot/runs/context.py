@@ -18,6 +18,7 @@ from agents.messages import Message, fit_context, recent_media
 from agents.models.base import Generation, Model
 from agents.tools.base import Tool
 from agents.tools.ledger import LedgerEntry
+from bot.access import is_admin
 from bot.config.settings import Settings
 from bot.events import ChatKey
 from bot.memory.service import Briefing, MemoryService
@@ -175,8 +176,7 @@ class RunContexts:
         """``model`` spending the budgets of the run's requester and chat."""
         if self.budgets is None:
             return model
-        section = getattr(self.settings.channels, run.chat.channel, None)
-        admin = section is not None and section.is_admin(run.user_id)
+        admin = is_admin(self.settings.channels, run.chat.channel, run.user_id)
         return BudgetedModel(model, self.budgets, self.budgets.payer(run.chat, run.user_id, admin))
 
     def model_for(self, agent: AgentDef, chat_model: str | None = None) -> Model:

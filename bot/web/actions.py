@@ -1,9 +1,11 @@
 """What an admin does in the console, on the same path as a chat's own presses.
 
 An answer to a pending request becomes a button press (an :class:`~bot.events.Action` carrying
-:class:`~bot.events.ConsoleInput`) stored in the inbox and handed to the bus, so the chat's turn resolves it
+:class:`~bot.events.ConsoleInput`) submitted to the inbox like a platform's, so the chat's turn resolves it
 exactly as a platform press: whichever of the two comes first wins (a conditional update), the run resumes
-where the chat's events are handled, and the loser is told (the console reads the outcome from the row).
+where the chat's events are handled, and the loser is told.  The POST awaits a future that the handling commit
+resolves (:class:`~bot.gateway.settled.HandledEvents`), then reads the outcome from the row once; scaled out
+(handled by a worker elsewhere) it looks at the row until it changes.
 Edited arguments are checked against the tool's schema here, before anything is sent, and again before
 they run.  Every action is audited with the web user.
 """
@@ -15,11 +17,12 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agents.tools.base import Tool, ToolError
 from bot.events import Action, ChatKey, ConsoleInput, Sender, event_key
 from bot.ids import new_id
+from bot.inbox import Receipt
 from bot.interrupts.console import console_offers, console_refusal
 from bot.interrupts.text import encode_payload
 from bot.routing import STRATEGIES
@@ -31,7 +34,7 @@ from bot.web.auth import WebUserSession
 
 log = logging.getLogger(__name__)
 
-Submit = Callable[[Action], Awaitable[None]]
+Submit = Callable[[Action], Awaitable[Receipt]]
 ToolsOf = Callable[[str], Awaitable[Sequence[Tool]]]
 
 
@@ -43,6 +46,19 @@ class Outcome:
     """The HTTP status to answer with when not ok: 409 answered already, 422 the input, 403 not allowed."""
 
 
+BUSY = Outcome(True, "Sent: it is applied in the chat's turn (the chat is busy).")
+
+
+class Handled(Protocol):
+    """Futures resolved by the commit that marks an event handled (:class:`~bot.gateway.settled.HandledEvents`)."""
+
+    def expect(self, key: str) -> asyncio.Future[None]: ...
+
+    async def wait(self, future: asyncio.Future[None], key: str, timeout: float) -> bool: ...
+
+    def forget(self, key: str) -> None: ...
+
+
 class ConsoleActions:
     def __init__(
         self,
@@ -51,12 +67,16 @@ class ConsoleActions:
         submit: Submit,
         tools_of: ToolsOf,
         *,
+        handled: Handled | None = None,
         wait_s: float = 10.0,
     ) -> None:
+        """``submit``: the inbox's; ``handled``: resolves a future when a press is handled here (None: scaled
+        out, the row is looked at until it changes)."""
         self.store = store
         self.runs = runs
         self.submit = submit
         self.tools_of = tools_of
+        self.handled = handled
         self.wait_s = wait_s
 
     async def answer(
@@ -115,9 +135,13 @@ class ConsoleActions:
             payload=encode_payload(row.id, row.nonce, choice),
             console=console,
         )
+        key = event_key(action)
+        future = self.handled.expect(key) if self.handled is not None else None
         try:
-            await self.submit(action)
+            receipt = await self.submit(action)
         except Exception as exc:  # the store or the bus refused it: nothing is lost, the request still waits
+            if self.handled is not None:
+                self.handled.forget(key)
             log.warning("web console: could not hand on an answer to %s: %s", row.id, exc)
             return Outcome(
                 False,
@@ -125,7 +149,13 @@ class ConsoleActions:
                 "look at the inbox again before answering once more.",
                 503,
             )
-        return await self._settled(row.id, event_key(action), session.actor)
+        if receipt is not Receipt.ACCEPTED:  # the intake did not take it: no longer an admin here
+            if self.handled is not None:
+                self.handled.forget(key)
+            return Outcome(False, "You may not answer requests here any more.", 403)
+        if self.handled is None or future is None:
+            return await self._looked_at(row.id, key, session.actor)
+        return await self._awaited(self.handled, future, row.id, key, session.actor)
 
     async def _edited(self, row: InterruptRow, raw: dict[str, str]) -> tuple[str | None, dict[str, dict[str, Any]]]:
         """The calls whose arguments changed, parsed and checked against their tools' schemas."""
@@ -154,23 +184,40 @@ class ConsoleActions:
             edited[call_id] = args
         return None, edited
 
-    async def _settled(self, interrupt_id: str, key: str, actor: str) -> Outcome:
-        """Wait (bounded) for the chat's turn to handle the press; the row says who won."""
+    async def _outcome(self, interrupt_id: str, actor: str, handled: bool) -> Outcome | None:
+        """What became of the press: answered (by whom), or ``handled`` and refused; None: not yet handled."""
+        row = await self.runs.get_interrupt(interrupt_id)
+        if row is not None and row.status != "pending":
+            if row.resolved_by == actor:
+                return Outcome(True, f"Done: {row.kind.replace('_', ' ')} answered.")
+            return Outcome(False, answered_already(row), 409)
+        if handled:  # handled and refused in the chat's turn
+            return Outcome(False, "The chat refused this answer; the request is still waiting.", 409)
+        return None
+
+    async def _awaited(
+        self, handled: Handled, future: asyncio.Future[None], interrupt_id: str, key: str, actor: str
+    ) -> Outcome:
+        """Wait (bounded) for the commit that marks the press handled, then read what became of it once."""
+        if not await handled.wait(future, key, self.wait_s):
+            return await self._outcome(interrupt_id, actor, False) or BUSY
+        # The resolution and the press's mark are one transaction: a row still pending means it was refused.
+        status = await self.store.event_status(key)
+        return await self._outcome(interrupt_id, actor, status == "done") or BUSY
+
+    async def _looked_at(self, interrupt_id: str, key: str, actor: str) -> Outcome:
+        """Scaled out, the press is handled by a worker elsewhere: look at the row (bounded) until it changes."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait_s
         delay = 0.005  # a chat that is not busy resolves a press in a few milliseconds
         while True:
             handled = await self.store.event_status(key) == "done"
             # Read after the press's status: it is marked handled in the resolution's own transaction.
-            row = await self.runs.get_interrupt(interrupt_id)
-            if row is not None and row.status != "pending":
-                if row.resolved_by == actor:
-                    return Outcome(True, f"Done: {row.kind.replace('_', ' ')} answered.")
-                return Outcome(False, answered_already(row), 409)
-            if handled:  # handled and refused in the chat's turn
-                return Outcome(False, "The chat refused this answer; the request is still waiting.", 409)
+            outcome = await self._outcome(interrupt_id, actor, handled)
+            if outcome is not None:
+                return outcome
             if loop.time() >= deadline:
-                return Outcome(True, "Sent: it is applied in the chat's turn (the chat is busy).")
+                return BUSY
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.25)
 

@@ -1,0 +1,93 @@
+"""Who may act: one policy for the intake, the supervisor, the web console and the run manager.
+
+Rights come from configuration, never from the platform: ``channels.<name>.allow_from`` and ``admins`` (``*``
+for everyone), senders an admin let in with ``/pair`` (:class:`~bot.pairing.Pairing`), and for a press made in
+the web console, the signed-in user's role under ``web`` (only admins act there).  The console allows everyone
+and its user is an admin because its section says ``allow_from: ["*"]``, ``admins: ["*"]``.
+
+It lives at the top of ``bot`` because every layer that decides asks it (the gateway's intake and supervisor,
+``bot/runs`` for who pays, ``bot/web`` for console presses), and it needs only the settings and the pairing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.config.settings import ChannelSection, ChannelsSection
+from bot.config.web import WebSection
+from bot.events import Action, ConsoleInput, InboundEvent, Sender
+from bot.pairing import Pairing
+
+
+def is_admin(channels: ChannelsSection, channel: str, user_id: str) -> bool:
+    """An admin of ``channel`` by configuration (``channels.<name>.admins``); what :class:`AccessPolicy` asks."""
+    section: ChannelSection | None = getattr(channels, channel, None)
+    return section is not None and section.is_admin(user_id)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What the policy decided about an event's sender."""
+
+    sender: Sender
+    """The sender with ``is_admin`` from configuration (a console press: the web user as a sender)."""
+    allowed: bool
+
+
+class AccessPolicy:
+    """Decides who may use the bot, who is an admin, and who may answer a pending request."""
+
+    def __init__(self, channels: ChannelsSection, web: WebSection, pairing: Pairing | None = None) -> None:
+        self.channels = channels
+        self.web = web
+        self.pairing = pairing
+        """Senders let in by an admin's ``/pair`` (None: ``allow_from`` only)."""
+
+    def section(self, channel: str) -> ChannelSection | None:
+        section: ChannelSection | None = getattr(self.channels, channel, None)
+        return section
+
+    def is_admin(self, channel: str, user_id: str) -> bool:
+        """An admin of ``channel`` by configuration."""
+        return is_admin(self.channels, channel, user_id)
+
+    def is_admin_account(self, account: str) -> bool:
+        """:meth:`is_admin` for ``channel:user_id`` (how jobs name their owner)."""
+        channel, _, user = account.partition(":")
+        return self.is_admin(channel, user)
+
+    async def allows(self, channel: str, user_id: str) -> bool:
+        """Whether ``user_id`` may use the bot in ``channel``: ``allow_from``, an admin, or paired (a read)."""
+        section = self.section(channel)
+        if section is None:
+            return False
+        if section.allows(user_id) or section.is_admin(user_id):
+            return True
+        return self.pairing is not None and await self.pairing.allows(channel, user_id)
+
+    def console_sender(self, console: ConsoleInput) -> Sender | None:
+        """The web console's signed-in admin as a sender (None: no longer an admin there)."""
+        if not (self.web.enabled and self.web.role_of(console.user) == "admin"):
+            return None
+        return Sender(id=f"web:{console.user}", name=f"{console.user} (web)", is_admin=True)
+
+    async def admit(self, event: InboundEvent) -> Admission:
+        """The event's sender as the gateway knows them, and whether they may act here."""
+        if isinstance(event, Action) and event.console is not None:
+            web = self.console_sender(event.console)
+            return Admission(web, True) if web is not None else Admission(event.sender, False)
+        sender, section = event.sender, self.section(event.chat.channel)
+        if section is None:
+            return Admission(sender.model_copy(update={"is_admin": False}) if sender.is_admin else sender, False)
+        is_admin = section.is_admin(sender.id)
+        if sender.is_admin != is_admin:  # admin rights come from configuration, never from the platform
+            sender = sender.model_copy(update={"is_admin": is_admin})
+        allowed = section.allows(sender.id) or is_admin
+        if not allowed and self.pairing is not None:
+            allowed = await self.pairing.allows(event.chat.channel, sender.id)
+        return Admission(sender, allowed)
+
+    @staticmethod
+    def may_answer(requester: str, sender: Sender) -> bool:
+        """Only the person who was asked, or an admin, answers a pending request."""
+        return sender.id == requester or sender.is_admin

@@ -1,0 +1,164 @@
+"""The inbound pipeline: an ordered list of named stages, each with one job, that every event goes through.
+
+Like aiogram's middlewares, but a list you read in one place (:data:`STAGE_NAMES`, built by
+:func:`bot.gateway.stages.build_stages`).  A stage looks at the :class:`Turn` (the event and what the stages
+before it learned) and either passes it on (returns None) or ends it with an :data:`Outcome`, which says how
+the event is marked handled, the one way for each kind:
+
+- :class:`Ignored`: marked handled, nothing stored, nothing said (a stranger, an empty or unaddressed message);
+- :class:`Answered`: marked handled (with the person's message when it is kept), then a reply or notice;
+- :class:`Handled`: the stage's own work marked it, in the same write as what it did (a resolution, a run).
+
+Stages from the first ``tracked`` one on run as the chat's request: ``/cancel`` may stop them, and a crash there
+ends the event as handled and the chat's running run as failed (the supervisor's :meth:`tracked`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from agents.messages import Media, Message
+from bot.config.settings import RoutingSection
+from bot.events import ChatKey, InboundEvent, OutboundMessage, Sender, event_key
+from bot.routing import RouteDecision
+from bot.runs.catalog import AgentDef
+from bot.store.ops import Step
+from bot.store.rows import InterruptRow
+
+STAGE_NAMES = ("identify", "access", "addressed", "command", "media", "pending", "route", "run")
+"""The stages in the order every inbound event meets them (:func:`bot.gateway.stages.build_stages` builds them
+in this order; a test holds the two together).  ``media`` comes before ``pending``: a voice note or a photo
+that answers a pending question is read into text first."""
+
+
+@dataclass(slots=True)
+class Turn:
+    """One inbound event on its way through the stages, and what they learned of it."""
+
+    event: InboundEvent
+    key: str
+    """The event's de-duplication key (``channel:platform id``); the run's correlation id."""
+    chat: ChatKey
+    chat_key: str
+    """``str(chat)``, made once: the form the store keys rows by."""
+    sender: Sender
+    allowed: bool = False
+    pending: InterruptRow | None = None
+    """The chat's pending request (read by ``addressed``, answered by ``pending``)."""
+    media: tuple[Media, ...] = ()
+    said: Message | None = None
+    """The person's message as the history keeps it (set by ``route``)."""
+    routing: RoutingSection | None = None
+    decision: RouteDecision | None = None
+    agent: AgentDef | None = None
+    tracked: bool = False
+
+    @classmethod
+    def of(cls, event: InboundEvent) -> Turn:
+        return cls(event, event_key(event), event.chat, str(event.chat), event.sender)
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """Marked handled; nothing stored, nothing said."""
+
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """Marked handled (with ``stored`` in the history), then ``text`` (or what ``then`` returns) is said."""
+
+    why: str
+    text: str | None = None
+    stored: Message | None = None
+    notice: bool = False
+    """A notice in the chat rather than a reply to the message."""
+    then: Callable[[], Awaitable[str | None]] | None = None
+    """Work done only once the event is marked handled (a command); what it returns is said."""
+
+
+@dataclass(frozen=True, slots=True)
+class Handled:
+    """The stage's work marked the event handled itself."""
+
+    why: str
+
+
+Outcome = Ignored | Answered | Handled
+
+
+class Stage(Protocol):
+    """One step of the pipeline: returns None to pass the turn on, or the turn's outcome."""
+
+    name: ClassVar[str]
+    tracked: ClassVar[bool]
+
+    async def __call__(self, turn: Turn) -> Outcome | None: ...
+
+
+class Desk(Protocol):
+    """What the pipeline and its stages do to an event besides deciding: mark it, speak, track its request."""
+
+    async def mark(self, turn: Turn, message: Message | None = None, *, extra: Sequence[Step] = ()) -> bool:
+        """Mark the event handled (with ``message`` and ``extra`` in the same write); False: handled before."""
+
+    async def send(self, message: OutboundMessage) -> str | None: ...
+
+    async def notice(self, chat: ChatKey, text: str) -> None: ...
+
+    async def tracked(self, turn: Turn, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` as the chat's request (``/cancel`` stops it; a crash is reported and ends it)."""
+
+
+@dataclass
+class Pipeline:
+    """Runs each event through ``stages`` until one ends it, then settles the outcome on ``desk``."""
+
+    stages: Sequence[Stage]
+    desk: Desk
+    outcomes: dict[str, int] = field(default_factory=dict)
+    """How many events each stage ended, by ``stage:kind`` (for tests and debugging)."""
+
+    @property
+    def names(self) -> list[str]:
+        return [stage.name for stage in self.stages]
+
+    async def run(self, turn: Turn) -> None:
+        await self._from(turn, 0)
+
+    async def _from(self, turn: Turn, first: int) -> None:
+        stages = self.stages
+        for index in range(first, len(stages)):
+            stage = stages[index]
+            if stage.tracked and not turn.tracked:
+                turn.tracked = True
+                await self.desk.tracked(turn, self._from(turn, index))
+                return
+            outcome = await stage(turn)
+            if outcome is not None:
+                await self.settle(turn, stage.name, outcome)
+                return
+
+    async def settle(self, turn: Turn, stage: str, outcome: Outcome) -> None:
+        """Mark the event handled the one way ``outcome``'s kind says."""
+        tally = f"{stage}:{type(outcome).__name__.lower()}"
+        self.outcomes[tally] = self.outcomes.get(tally, 0) + 1
+        if isinstance(outcome, Handled):
+            return
+        if isinstance(outcome, Ignored):
+            await self.desk.mark(turn)
+            return
+        if not await self.desk.mark(turn, outcome.stored):
+            return
+        text = outcome.text
+        if outcome.then is not None:
+            text = await outcome.then()
+        if not text:
+            return
+        if outcome.notice:
+            await self.desk.notice(turn.chat, text)
+        else:
+            await self.desk.send(OutboundMessage(chat=turn.chat, text=text, reply_to=turn.event.id))
