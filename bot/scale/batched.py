@@ -1,8 +1,9 @@
 """Redis commands for things that finish at any moment, sent together: one pipeline per round trip.
 
-The first item goes at once; what finishes while that pipeline is on its way goes with the next one.  So a quiet
-bus adds no delay, and a busy one sends one round trip for many acknowledgements instead of one each (a
-loopback round trip costs each process tens of microseconds of kernel time).
+The first item goes at once; what arrives while that pipeline is on its way goes with the next one.  So a quiet
+bus adds no delay, and a busy one sends one round trip for many items instead of one each: a round trip of its
+own costs a process ~140 µs of CPU (a pooled connection, a loopback send and a read), one item of a pipeline of
+ten ~40 µs.  Items go in the order they were pushed, one pipeline at a time.
 """
 
 from __future__ import annotations
@@ -23,11 +24,22 @@ class Batched(Generic[T]):
         self.redis = redis
         self.add = add
         self.what = what
-        self._items: list[T] = []
+        self._items: list[tuple[T, asyncio.Future[list[Any]] | None]] = []
         self._sending: asyncio.Future[None] | None = None
 
     def push(self, item: T) -> None:
-        self._items.append(item)
+        """Send ``item`` with the next pipeline, without waiting (a failure is logged)."""
+        self._queue(item, None)
+
+    async def call(self, item: T) -> list[Any]:
+        """Send ``item`` with the next pipeline; the replies of its commands (what Redis refused raises, as does
+        a pipeline that did not go through)."""
+        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        self._queue(item, future)
+        return await future
+
+    def _queue(self, item: T, future: asyncio.Future[list[Any]] | None) -> None:
+        self._items.append((item, future))
         if self._sending is None or self._sending.done():
             self._sending = asyncio.ensure_future(self._send())
 
@@ -39,10 +51,32 @@ class Batched(Generic[T]):
     async def _send(self) -> None:
         while self._items:
             batch, self._items = self._items, []
+            spans = []
             try:
                 async with self.redis.pipeline(transaction=False) as pipe:
-                    for item in batch:
+                    for item, _ in batch:
+                        start = len(pipe)
                         self.add(pipe, item)
-                    await pipe.execute()
+                        spans.append((start, len(pipe)))
+                    replies = await pipe.execute(raise_on_error=False)
             except Exception as exc:
-                log.warning("bus: could not send %d %s: %s", len(batch), self.what, exc)
+                if any(future is None for _, future in batch):
+                    log.warning("bus: could not send %d %s: %s", len(batch), self.what, exc)
+                for _, future in batch:
+                    if future is not None and not future.done():
+                        future.set_exception(exc)
+                continue
+            failed = 0
+            for (_, future), (start, end) in zip(batch, spans, strict=True):
+                mine = replies[start:end]
+                error = next((r for r in mine if isinstance(r, Exception)), None)
+                if future is None:
+                    failed += error is not None
+                elif future.done():
+                    continue  # its caller gave up waiting; the commands went all the same
+                elif error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(mine)
+            if failed:
+                log.warning("bus: Redis refused %d of %d %s", failed, len(batch), self.what)

@@ -2,7 +2,7 @@
 
 A worker has no platform connections: its :class:`~bot.delivery.Delivery` sends through a
 :class:`RemoteChannel` per channel, which adds the message to the stream ``bot:out:<channel>`` and
-waits for the platform's message reference on a reply list.  Gateways read those streams in the
+waits for the platform's message reference on its reply stream.  Gateways read those streams in the
 consumer group ``gateways`` (:class:`OutboundRelay`), send each message with their own adapters and
 answer.  A worker waits for each answer before it sends the chat's next message, so a chat's
 messages arrive in order; a typing indicator has no answer to wait for, so it is only added, and the
@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 
 GATEWAYS = "gateways"
 NO_REF = "-"
+REPLIES_MAXLEN = 10_000
+"""Answers kept on a reply stream (its reader is at most one read behind)."""
+REPLIES_TTL_MS = 120_000
+"""A reply stream nobody reads any more (its worker is gone) goes after this long."""
 
 
 def outbound_stream(channel: str) -> str:
@@ -50,18 +54,34 @@ class _Out:
 
 
 class RemoteChannel:
-    """The sending side of a channel whose adapter lives in a gateway process."""
+    """The sending side of a channel whose adapter lives in a gateway process.
 
-    def __init__(self, name: str, redis: Any, *, timeout_s: float = 30.0, maxlen: int = 100_000) -> None:
+    Entries of all chats go to the outbound stream together (:class:`~bot.scale.batched.Batched`: one round trip
+    for what is asked meanwhile), and the gateways answer on one reply stream of this channel object, read by
+    one task while anybody waits (one round trip for many answers), not a connection blocked per message.
+    """
+
+    def __init__(
+        self, name: str, redis: Any, *, timeout_s: float = 30.0, maxlen: int = 100_000, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.name = name
         self.redis = redis
         self.timeout_s = timeout_s
         self.maxlen = maxlen
+        self.clock = clock
+        self.replies = f"{PREFIX}replies:{new_id(16)}"
+        """Where the gateways answer this object's requests (``ask`` → the platform's reference)."""
+        self._adding: Batched[dict[str, str]] = Batched(redis, self._add, "outbound messages")
+        self._waiting: dict[str, asyncio.Future[str | None]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._last: Any = "0-0"
+
+    def _add(self, pipe: Any, fields: dict[str, str]) -> None:
+        pipe.xadd(outbound_stream(self.name), fields, maxlen=self.maxlen, approximate=True)
 
     async def send(self, message: OutboundMessage) -> str | None:
-        if message.kind == "typing":  # nothing comes back: no round trip to wait for
-            fields = {"message": message.model_dump_json(), "chat": str(message.chat)}
-            await self.redis.xadd(outbound_stream(self.name), fields, maxlen=self.maxlen, approximate=True)
+        if message.kind == "typing":  # nothing comes back: no answer to wait for
+            await self._adding.call({"message": message.model_dump_json(), "chat": str(message.chat)})
             return None
         return await self._ask(message, {})
 
@@ -78,15 +98,17 @@ class RemoteChannel:
         return await self._ask(message, fields)
 
     async def _ask(self, message: OutboundMessage, extra: dict[str, str]) -> str | None:
-        reply = f"{PREFIX}reply:{new_id(16)}"
-        fields = {"message": message.model_dump_json(), "chat": str(message.chat), "reply": reply, **extra}
-        # One round trip: the wait for the answer follows the entry in the same pipeline (the server runs them
-        # in order; the client's read timeout is longer than the wait).
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.xadd(outbound_stream(self.name), fields, maxlen=self.maxlen, approximate=True)
-            pipe.blpop([reply], timeout=self.timeout_s)
-            _, answer = await pipe.execute()
-        if answer is None:
+        ask = new_id(12)
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._waiting[ask] = answer
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.create_task(self._read_answers(), name=f"answers:{self.name}")
+        fields = {"message": message.model_dump_json(), "chat": str(message.chat), "reply": self.replies, "ask": ask}
+        try:
+            await self._adding.call(fields | extra)
+            async with asyncio.timeout(self.timeout_s):
+                return await answer
+        except TimeoutError:
             log.warning(
                 "chat %s: no gateway answered for a %s message within %.0f s (is a gateway with %s running?)",
                 message.chat,
@@ -95,8 +117,34 @@ class RemoteChannel:
                 self.name,
             )
             return None
-        ref = text_of(answer[1])
-        return None if ref == NO_REF else ref
+        finally:
+            self._waiting.pop(ask, None)
+
+    async def _read_answers(self) -> None:
+        """Hand each answer to its waiter, as long as anybody waits."""
+        while self._waiting:
+            try:
+                replies = await self.redis.xread({self.replies: self._last}, count=500, block=1000)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis away: the waiters time out unless it comes back first
+                if not self._waiting:
+                    return  # nobody to answer (the client closed at shutdown)
+                log.warning("relay: reading the gateways' answers failed (retrying): %s", exc)
+                await self.clock.sleep(0.5)
+                continue
+            for _stream, entries in replies or []:
+                for entry_id, fields in entries:
+                    self._last = entry_id
+                    waiter = self._waiting.get(_field(fields, "ask") or "")
+                    if waiter is not None and not waiter.done():
+                        ref = _field(fields, "ref")
+                        waiter.set_result(None if ref in (None, NO_REF) else ref)
+
+
+def _field(fields: dict[Any, Any], name: str) -> str | None:
+    value = fields.get(name.encode(), fields.get(name))
+    return None if value is None else text_of(value)
 
 
 class OutboundRelay:
@@ -130,7 +178,7 @@ class OutboundRelay:
         self._lanes: Lanes[_Out] = Lanes(self._run, self._finished)
         """A chat's entries one at a time, in stream order; chats side by side (up to ``max_concurrent``)."""
         self._task: asyncio.Task[None] | None = None
-        self._answers: Batched[tuple[Any, Any, str | None, str | None]] = Batched(redis, _add_answer, "answers")
+        self._answers: Batched[tuple[Any, Any, dict[Any, Any], str | None]] = Batched(redis, _add_answer, "answers")
         """Each entry's answer to its worker and acknowledgement, with whatever else finished meanwhile."""
 
     async def start(self) -> None:
@@ -198,8 +246,7 @@ class OutboundRelay:
 
     async def _push(self, stream: Any, entry_id: Any, fields: dict[Any, Any]) -> None:
         await self._room.acquire()
-        chat = fields.get(b"chat", fields.get("chat"))
-        self._lanes.push(text_of(chat) if chat is not None else "", _Out(stream, entry_id, fields))
+        self._lanes.push(_field(fields, "chat") or "", _Out(stream, entry_id, fields))
 
     async def _run(self, _chat: str, out: _Out) -> None:
         async with self._cap:
@@ -209,32 +256,31 @@ class OutboundRelay:
         self._room.release()
 
     async def _send(self, stream: Any, entry_id: Any, fields: dict[Any, Any]) -> None:
-        def field(name: str) -> str | None:
-            value = fields.get(name.encode(), fields.get(name))
-            return None if value is None else text_of(value)
-
         try:
-            reply = field("reply")
-            outbox = field("outbox")
+            outbox = _field(fields, "outbox")
             try:
-                message = OutboundMessage.model_validate_json(field("message") or "")
+                message = OutboundMessage.model_validate_json(_field(fields, "message") or "")
             except ValueError as exc:
                 log.error("relay: an outbound entry cannot be read and is dropped: %s", exc)
                 ref = None
             else:
                 ref = await (
-                    self._send_once(int(outbox), message, field("interrupt"), field("again") == "1")
+                    self._send_once(int(outbox), message, _field(fields, "interrupt"), _field(fields, "again") == "1")
                     if outbox
                     else self._send_plain(message)
                 )
-            self._answers.push((stream, entry_id, reply, ref))
+            self._answers.push((stream, entry_id, fields, ref))
         except Exception as exc:
             log.warning("relay: could not finish outbound entry %s: %s", entry_id, exc)
 
 
-def _add_answer(pipe: Any, item: tuple[Any, Any, str | None, str | None]) -> None:
-    stream, entry_id, reply, ref = item
-    if reply is not None:
+def _add_answer(pipe: Any, item: tuple[Any, Any, dict[Any, Any], str | None]) -> None:
+    stream, entry_id, fields, ref = item
+    reply, ask = _field(fields, "reply"), _field(fields, "ask")
+    if reply is not None and ask is not None:
+        pipe.xadd(reply, {"ask": ask, "ref": ref or NO_REF}, maxlen=REPLIES_MAXLEN, approximate=True)
+        pipe.pexpire(reply, REPLIES_TTL_MS)
+    elif reply is not None:  # a worker of the version before, waiting on a list of its own
         pipe.rpush(reply, ref or NO_REF)
-        pipe.pexpire(reply, 120_000)
+        pipe.pexpire(reply, REPLIES_TTL_MS)
     pipe.xack(stream, GATEWAYS, entry_id)

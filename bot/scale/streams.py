@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.bus import BusClosed, BusUnavailable, Handler, Urgent
 from bot.events import Action, InboundEvent, InboundMessage
+from bot.scale.batched import Batched
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ class RedisBus:
         while workers handle events, and only Redis sees that)."""
         self._known: dict[str, int] = {}
         self._closed = False
+        self._publishing: Batched[tuple[str, dict[str, str]]] = Batched(redis, self._add, "events")
 
     def subscribe(self, handler: Handler, *, urgent: Urgent | None = None, on_urgent: Handler | None = None) -> None:
         raise TypeError("the Redis bus is consumed by a PartitionConsumer (a worker), not by subscribing")
@@ -116,18 +118,16 @@ class RedisBus:
             raise BusClosed("the bus is closed")
         chat = str(event.chat)
         try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.xadd(
-                    inbound_stream(partition_of(chat, self.partitions)),
-                    encode(event),
-                    maxlen=self.maxlen,
-                    approximate=True,
-                )
-                pipe.hincrby(QUEUED, chat, 1)
-                _, count = await pipe.execute()
+            # With the events other requests publish meanwhile: one round trip for all of them.
+            _, count = await self._publishing.call((chat, encode(event)))
         except Exception as exc:  # redis.ConnectionError, TimeoutError, a refused write (OOM)...
             raise BusUnavailable(f"the Redis bus did not take the event: {exc}") from exc
         self._remember(chat, int(count))
+
+    def _add(self, pipe: Any, item: tuple[str, dict[str, str]]) -> None:
+        chat, fields = item
+        pipe.xadd(inbound_stream(partition_of(chat, self.partitions)), fields, maxlen=self.maxlen, approximate=True)
+        pipe.hincrby(QUEUED, chat, 1)
 
     async def queued(self, chat_key: str) -> int:
         known = self._known.get(chat_key, 0)
