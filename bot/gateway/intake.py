@@ -150,7 +150,7 @@ class DurableInbox:
         """When each sender or chat was last told about a limit (keys prefixed by the kind of notice)."""
         self._slowed: set[str] = set()
         """Chats told to slow down, until their queue is short again."""
-        self._reserved: dict[str, int] = {}
+        self._reserved: dict[ChatKey, int] = {}
         """Events per chat admitted and not yet on the bus (being committed)."""
         self._notices: set[asyncio.Task[None]] = set()
         self._inflight: set[str] = set()
@@ -200,14 +200,14 @@ class DurableInbox:
         except StoreError as exc:
             now = self._clock()
             for (_, event), charge in zip(admitted, charged, strict=True):
-                self._release(str(event.chat))
+                self._release(event.chat)
                 self._unstored.note(event_key(event), now)
                 if charge is not None:
                     self._buckets.give_back(charge)  # the platform delivers it again: one token when it is stored
             raise NotStored(f"the inbound events were not stored: {exc}") from exc
         except BaseException:
             for _, event in admitted:
-                self._release(str(event.chat))
+                self._release(event.chat)
             raise
         released = 0
         try:
@@ -224,11 +224,11 @@ class DurableInbox:
                     if charge is not None:
                         self._buckets.give_back(charge)  # it took its token when it was stored
                     await self._retry_if_stranded(event)
-                self._release(str(event.chat))
+                self._release(event.chat)
                 released += 1
         finally:
             for _, event in admitted[released:]:
-                self._release(str(event.chat))
+                self._release(event.chat)
         return receipts
 
     async def publish_stored(self, event: InboundEvent) -> None:
@@ -328,7 +328,7 @@ class DurableInbox:
         if event.text.startswith("/"):
             return self._reserve(event), charge  # commands get through a flooded chat (/cancel)
         chat = str(event.chat)
-        waiting = await self.bus.queued(chat) + self._reserved.get(chat, 0)
+        waiting = await self.bus.queued(chat) + self._reserved.get(event.chat, 0)
         if waiting >= self.limits.chat_queue_max:
             self.stats.refuse("chat_full")
             if self._told.due("full:" + chat, now, self.limits.notice_interval_s):
@@ -348,11 +348,11 @@ class DurableInbox:
         return self._reserve(event), charge
 
     def _reserve(self, event: InboundEvent) -> Receipt:
-        chat = str(event.chat)
+        chat = event.chat
         self._reserved[chat] = self._reserved.get(chat, 0) + 1
         return Receipt.ACCEPTED
 
-    def _release(self, chat: str) -> None:
+    def _release(self, chat: ChatKey) -> None:
         left = self._reserved.get(chat, 0) - 1
         if left > 0:
             self._reserved[chat] = left
