@@ -33,7 +33,6 @@ from bot.evals.seat import EvalChannel, Seat, TurnError, TurnLog
 from bot.evals.suite import Case, JudgeCheck, Suite, Turn
 from bot.events import Sender
 from bot.ids import fast_id
-from bot.store.evals import SqlReplaySource
 from bot.store.migrate import migrate_url
 
 log = logging.getLogger(__name__)
@@ -263,7 +262,7 @@ class Runner:
         async def judged(check: JudgeCheck, answer: str) -> CheckResult:
             return await self._judge(check, turn.user or said, answer, model, cost)
 
-        context = CheckContext(workspace=workspace, memories=SqlReplaySource(gateway.store).memories, judge=judged)
+        context = CheckContext(workspace=workspace, memories=gateway.repos.replay.memories, judge=judged)
         result.checks = await check_turn(turn.expect, turn_log, context)
         return result, turn_log
 
