@@ -22,8 +22,8 @@ from bot.routing import parse_target, routing_notice
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.manager import RunManager
+from bot.store.ports import ChatReads
 from bot.store.runs import RunRow, RunStore
-from bot.store.sql import SqlStore
 from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ class Run:
     """In ONE write: the event marked handled, the message stored, the run recorded; then the run goes."""
 
     runs: RunStore
-    store: SqlStore
+    store: ChatReads
     manager: RunManager
     tracing: Tracing | None
     desk: Desk
@@ -268,7 +268,7 @@ class StageParts:
     settings: Settings
     access: AccessPolicy
     desk: Desk
-    store: SqlStore
+    store: ChatReads
     runs: RunStore
     commands: CommandRegistry
     interrupts: InterruptService

@@ -40,9 +40,9 @@ from bot.runs.catalog import AgentCatalog
 from bot.runs.manager import RunManager
 from bot.store.base import StoreError
 from bot.store.ops import Step
+from bot.store.ports import TurnStore
 from bot.store.retry import DELAYED
 from bot.store.runs import RunStore
-from bot.store.sql import SqlStore
 from bot.store.writer import StoreUnavailable
 from bot.tracing.context import correlated
 from bot.tracing.recorder import Tracing
@@ -74,7 +74,7 @@ class Supervisor:
     chats, and runs each chat's request where ``/cancel`` can stop it (the pipeline's :class:`Desk`)."""
 
     settings: Settings
-    store: SqlStore
+    store: TurnStore
     delivery: Delivery
     catalog: AgentCatalog
     manager: RunManager

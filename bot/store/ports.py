@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from bot.store.cache import ChatState
     from bot.store.jobs import Job
     from bot.store.memory import MemoryHit
+    from bot.store.ops import Step
     from bot.store.rows import InterruptRow, OutboxRow, RunRow
     from bot.store.usage import Spent
 
@@ -45,6 +46,7 @@ __all__ = [
     "SettingsReader",
     "Store",
     "TraceRepo",
+    "TurnStore",
     "UsageRepo",
     "WebSessionRepo",
 ]
@@ -381,6 +383,17 @@ class ChatReads(SettingsReader, Protocol):
     async def chat_state(self, chat_key: str) -> ChatState: ...
 
     async def chat_settings(self, settings_key: str) -> dict[str, Any]: ...
+
+
+class TurnStore(ChatReads, Protocol):
+    """What a chat's turn writes and reads: its event marked handled with its message (and changes committed with
+    them), the chat's cached state and settings (:class:`~bot.store.sql.SqlStore`)."""
+
+    async def accept(
+        self, event_key: str, chat_key: str, message: Message | None, *, extra: Sequence[Step] = ()
+    ) -> bool:
+        """Mark the event handled with ``message`` in the history and ``extra`` in the same write; False when it
+        was handled before."""
 
 
 class ChatStore(Store, EventLog, ChatReads, Protocol):
