@@ -93,10 +93,8 @@ def unpaced(gateway: Gateway) -> None:
         if channel.name == "telegram":
             from channels.telegram import delivery as telegram
 
-            class Unpaced(telegram.Pacer):
-                PRIVATE = GROUP = GLOBAL = (10_000, 10_000.0)
-
-            channel.api.pacer = Unpaced()  # type: ignore[attr-defined]
+            free = (10_000, 10_000.0)
+            channel.api.pacer = telegram.Pacer(private=free, group=free, overall=free)  # type: ignore[attr-defined]
         else:
             from channels.slack import delivery as slack
 
