@@ -26,6 +26,7 @@ from bot.config.settings import ConfigError, Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, InboundMessage
 from bot.fencing import NO_FENCES, Fences
+from bot.gateway.console_parts import build_console
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
 from bot.gateway.ops import OpsEndpoints
@@ -46,7 +47,7 @@ from bot.memory.service import SESSION_TOOL, MemoryService
 from bot.models import ModelCatalog
 from bot.ops.budgets import Budgets
 from bot.ops.metrics import Metrics
-from bot.pairing import Pairing, PairingDesk
+from bot.pairing import Pairing
 from bot.routing import Router
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
@@ -58,11 +59,6 @@ from bot.store.pairing import PairingStore
 from bot.store.repos import SqlRepos
 from bot.store.runs import RunStore
 from bot.tracing.recorder import OtelSink, Redactor, Sink, Tracing
-from bot.web.actions import ConsoleActions
-from bot.web.auth import Sessions
-from bot.web.console import WebConsole
-from bot.web.data import ConsoleData
-from bot.web.health import HealthView
 from channels.base import (
     Channel,
     Closable,
@@ -107,109 +103,139 @@ class Gateway:
                 "and store.url (postgresql://…, or DATABASE_URL)"
             )
         self.role = role
-        self.fences = Fences(settings.bus.partitions, clock.monotonic) if settings.bus.url else NO_FENCES
+        self._build_store(store, model, trace_sinks, redis)
+        self._build_intake_ports()
+        self._build_channels(channels)
+        self._build_services(tools)
+        self._build_runs()
+        self._build_commands()
+        self._build_handling(progress)
+
+    def _build_store(
+        self, store: SqlStore | None, model: Model | None, trace_sinks: Sequence[Sink] | None, redis: Any
+    ) -> None:
+        """The scale-out parts (``bus.url``), metrics, models, the store and its repositories, tracing."""
+        self.fences = Fences(self.settings.bus.partitions, self.clock.monotonic) if self.settings.bus.url else NO_FENCES
         """The partitions this process holds and their fencing tokens (scaled out; nothing fenced otherwise)."""
-        self.scale = ScaleOut(self, role, redis or connect_redis(settings.bus.url)) if settings.bus.url else None
+        self.scale = (
+            ScaleOut(self, self.role, redis or connect_redis(self.settings.bus.url)) if self.settings.bus.url else None
+        )
         self.metrics = Metrics()
-        self.models = ModelCatalog(settings, model, self.metrics)
+        self.models = ModelCatalog(self.settings, model, self.metrics)
         self.model = self.models.main
-        self.store = store or store_from_settings(
-            settings.store,
+        self.store: SqlStore = store or store_from_settings(
+            self.settings.store,
             exclusive=self.scale is None,
             shared=self.scale is not None,
-            secrets=settings.secrets(),
-            commit_timer=self._commit_timed,
-            clock=clock,
+            secrets=self.settings.secrets(),
+            commit_timer=lambda seconds: self.metrics.commit_seconds.labels(self.store.dialect).observe(seconds),
+            clock=self.clock,
         )
         self.repos = SqlRepos(self.store, Trigger)
         self.runs = RunStore(
-            self.store, runs_days=settings.store.runs_retention_days, audit_days=settings.store.audit_retention_days
+            self.store,
+            runs_days=self.settings.store.runs_retention_days,
+            audit_days=self.settings.store.audit_retention_days,
         )
         if trace_sinks is None:
-            otel = OtelSink.from_config(settings.tracing)
+            otel = OtelSink.from_config(self.settings.tracing)
             trace_sinks = [otel] if otel is not None else []
         self.tracing = Tracing(
             self.repos.traces,
-            settings.tracing,
-            Redactor.from_settings(settings),
+            self.settings.tracing,
+            Redactor.from_settings(self.settings),
             trace_sinks,
             self.metrics.observe,
-            clock,
+            self.clock,
         )
-        self.pairing = Pairing(settings.pairing, PairingStore(self.store), self.runs, clock)
-        self.access = AccessPolicy(settings.channels, settings.web, self.pairing)
-        self.turns = ChatTurns(settings.bot.name)
+
+    def _build_intake_ports(self) -> None:
+        """Who may act (the pairing, the access policy), the busy chats, the bus, delivery."""
+        self.pairing = Pairing(self.settings.pairing, PairingStore(self.store), self.runs, self.clock)
+        self.access = AccessPolicy(self.settings.channels, self.settings.web, self.pairing)
+        self.turns = ChatTurns(self.settings.bot.name)
         """The chats running a request: what ``/cancel`` stops, and so what the bus treats as urgent."""
         self.bus: Bus = (
-            make_bus(settings, self.scale.redis)
+            make_bus(self.settings, self.scale.redis)
             if self.scale is not None
             else InMemoryBus(
-                max_concurrent=settings.bus.max_concurrent_chats,
-                max_pending=settings.bus.max_pending,
+                max_concurrent=self.settings.bus.max_concurrent_chats,
+                max_pending=self.settings.bus.max_pending,
                 urgent=self.turns.is_urgent,
             )
         )
         self.handled = HandledEvents() if self.scale is None else None
         """What the web console awaits after a press (handled in this process only)."""
-        self.delivery = Delivery(settings.secrets(), marks=self.runs, metrics=self.metrics)
+        self.delivery = Delivery(self.settings.secrets(), marks=self.runs, metrics=self.metrics)
         self.ready = asyncio.Event()
         """Set as the last step of :meth:`start` (a terminal holds its first prompt until then)."""
-        if role == "worker":
+
+    def _build_channels(self, channels: Sequence[Channel] | None) -> None:
+        """The channel adapters this process runs (none for a worker)."""
+        if self.role == "worker":
             self.channels: list[Channel] = []
         else:
             self.channels = (
                 list(channels)
                 if channels is not None
-                else build_channels(settings, self.settled, self.metrics.platform_rate_limited, clock, self.ready.wait)
+                else build_channels(
+                    self.settings, self.settled, self.metrics.platform_rate_limited, self.clock, self.ready.wait
+                )
             )
-        self.scheduled = ScheduledMessages(self.repos.scheduled, self.delivery, clock, self.fences)
-        self.media = MediaService(settings, self.model, self.delivery, clock)
+
+    def _build_services(self, tools: Sequence[Tool] | None) -> None:
+        """Scheduled messages, media, jobs, the tools agents may be offered, memory."""
+        self.scheduled = ScheduledMessages(self.repos.scheduled, self.delivery, self.clock, self.fences)
+        self.media = MediaService(self.settings, self.model, self.delivery, self.clock)
         self.jobs = (
             JobService(
-                settings.jobs,
+                self.settings.jobs,
                 self.repos.jobs,
                 deliver=self.delivery.deliver,
                 publish=self._publish_job_event,
                 zone_of=self._zone_of,
-                clock=clock,
+                clock=self.clock,
                 counted=self.metrics.job_fired,
             )
-            if settings.jobs.enabled
+            if self.settings.jobs.enabled
             else None
         )
         self.tools: list[Tool] = [
-            *(tools if tools is not None else builtin_tools(settings)),
+            *(tools if tools is not None else builtin_tools(self.settings)),
             ASK_USER_TOOL,
             *self.scheduled.tools(),
             *self.media.tools(),
             *(job_tools(self.jobs, self.access.is_admin_account) if self.jobs is not None else []),
         ]
         self.memory = MemoryService(
-            settings,
+            self.settings,
             self.store,
             memories=self.repos.memories,
             scrub=self.repos.scrub,
-            summary_model=self.models.summariser(settings.memory.summary.model),
-            embedder=self.models.embedder(embedding) if (embedding := settings.memory.embeddings.model) else None,
+            summary_model=self.models.summariser(self.settings.memory.summary.model),
+            embedder=self.models.embedder(embedding) if (embedding := self.settings.memory.embeddings.model) else None,
             flush_traces=self.tracing.flush,
         )
-        self.catalog = AgentCatalog.load(settings)
+
+    def _build_runs(self) -> None:
+        """Agents, routing, MCP, budgets, the run manager and the interrupts."""
+        self.catalog = AgentCatalog.load(self.settings)
         warn_unknown_references(
             self.catalog,
             {t.name for t in [*self.tools, *self.memory.tools()]} | {SESSION_TOOL},
-            set(settings.mcp.servers),
+            set(self.settings.mcp.servers),
         )
-        self.router = Router(self.catalog.targets(), self.models.get(settings.routing.llm.model or None))
-        self.routes = RoutePolicy(settings, self.store, self.catalog, self.router)
-        self.mcp = McpPool(settings, self.delivery.send, clock)
+        self.router = Router(self.catalog.targets(), self.models.get(self.settings.routing.llm.model or None))
+        self.routes = RoutePolicy(self.settings, self.store, self.catalog, self.router)
+        self.mcp = McpPool(self.settings, self.delivery.send, self.clock)
         self.budgets = (
-            Budgets(settings.budgets, self.repos.usage, clock=clock, refused=self.metrics.budget_refused)
-            if settings.budgets.enabled
+            Budgets(self.settings.budgets, self.repos.usage, clock=self.clock, refused=self.metrics.budget_refused)
+            if self.settings.budgets.enabled
             else None
         )
-        self.timers = ExpiryTimers(clock)
+        self.timers = ExpiryTimers(self.clock)
         self.manager = RunManager(
-            settings=settings,
+            settings=self.settings,
             store=self.store,
             runs=self.runs,
             catalog=self.catalog,
@@ -223,13 +249,13 @@ class Gateway:
             budgets=self.budgets,
             metrics=self.metrics,
             text_limits={
-                **{name: PLUGINS[name].text_limit for name in settings.channels.enabled()},
+                **{name: PLUGINS[name].text_limit for name in self.settings.channels.enabled()},
                 **{c.name: c.text_limit if isinstance(c, LimitsText) else None for c in self.channels},
             },
             prints_as_written=frozenset(
                 c.name for c in self.channels if isinstance(c, PrintsAsWritten) and c.prints_as_written
             ),
-            clock=clock,
+            clock=self.clock,
         )
         self.interrupts = InterruptService(
             self.runs,
@@ -239,9 +265,12 @@ class Gateway:
             self.fences,
             self.handled.handled if self.handled else None,
         )
+
+    def _build_commands(self) -> None:
+        """The command registry and every command module's registration."""
         self.commands = CommandRegistry()
         context = CommandContext(
-            settings=settings,
+            settings=self.settings,
             commands=self.commands,
             store=self.store,
             runs=self.runs,
@@ -259,8 +288,12 @@ class Gateway:
         register_session_commands(context, self.models, self.bus.queued, self.budgets)
         register_admin_commands(context)
         register_pairing_commands(context, self.pairing)
+
+    def _build_handling(self, progress: Progress | None) -> None:
+        """The supervisor (the inbound pipeline), the durable inbox, channel start-up, health, metrics and the web
+        console (served by :meth:`start`)."""
         self.supervisor = Supervisor(
-            settings=settings,
+            settings=self.settings,
             store=self.store,
             delivery=self.delivery,
             catalog=self.catalog,
@@ -273,24 +306,24 @@ class Gateway:
             turns=self.turns,
             tracing=self.tracing,
             media=self.media.intake,
-            clock=clock,
+            clock=self.clock,
             handled=self.handled,
         )
         self.inbox = DurableInbox(
             self.store,
             self.bus,
             access=self.access,
-            limits=settings.limits,
+            limits=self.settings.limits,
             notify=self.delivery.send,
-            press_check=self.supervisor.check_press if role == "all" else None,
+            press_check=self.supervisor.check_press if self.role == "all" else None,
             handled_here=self.scale is None,
             metrics=self.metrics,
-            clock=clock.monotonic,
+            clock=self.clock.monotonic,
         )
         self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
         self.http: HttpServer | None = None
         self.ops = OpsEndpoints(
-            settings.metrics,
+            self.settings.metrics,
             self.metrics,
             self.repos.console,
             self.bus,
@@ -298,40 +331,9 @@ class Gateway:
             redis=self.scale.redis if self.scale is not None else None,
             **self.scale.ops_checks() if self.scale is not None else {},
         )
-        self.web = self._console() if settings.web.enabled else None
+        self.web = build_console(self, self.inbox.submit) if self.settings.web.enabled else None
         self.recovery: RecoveryReport | None = None
         self._started = False
-
-    def _console(self) -> WebConsole:
-        """The web console (``web.enabled``): its presses enter through the inbox like a platform's."""
-        health = HealthView(
-            status=self.health,
-            sample=self.ops.sample,
-            metrics=self.metrics,
-            catalog=lambda: self.routes.catalog,
-            tools=[*self.tools, *self.memory.tools()],
-            budgets=self.budgets,
-            jobs=self.jobs.jobs if self.jobs is not None else None,
-        )
-        return WebConsole(
-            self.settings.web,
-            data=ConsoleData(self.repos.console, self.runs, self.tracing, self.routes, self.repos.evals),
-            actions=ConsoleActions(self.store, self.runs, self.inbox.submit, self._tools_of, handled=self.handled),
-            sessions=Sessions(self.settings.web, self.repos.web_sessions, self.clock),
-            health=health,
-            clock=self.clock,
-            pairing=PairingDesk(self.pairing.store.waiting, self._pair_from_console),
-        )
-
-    async def _pair_from_console(self, code: str, actor: str) -> str:
-        approval = await self.pairing.approve(code, actor)
-        if approval.tell is not None:
-            await self.delivery.send(approval.tell)
-        return approval.reply
-
-    async def _tools_of(self, agent_name: str) -> Sequence[Tool]:
-        agent = self.routes.catalog.get(agent_name)
-        return await self.tool_pool(agent) if agent is not None else self.tools
 
     async def settled(self) -> None:
         """Wait until everything received so far was handled and its notices went out."""
@@ -350,9 +352,6 @@ class Gateway:
     def is_started(self) -> bool:
         """Serving: the store migrated and opened, recovery done, channels started."""
         return self._started
-
-    def _commit_timed(self, seconds: float) -> None:
-        self.metrics.commit_seconds.labels(self.store.dialect).observe(seconds)
 
     async def tool_pool(self, agent: AgentDef, chat: ChatKey | None = None) -> list[Tool]:
         """Every tool ``agent`` could be offered: built-in, gateway and its MCP servers' tools (connected lazily).

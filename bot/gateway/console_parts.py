@@ -1,0 +1,89 @@
+"""The web console as the composition root builds it (``web.enabled``), from the parts of a built gateway."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from agents.tools.base import Tool
+from bot.clock import Clock
+from bot.config.settings import Settings
+from bot.delivery import Delivery
+from bot.events import ChatKey
+from bot.gateway.ops import OpsEndpoints
+from bot.gateway.settled import HandledEvents
+from bot.jobs.service import JobService
+from bot.memory.service import MemoryService
+from bot.ops.budgets import Budgets
+from bot.ops.metrics import Metrics
+from bot.pairing import Pairing, PairingDesk
+from bot.routing.policy import RoutePolicy
+from bot.runs.catalog import AgentDef
+from bot.store.repos import SqlRepos
+from bot.store.runs import RunStore
+from bot.store.sql import SqlStore
+from bot.tracing.recorder import Tracing
+from bot.web.actions import ConsoleActions, Submit
+from bot.web.auth import Sessions
+from bot.web.console import WebConsole
+from bot.web.data import ConsoleData
+from bot.web.health import HealthView
+
+
+class ConsoleHost(Protocol):
+    """What the console uses of the gateway it is built in (every part is built before it)."""
+
+    settings: Settings
+    clock: Clock
+    store: SqlStore
+    repos: SqlRepos
+    runs: RunStore
+    tracing: Tracing
+    routes: RoutePolicy
+    metrics: Metrics
+    ops: OpsEndpoints
+    tools: list[Tool]
+    memory: MemoryService
+    budgets: Budgets | None
+    jobs: JobService | None
+    pairing: Pairing
+    delivery: Delivery
+    handled: HandledEvents | None
+
+    def health(self) -> dict[str, Any]: ...
+
+    async def tool_pool(self, agent: AgentDef, chat: ChatKey | None = None) -> list[Tool]: ...
+
+
+def build_console(g: ConsoleHost, submit: Submit) -> WebConsole:
+    """The web console; its presses enter through ``submit`` (the inbox's) like a platform's."""
+
+    async def tools_of(agent_name: str) -> Sequence[Tool]:
+        agent = g.routes.catalog.get(agent_name)
+        return await g.tool_pool(agent) if agent is not None else g.tools
+
+    async def pair(code: str, actor: str) -> str:
+        approval = await g.pairing.approve(code, actor)
+        if approval.tell is not None:
+            await g.delivery.send(approval.tell)
+        return approval.reply
+
+    catalog: Callable[[], Any] = lambda: g.routes.catalog  # noqa: E731 (read when shown: /reload swaps it)
+    health = HealthView(
+        status=g.health,
+        sample=g.ops.sample,
+        metrics=g.metrics,
+        catalog=catalog,
+        tools=[*g.tools, *g.memory.tools()],
+        budgets=g.budgets,
+        jobs=g.jobs.jobs if g.jobs is not None else None,
+    )
+    return WebConsole(
+        g.settings.web,
+        data=ConsoleData(g.repos.console, g.runs, g.tracing, g.routes, g.repos.evals),
+        actions=ConsoleActions(g.store, g.runs, submit, tools_of, handled=g.handled),
+        sessions=Sessions(g.settings.web, g.repos.web_sessions, g.clock),
+        health=health,
+        clock=g.clock,
+        pairing=PairingDesk(g.pairing.store.waiting, pair),
+    )
