@@ -354,7 +354,7 @@ class RunStore:
 
         def committed(result: WriteResult) -> None:
             known = self._ledgers.peek(run_id)
-            if known is not None and result.counts[0]:  # ON CONFLICT DO NOTHING: a row there already stays
+            if known is not None and result.counts[-1]:  # DO NOTHING: a row there stays (a fence check may go first)
                 known.rows[call.id] = (call.name, "started", None, args)
 
         await self.store.write(
