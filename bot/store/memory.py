@@ -188,6 +188,9 @@ class MemoryStore:
     async def recall(self, identity: str, terms: list[str], limit: int) -> tuple[str, list[MemoryHit]]:
         """The account's person, and its memories matching ``terms`` (best first) followed by its newest ones,
         at most ``limit`` of each: one query (it runs before every turn)."""
+        known = self._empty.get(identity)  # before any SQL is put together: most people have no memories
+        if known is not None and (not self.store.shared or time.monotonic() - known[1] < SHARED_EMPTY_S):
+            return known[0], []
         me = "WITH me AS (SELECT COALESCE((SELECT person FROM identities WHERE identity = ?), ?) AS person) "
         newest = (
             "SELECT * FROM (SELECT 1 AS part, m.id, m.text, m.created_at, m.source, 0.0 AS score, me.person "
@@ -218,9 +221,6 @@ class MemoryStore:
             )
             sql = me + found + " UNION ALL " + newest + person_row
             params = (identity, identity, tsquery(terms), limit, limit)
-        known = self._empty.get(identity)
-        if known is not None and (not self.store.shared or time.monotonic() - known[1] < SHARED_EMPTY_S):
-            return known[0], []
         read_at, writes = time.monotonic(), self._writes
         rows = await self.store.read(sql, params)
         person = identity
