@@ -71,6 +71,13 @@ class AccessPolicy:
             return None
         return Sender(id=f"web:{console.user}", name=f"{console.user} (web)", is_admin=True)
 
+    async def allows_event(self, event: InboundEvent) -> bool:
+        """Whether the event's sender may act here: :meth:`admit`'s answer without making the sender (the intake
+        asks it of every event)."""
+        if isinstance(event, Action) and event.console is not None:
+            return self.console_sender(event.console) is not None
+        return await self.allows(event.chat.channel, event.sender.id)
+
     async def admit(self, event: InboundEvent) -> Admission:
         """The event's sender as the gateway knows them, and whether they may act here."""
         if isinstance(event, Action) and event.console is not None:

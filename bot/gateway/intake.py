@@ -291,7 +291,7 @@ class DurableInbox:
         sender = event.sender
         if sender.is_bot:
             return self._ignore(), None
-        if not (await self.access.admit(event)).allowed:
+        if not await self.access.allows_event(event):
             if isinstance(event, InboundMessage):
                 self._refuse_stranger(event, config)
                 return Receipt.REFUSED, None

@@ -150,24 +150,26 @@ class Supervisor:
         ``/cancel`` asked for ends here; any other (shutdown) goes on.
         """
         chat = turn.chat
-        with self.turns.running(chat) as task:
-            try:
-                await work
-            except asyncio.CancelledError:
-                if not self.turns.stopping(chat):
-                    raise
-                task.uncancel()
-                self.turns.done(chat)
-                await self.mark(turn)  # cancelled before its run began: handled
-                await self._end_running(turn.chat_key, "cancelled")
-            except Exception:
-                log.exception("chat %s: run crashed", chat)
-                self.turns.done(chat)
-                # Handled, whatever happened: a message that crashes its handling must not crash every restart,
-                # and its run ends as failed (never left "running" for ever).
-                await self.mark(turn)
-                if not await self._end_running(turn.chat_key, "failed", CRASHED):
-                    await self.notice(chat, CRASHED)
+        task = self.turns.start(chat)
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not self.turns.stopping(chat):
+                raise
+            task.uncancel()
+            self.turns.done(chat)
+            await self.mark(turn)  # cancelled before its run began: handled
+            await self._end_running(turn.chat_key, "cancelled")
+        except Exception:
+            log.exception("chat %s: run crashed", chat)
+            self.turns.done(chat)
+            # Handled, whatever happened: a message that crashes its handling must not crash every restart,
+            # and its run ends as failed (never left "running" for ever).
+            await self.mark(turn)
+            if not await self._end_running(turn.chat_key, "failed", CRASHED):
+                await self.notice(chat, CRASHED)
+        finally:
+            self.turns.end(chat)
 
     async def _end_running(self, chat_key: str, status: str, notice: str | None = None) -> bool:
         """End the chat's running run(s) with ``status`` (and ``notice``); whether there was one."""

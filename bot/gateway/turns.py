@@ -2,15 +2,13 @@
 
 The bus is built with :meth:`ChatTurns.is_urgent` as its urgency predicate (a port injected at construction):
 a ``/cancel`` or ``/stop`` for a chat that is busy skips the chat's queue, so it can stop what holds the chat.
-The supervisor marks a chat busy while its turn runs a request (:meth:`ChatTurns.running`) and asks it to stop
+The supervisor marks a chat busy while its turn runs a request (:meth:`ChatTurns.start`) and asks it to stop
 one (:meth:`ChatTurns.stop`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from bot.commands.registry import parse_command
 from bot.events import ChatKey, InboundEvent, InboundMessage
@@ -36,17 +34,17 @@ class ChatTurns:
     def busy(self, chat: ChatKey) -> bool:
         return chat in self._busy
 
-    @contextmanager
-    def running(self, chat: ChatKey) -> Iterator[asyncio.Task[object]]:
-        """The current task runs ``chat``'s request until the block ends."""
+    def start(self, chat: ChatKey) -> asyncio.Task[object]:
+        """The current task runs ``chat``'s request (until :meth:`end`)."""
         task = asyncio.current_task()
         assert task is not None
         self._busy[chat] = task
-        try:
-            yield task
-        finally:
-            self._busy.pop(chat, None)
-            self._stopping.discard(chat)
+        return task
+
+    def end(self, chat: ChatKey) -> None:
+        """``chat``'s request is over, stopped or not."""
+        self._busy.pop(chat, None)
+        self._stopping.discard(chat)
 
     def stopping(self, chat: ChatKey) -> bool:
         """Whether a cancellation of ``chat``'s turn was asked for by ``/cancel`` (not a shutdown)."""

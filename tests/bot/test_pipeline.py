@@ -93,6 +93,8 @@ async def test_one_access_policy_decides_who_may_act(make_settings: Any) -> None
     assert admitted.allowed and admitted.sender.id == "web:token" and admitted.sender.is_admin
     nobody = web.model_copy(update={"console": ConsoleInput(user="mallory")})
     assert not (await policy.admit(nobody)).allowed
+    for event in (said("ann"), said("root"), said("bob", admin=True), web, nobody):  # the intake's question
+        assert await policy.allows_event(event) == (await policy.admit(event)).allowed
     assert policy.may_answer("ann", ann.sender) and policy.may_answer("ann", root.sender)
     assert not policy.may_answer("ann", Sender(id="bob"))
 
