@@ -21,17 +21,22 @@ STOPWORDS = frozenset(
     tell know remember please pls thanks thank ok okay yes no not""".split()
 )
 CJK_STOP = frozenset("的了吗呢吧啊是我你他她它们在有和就也都这那个么什")
+_CJK_STOP_RUNS = re.compile(f"[{''.join(sorted(CJK_STOP))}]+")
+_ASCII_WORD = re.compile(r"[a-z0-9]{2,}|[0-9]+")
+"""``WORD`` on lower-cased ASCII text (where ``\\w`` is letters, digits and ``_``): same matches, no Unicode classes."""
 
 
 def query_terms(text: str) -> list[str]:
     """What to search for: the words of ``text`` (lower-cased, no stop words) and its CJK pairs (single
     characters when a run has only one), at most :data:`MAX_TERMS`."""
+    if text.isascii():  # most messages: no CJK run to cut out, and lower-casing keeps every offset
+        return list(dict.fromkeys(w for w in _ASCII_WORD.findall(text.lower()) if w not in STOPWORDS))[:MAX_TERMS]
     terms: list[str] = []
     plain = CJK.sub(" ", text)
     terms.extend(w for w in (m.lower() for m in WORD.findall(plain)) if w not in STOPWORDS)
     for run in CJK.findall(text):
         # Particles and pronouns split a longer run (pairs never span them); a lone character left is a term.
-        parts = re.split(f"[{''.join(CJK_STOP)}]+", run) if len(run) > 2 else [run]
+        parts = _CJK_STOP_RUNS.split(run) if len(run) > 2 else [run]
         for part in parts:
             if len(part) == 1:
                 terms.append(part)
