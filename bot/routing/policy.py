@@ -67,13 +67,19 @@ class RoutePolicy:
 
     async def effective_strategy(self, chat: ChatKey) -> tuple[str, str]:
         """The strategy for ``chat`` and the layer it comes from."""
+        strategy, layer = await self._strategy(chat)
+        return strategy, layer or self.settings.origin("routing.strategy")
+
+    async def _strategy(self, chat: ChatKey) -> tuple[str, str | None]:
+        """The strategy for ``chat`` and the admin layer that set it (None: the configuration's, whose origin
+        is only looked up when shown: every message asks for the strategy)."""
         own = (await self.store.settings_view(chat.settings_key)).get("strategy")
         if own:
             return own, "this chat (admin)"
         glob = (await self.store.settings_view(GLOBAL)).get("strategy")
         if glob:
             return glob, "admin (global)"
-        return self.settings.routing.strategy, self.settings.origin("routing.strategy")
+        return self.settings.routing.strategy, None
 
     async def decide(self, chat: ChatKey, text: str, config: RoutingSection | None = None) -> RouteDecision:
         """Which agent answers ``text`` here (``@name`` and ``@auto --strategy=`` first); no side effects."""
@@ -82,7 +88,7 @@ class RoutePolicy:
         targeting = parse_target(text, self.catalog.agents)
         if targeting.agent is not None:
             return RouteDecision(targeting.agent, "explicit", "explicit", 100.0, text=targeting.text)
-        strategy = targeting.strategy or (await self.effective_strategy(chat))[0]
+        strategy = targeting.strategy or (await self._strategy(chat))[0]
         # A long message is routed on its prefix (bounded cost); the agent still gets all of it.
         limit = self.settings.limits.route_chars
         decision = await self.router.decide(targeting.text[:limit], config, strategy)

@@ -166,9 +166,13 @@ class RuleRouter:
                 literal = required_literal(pat)
                 entry = (compiled, i, pat, pattern_window(pat) or sys.maxsize)
                 (self._unfiltered if literal is None else self._by_literal[literal]).append(entry)
+        self._none = not (self._words or self._phrases or self._substrings or self._by_literal or self._unfiltered)
+        """No keyword nor pattern: every text scores nothing, so none is read."""
 
     def route(self, text: str) -> RuleResult:
         """Score ``text`` in one go (for short texts, or where nothing else waits)."""
+        if self._none:
+            return RuleResult(None, 0.0)  # no trigger to look for (only built-ins, which the classifier tells apart)
         steps = self._route(text, pause=False)
         while True:
             try:
@@ -183,7 +187,7 @@ class RuleRouter:
         even when every pattern is linear; in slices of one pattern each, other chats'
         work goes on in between.
         """
-        if len(text) <= YIELD_ABOVE:
+        if len(text) <= YIELD_ABOVE or self._none:
             return self.route(text)
         steps = self._route(text, pause=True)
         while True:
