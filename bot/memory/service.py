@@ -38,6 +38,8 @@ HEADER = (
     "What you remember about the person you are talking to (#id, date); `recall` finds more, `remember` "
     "keeps a new fact, `forget` removes one when asked:"
 )
+HEADER_TOKENS = estimate_tokens(HEADER) + 1
+"""The header's cost in the budget, with its line break."""
 
 
 @dataclass
@@ -157,13 +159,15 @@ class MemoryService:
     ) -> Briefing:
         """What to tell the agent before this turn (``shared``: it sees the chat's history, so its summary)."""
         brief = Briefing(memory_on=memory_on, session_keys=tuple(session_keys))
+        key = str(chat)
         if memory_on:
-            _, candidates = await self._recall(identity_of(str(chat), user_id), text)
-            brief.memories, brief.tokens = self._within_budget(candidates)
+            _, candidates = await self._recall(identity_of(key, user_id), text)
+            if candidates:  # most people have no memories: nothing to fit in the budget
+                brief.memories, brief.tokens = self._within_budget(candidates)
         if shared and self.config.summary.enabled:
-            brief.summary, brief.upto_id = await self.memories.summary(str(chat))
+            brief.summary, brief.upto_id = await self.memories.summary(key)
         if session_keys:
-            brief.session = await self.memories.session(str(chat), agent)
+            brief.session = await self.memories.session(key, agent)
         return brief
 
     async def _recall(self, identity: str, text: str) -> tuple[str, list[MemoryHit]]:
@@ -178,7 +182,7 @@ class MemoryService:
 
     def _within_budget(self, candidates: list[MemoryHit]) -> tuple[list[MemoryHit], int]:
         budget = self.config.budget_tokens
-        used = estimate_tokens(HEADER) + 1
+        used = HEADER_TOKENS
         chosen: list[MemoryHit] = []
         for hit in candidates:
             cost = estimate_tokens(_line(hit)) + 1
