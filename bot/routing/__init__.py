@@ -174,8 +174,8 @@ class Router:
         if best is not None and best.score >= config.rule.agent_min_score and margin >= config.rule.agent_margin:
             return self._from_rule(text, strategy, rule, started), rule
         guess = self.classifier.predict(text)
-        shares = " · ".join(f"{label} {p:.0%}" for label, p in guess.scores.items())
-        note = f"classifier: {shares}"
+        (l0, p0), (l1, p1), (l2, p2) = guess.scores.items()  # the classifier tells exactly three labels apart
+        note = f"classifier: {l0} {p0:.0%} · {l1} {p1:.0%} · {l2} {p2:.0%}"
         sure = config.rule.classifier_sure
         strong = best is not None and best.priority >= config.rule.strong_priority and sure > 0
         if best is not None and strong:
