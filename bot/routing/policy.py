@@ -7,6 +7,7 @@ The supervisor asks it for a decision; the admin commands read and change it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from bot.config.settings import RoutingSection, Settings
@@ -32,6 +33,11 @@ ROUTING_KEYS = (
 """The ``routing.*`` keys admins may see and change in chat."""
 
 
+def _routing_keys(glob: Mapping[str, Any]) -> dict[str, Any]:
+    """The global admin changes under ``routing.``, without the prefix."""
+    return {k.removeprefix("routing."): v for k, v in glob.items() if k.startswith("routing.")}
+
+
 class RoutePolicy:
     def __init__(self, settings: Settings, store: SettingsReader, catalog: AgentCatalog, router: Router) -> None:
         self.settings = settings
@@ -40,12 +46,13 @@ class RoutePolicy:
         self.router = router
 
     async def _overrides(self) -> dict[str, Any]:
-        glob = await self.store.settings_view(GLOBAL)
-        return {k.removeprefix("routing."): v for k, v in glob.items() if k.startswith("routing.")}
+        return _routing_keys(await self.store.settings_view(GLOBAL))
 
     async def effective_routing(self) -> RoutingSection:
         """``routing.*`` with the admins' global changes on top (the configured section when there are none)."""
-        overrides = await self._overrides()
+        return self._routing(_routing_keys(await self.store.settings_view(GLOBAL)))
+
+    def _routing(self, overrides: dict[str, Any]) -> RoutingSection:
         if not overrides:
             return self.settings.routing
         data: dict[str, Any] = self.settings.routing.model_dump()
@@ -70,25 +77,29 @@ class RoutePolicy:
         strategy, layer = await self._strategy(chat)
         return strategy, layer or self.settings.origin("routing.strategy")
 
-    async def _strategy(self, chat: ChatKey) -> tuple[str, str | None]:
+    async def _strategy(self, chat: ChatKey, glob: Mapping[str, Any] | None = None) -> tuple[str, str | None]:
         """The strategy for ``chat`` and the admin layer that set it (None: the configuration's, whose origin
-        is only looked up when shown: every message asks for the strategy)."""
+        is only looked up when shown: every message asks for the strategy); ``glob``: the global view, if read."""
         own = (await self.store.settings_view(chat.settings_key)).get("strategy")
         if own:
             return own, "this chat (admin)"
-        glob = (await self.store.settings_view(GLOBAL)).get("strategy")
-        if glob:
-            return glob, "admin (global)"
+        if glob is None:
+            glob = await self.store.settings_view(GLOBAL)
+        admins = glob.get("strategy")
+        if admins:
+            return admins, "admin (global)"
         return self.settings.routing.strategy, None
 
     async def decide(self, chat: ChatKey, text: str, config: RoutingSection | None = None) -> RouteDecision:
         """Which agent answers ``text`` here (``@name`` and ``@auto --strategy=`` first); no side effects."""
+        glob = None
         if config is None:
-            config = await self.effective_routing()
+            glob = await self.store.settings_view(GLOBAL)  # read once per message: the routing and the strategy
+            config = self._routing(_routing_keys(glob))
         targeting = parse_target(text, self.catalog.agents)
         if targeting.agent is not None:
             return RouteDecision(targeting.agent, "explicit", "explicit", 100.0, text=targeting.text)
-        strategy = targeting.strategy or (await self._strategy(chat))[0]
+        strategy = targeting.strategy or (await self._strategy(chat, glob))[0]
         # A long message is routed on its prefix (bounded cost); the agent still gets all of it.
         limit = self.settings.limits.route_chars
         decision = await self.router.decide(targeting.text[:limit], config, strategy)
