@@ -16,9 +16,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any, Protocol
 
 from agents.approval import NEVER_GRANTED
-from agents.messages import ToolCall
+from agents.messages import Message, ToolCall
 from agents.react import describe_call
 from agents.resolutions import Answer, PlanDecision, Resolution, ToolDecision, answer_text, unanswered
 from agents.state import RunState
@@ -29,10 +30,10 @@ from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.interrupts.console import console_refusal, console_resolution
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, parse_payload, yes_no
-from bot.runs.manager import RunManager
 from bot.store.base import StoreError
+from bot.store.ports import ChatReads
 from bot.store.retry import DELAYED, until_stored
-from bot.store.runs import InterruptRow, RunStore
+from bot.store.runs import InterruptRow, RunRow, RunStore
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +53,33 @@ class TextOutcome:
     """True: the text was consumed (an answer, a re-prompt); False: treat it as a new request."""
 
 
+class PausedRuns(Protocol):
+    """The run manager as a resolution needs it (:class:`bot.runs.manager.RunManager`): the chat's settings (its
+    grants), the run's trace, and resuming or ending the paused run.  A port, so bot.interrupts does not import
+    bot.runs (which imports the interrupts' timers, prompt text and this service)."""
+
+    store: ChatReads
+
+    def trace(self, type: str, run: RunRow, agent: str = "", **fields: Any) -> None: ...
+
+    async def resume(self, run: RunRow, resolution: Resolution, *, running: bool = False) -> None: ...
+
+    async def finish(
+        self,
+        run: RunRow,
+        status: str,
+        messages: tuple[Message, ...] | list[Message],
+        reply: OutboundMessage | None,
+    ) -> None: ...
+
+
 class InterruptService:
     """Everything that ends a pending interrupt."""
 
     def __init__(
         self,
         runs: RunStore,
-        manager: RunManager,
+        manager: PausedRuns,
         delivery: Delivery,
         timers: ExpiryTimers,
         fences: Fences = NO_FENCES,
