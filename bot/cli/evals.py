@@ -167,6 +167,7 @@ async def _run(
     from bot.evals.report import trial_line
     from bot.evals.results import TrialResult, diff, previous_run
     from bot.evals.runner import EvalOptions, run_suite
+    from bot.gateway.app import Gateway
 
     def progress(trial: TrialResult) -> None:
         if not quiet:
@@ -192,7 +193,7 @@ async def _run(
         return load_settings(config, overrides=overrides)
 
     try:
-        result = await run_suite(suite, settings_for, options, base_dir)
+        result = await run_suite(suite, settings_for, options, base_dir, gateway=Gateway)
     except ConfigError as exc:
         typer.echo(f"config error: {exc}", err=True)
         raise typer.Exit(2) from None

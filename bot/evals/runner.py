@@ -29,7 +29,7 @@ from bot.evals.checks import CheckContext, check_turn, script_check, tools_of
 from bot.evals.judge import judge
 from bot.evals.models import OFFLINE, JudgeModels, ModelChoice, choose, configured
 from bot.evals.results import RESULT_CHARS, CheckResult, RunResult, TrialResult, TurnResult
-from bot.evals.seat import EvalChannel, Seat, TurnError, TurnLog
+from bot.evals.seat import EvalChannel, GatewayFactory, GatewayUnderTest, Seat, TurnError, TurnLog
 from bot.evals.suite import Case, JudgeCheck, Suite, Turn
 from bot.events import Sender
 from bot.ids import fast_id
@@ -77,9 +77,13 @@ def _said(turn: Turn) -> str:
 
 
 class Runner:
-    def __init__(self, suite: Suite, settings: SettingsSource, options: EvalOptions, base_dir: Path) -> None:
-        """``base_dir``: where the suite's relative paths (agent folders, attachments) start."""
+    def __init__(
+        self, suite: Suite, settings: SettingsSource, options: EvalOptions, base_dir: Path, gateway: GatewayFactory
+    ) -> None:
+        """``base_dir``: where the suite's relative paths (agent folders, attachments) start; ``gateway``: builds
+        each trial's gateway (``bot eval`` passes :class:`bot.gateway.app.Gateway`)."""
         self.suite = suite
+        self.gateway = gateway
         self.settings = settings
         self.options = options
         self.base_dir = base_dir
@@ -177,12 +181,10 @@ class Runner:
         except ConfigError as exc:
             trial.error = str(exc)
             return trial
-        from bot.gateway.app import Gateway
-
         channel = EvalChannel()
         events: list[dict[str, Any]] = []
         try:
-            gateway = Gateway(settings, model=instance, channels=[channel], clock=self.clock)
+            gateway = self.gateway(settings, model=instance, channels=[channel], clock=self.clock)
         except ConfigError as exc:
             trial.error = f"the gateway could not be built: {exc}"
             return trial
@@ -219,7 +221,7 @@ class Runner:
         return trial
 
     async def _turn(
-        self, gateway: Any, seat: Seat, turn: Turn, index: int, model: ModelChoice, workspace: Path
+        self, gateway: GatewayUnderTest, seat: Seat, turn: Turn, index: int, model: ModelChoice, workspace: Path
     ) -> tuple[TurnResult, TurnLog]:
         said = _said(turn)
         result = TurnResult(index=index, action=said)
@@ -290,7 +292,13 @@ class Runner:
 
 
 async def run_suite(
-    suite: Suite, settings: SettingsSource, options: EvalOptions | None = None, base_dir: Path | None = None
+    suite: Suite,
+    settings: SettingsSource,
+    options: EvalOptions | None = None,
+    base_dir: Path | None = None,
+    *,
+    gateway: GatewayFactory,
 ) -> RunResult:
-    """Run ``suite``; the results (nothing saved: :mod:`bot.evals.store` and :func:`save_json` do that)."""
-    return await Runner(suite, settings, options or EvalOptions(), base_dir or Path.cwd()).run()
+    """Run ``suite``, each trial on a gateway ``gateway`` builds; the results (nothing saved:
+    :mod:`bot.evals.store` and :func:`save_json` do that)."""
+    return await Runner(suite, settings, options or EvalOptions(), base_dir or Path.cwd(), gateway).run()

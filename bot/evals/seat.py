@@ -17,17 +17,55 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from agents.models.base import Model
 from bot.clock import Clock
+from bot.config.settings import Settings
 from bot.events import Action, Attachment, Button, ChatKey, InboundMessage, OutboundMessage, Sender
+from bot.inbox import Inbox
+from bot.ops.budgets import Budgets
+from bot.store.repos import SqlRepos
+from bot.store.runs import RunStore
 from bot.tracing.event import TraceEvent
-
-if TYPE_CHECKING:
-    from bot.gateway.app import Gateway
+from bot.tracing.recorder import Tracing
 
 TURN_TIMEOUT_S = 600.0
 """A turn still working after this long fails (a model or tool that hangs past its own timeouts)."""
+
+
+class GatewayUnderTest(Protocol):
+    """What a seat and the runner use of a gateway (:class:`bot.gateway.app.Gateway`).  A port: bot.evals sits
+    below the composition root and does not import it; ``bot eval`` (and a test) hands the Gateway class in."""
+
+    @property
+    def inbox(self) -> Inbox: ...
+
+    @property
+    def runs(self) -> RunStore: ...
+
+    @property
+    def tracing(self) -> Tracing: ...
+
+    @property
+    def budgets(self) -> Budgets | None: ...
+
+    @property
+    def repos(self) -> SqlRepos: ...
+
+    async def start(self) -> None: ...
+
+    async def settled(self) -> None: ...
+
+    async def stop(self, timeout: float = ...) -> None: ...
+
+
+class GatewayFactory(Protocol):
+    """Builds the gateway a trial runs on (the :class:`bot.gateway.app.Gateway` class fits)."""
+
+    def __call__(
+        self, settings: Settings, *, model: Model | None = ..., channels: Sequence[Any] | None = ..., clock: Clock = ...
+    ) -> GatewayUnderTest: ...
 
 
 class TurnError(Exception):
@@ -102,7 +140,7 @@ class Seat:
 
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: GatewayUnderTest,
         channel: EvalChannel,
         sender: Sender,
         clock: Clock,

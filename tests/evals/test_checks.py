@@ -14,6 +14,7 @@ from bot.evals.models import choose
 from bot.evals.results import RunResult, TrialResult
 from bot.evals.runner import EvalOptions, SettingsSource, run_suite
 from bot.evals.suite import parse_suite
+from bot.gateway.app import Gateway
 
 TIME_SCRIPT = """
     script:
@@ -24,7 +25,7 @@ TIME_SCRIPT = """
 
 async def run(source: SettingsSource, text: str, **options: Any) -> RunResult:
     options.setdefault("models", [choose("scripted")])
-    return await run_suite(parse_suite(text), source, EvalOptions(**options), Path.cwd())
+    return await run_suite(parse_suite(text), source, EvalOptions(**options), Path.cwd(), gateway=Gateway)
 
 
 def checks(trial: TrialResult) -> list[tuple[str, str, bool | None]]:

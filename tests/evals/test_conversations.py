@@ -13,13 +13,14 @@ from bot.evals.models import ModelChoice, case_script, choose
 from bot.evals.results import RunResult
 from bot.evals.runner import EvalOptions, SettingsSource, run_suite
 from bot.evals.suite import Case, parse_suite
+from bot.gateway.app import Gateway
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(300)
 
 
 async def run(source: SettingsSource, text: str, base: Path | None = None, **options: Any) -> RunResult:
     options.setdefault("models", [choose("scripted")])
-    return await run_suite(parse_suite(text), source, EvalOptions(**options), base or Path.cwd())
+    return await run_suite(parse_suite(text), source, EvalOptions(**options), base or Path.cwd(), gateway=Gateway)
 
 
 async def test_a_confirmation_pressed_by_label_runs_the_call_in_the_case_workspace(

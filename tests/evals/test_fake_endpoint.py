@@ -14,6 +14,7 @@ from bot.evals.models import choose
 from bot.evals.report import junit, report
 from bot.evals.runner import EvalOptions, SettingsSource, run_suite
 from bot.evals.suite import parse_suite
+from bot.gateway.app import Gateway
 from tests.fakes.openai_server import FakeOpenAI
 
 HELD_OUT = """
@@ -49,7 +50,7 @@ async def test_the_numbers_are_what_the_endpoint_did(
         budgets={"prices": PRICES},
     )
     options = EvalOptions(models=[choose("openai/fake-model")], concurrency=1)
-    result = await run_suite(parse_suite(HELD_OUT), source, options, Path.cwd())
+    result = await run_suite(parse_suite(HELD_OUT), source, options, Path.cwd(), gateway=Gateway)
 
     assert [t.passed for t in result.trials] == [True, True], [t.failures() for t in result.trials]
     totals = result.by_model()["openai/fake-model"]

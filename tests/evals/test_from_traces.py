@@ -21,6 +21,7 @@ from bot.evals.models import ModelChoice, choose
 from bot.evals.runner import EvalOptions, SettingsSource, run_suite
 from bot.evals.suite import Case, load_suite
 from bot.evals.traces import TraceCases, seconds_of
+from bot.gateway.app import Gateway
 from bot.tracing.recorder import Redactor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,10 +80,12 @@ async def test_a_recorded_conversation_replays_exactly_with_the_same_model(
         return ScriptedModel(recorded[case.id])
 
     replayed = await run_suite(
-        suite, settings_source(), EvalOptions(models=[ModelChoice("scripted", make=same)]), Path.cwd()
+        suite, settings_source(), EvalOptions(models=[ModelChoice("scripted", make=same)]), Path.cwd(), gateway=Gateway
     )
     assert [t.passed for t in replayed.trials] == [True, True], [t.failures() for t in replayed.trials]
-    from_history = await run_suite(suite, settings_source(), EvalOptions(models=[choose("scripted")]), Path.cwd())
+    from_history = await run_suite(
+        suite, settings_source(), EvalOptions(models=[choose("scripted")]), Path.cwd(), gateway=Gateway
+    )
     assert [t.passed for t in from_history.trials] == [True, True], [t.failures() for t in from_history.trials]
 
     changed = {
@@ -94,6 +97,7 @@ async def test_a_recorded_conversation_replays_exactly_with_the_same_model(
         settings_source(),
         EvalOptions(models=[ModelChoice("changed", make=lambda case: ScriptedModel(changed[case.id]))]),
         Path.cwd(),
+        gateway=Gateway,
     )
     paris, hello = diverged.trials
     where = f"turn 1 (user: {said[0]})"

@@ -16,6 +16,7 @@ from bot.evals.results import diff, previous_run, save_json
 from bot.evals.runner import EvalOptions, SettingsSource, run_suite
 from bot.evals.store import last_run, load_run, recent_runs, save_run
 from bot.evals.suite import Case, parse_suite
+from bot.gateway.app import Gateway
 from bot.store import open_store
 from bot.store.evals import SqlEvalRuns
 from bot.store.migrate import migrate_url
@@ -51,7 +52,7 @@ async def test_models_side_by_side_repeated_at_once(settings_source: Callable[..
     models = [choose("offline"), choose("scripted"), ModelChoice("flaky", make=flaky)]
     seen: list[str] = []
     options = EvalOptions(models=models, repeat=2, concurrency=3, on_trial=lambda t: seen.append(t.case))
-    result = await run_suite(parse_suite(SUITE), settings_source(), options, Path.cwd())
+    result = await run_suite(parse_suite(SUITE), settings_source(), options, Path.cwd(), gateway=Gateway)
     assert len(result.trials) == len(seen) == 12 and result.models == ["offline", "scripted", "flaky"]
     by_model = result.by_model()
     assert (by_model["offline"].passed, by_model["scripted"].passed, by_model["flaky"].passed) == (4, 4, 2)
@@ -74,7 +75,9 @@ async def test_a_budget_stops_the_run(settings_source: Callable[..., SettingsSou
     more = SUITE.split("cases:")[1].replace("- id: ", "- id: more-")
     suite = parse_suite(SUITE + more)
     options = EvalOptions(models=[choose("scripted")], budget=1.5, concurrency=1)
-    result = await run_suite(suite, settings_source(budgets={"prices": dollar_a_token}), options, Path.cwd())
+    result = await run_suite(
+        suite, settings_source(budgets={"prices": dollar_a_token}), options, Path.cwd(), gateway=Gateway
+    )
     ran = [t for t in result.trials if not t.skipped]
     assert [t.cost for t in ran] == [0.0, 2.0], "the first case costs nothing; the second two tokens"
     assert result.stopped == "the budget of $1.5 was reached ($2.0000 spent)"
@@ -90,11 +93,11 @@ async def test_results_are_kept_and_compared_with_the_last_run(
 ) -> None:
     source = settings_source()
     suite = parse_suite(SUITE)
-    first = await run_suite(suite, source, EvalOptions(models=[choose("scripted")]), Path.cwd())
+    first = await run_suite(suite, source, EvalOptions(models=[choose("scripted")]), Path.cwd(), gateway=Gateway)
     worse = suite.model_copy(
         update={"cases": [suite.cases[0], suite.cases[1].model_copy(update={"script": suite.cases[0].script})]}
     )
-    second = await run_suite(worse, source, EvalOptions(models=[choose("scripted")]), Path.cwd())
+    second = await run_suite(worse, source, EvalOptions(models=[choose("scripted")]), Path.cwd(), gateway=Gateway)
     folder = tmp_path / "evals"
     save_json(first, folder)
     path = save_json(second, folder)

@@ -62,8 +62,8 @@ async def console(make_settings: Callable[..., Settings], tmp_path: Path) -> Asy
         suite = parse_suite(SUITE)
         fixed = suite.model_copy(update={"cases": [suite.cases[0]]})
         options = EvalOptions(models=[choose("scripted")])
-        first = await run_suite(fixed, source, options, tmp_path)
-        second = await run_suite(suite, source, options, tmp_path)
+        first = await run_suite(fixed, source, options, tmp_path, gateway=Gateway)
+        second = await run_suite(suite, source, options, tmp_path, gateway=Gateway)
         await save_run(gateway.repos.evals, first)
         await save_run(gateway.repos.evals, second)
         yield gateway, first.id, second.id
