@@ -42,7 +42,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
-from operator import add, itemgetter
+from operator import add
 from pathlib import Path
 from typing import Any
 
@@ -228,8 +228,6 @@ class IntentClassifier:
         self._bias = complex(*data["bias"])
         self._cjk_unigrams = s.cjk[0] <= 1
         self._cjk_range = (max(s.cjk[0], 2), s.cjk[1])
-        self._tail = itemgetter(slice(-s.junction, None))
-        self._head = itemgetter(slice(None, s.junction))
 
     @classmethod
     def load(cls, path: Path | None = None) -> IntentClassifier:
@@ -264,13 +262,15 @@ class IntentClassifier:
                 ]
             sums, counts = zip(*hits, strict=True)
             total, known = sum(sums, 0j), sum(counts)
-            if self.settings.junction:
-                extend(map(get, map("{} {}".format, map(self._tail, tokens), map(self._head, tokens[1:]))))
+            if j := self.settings.junction:
+                extend(map(get, [f"{a[-j:]} {b[:j]}" for a, b in pairwise(tokens)]))
         get = self._words.get
         lo, hi = self.settings.words
         for n in range(lo, hi + 1):
             if n == 1:
                 extend(map(get, words))
+            elif n == 2:  # the shipped model's longest: pairs without the generic n-way zip
+                extend(map(get, map(" ".join, pairwise(words))))
             elif len(words) >= n:
                 extend(map(get, map(" ".join, zip(*(words[i:] for i in range(n)), strict=False))))
         # Unknown features are None: they count neither as evidence nor towards the length normalisation.
