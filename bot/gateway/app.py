@@ -31,7 +31,7 @@ from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
 from bot.gateway.ops import OpsEndpoints
 from bot.gateway.parts import build_channels, builtin_tools, warn_unknown_references
-from bot.gateway.scaled import ROLES, Role, ScaleOut, connect_redis, make_bus
+from bot.gateway.scaled import ROLES, Role, ScaleOut, ScaleParts, connect_redis, make_bus
 from bot.gateway.settled import HandledEvents
 from bot.gateway.starter import ChannelStarter, Progress
 from bot.gateway.supervisor import Supervisor
@@ -50,7 +50,7 @@ from bot.ops.metrics import Metrics
 from bot.pairing import Pairing
 from bot.routing import Router
 from bot.routing.policy import RoutePolicy
-from bot.runs.catalog import AgentCatalog, AgentDef
+from bot.runs.catalog import AgentCatalog
 from bot.runs.manager import RunManager, ToolPool
 from bot.runs.recovery import RecoveryReport, recover
 from bot.runs.scheduled import ScheduledMessages
@@ -117,16 +117,16 @@ class Gateway:
         """The scale-out parts (``bus.url``), metrics, models, the store and its repositories, tracing."""
         self.fences = Fences(self.settings.bus.partitions, self.clock.monotonic) if self.settings.bus.url else NO_FENCES
         """The partitions this process holds and their fencing tokens (scaled out; nothing fenced otherwise)."""
-        self.scale = (
-            ScaleOut(self, self.role, redis or connect_redis(self.settings.bus.url)) if self.settings.bus.url else None
-        )
+        self.redis: Any = (redis or connect_redis(self.settings.bus.url)) if self.settings.bus.url else None
+        """Scaled out (``bus.url``): the Redis client of the bus, the relay, the leases (the parts are built last)."""
+        self.scale: ScaleOut | None = None
         self.metrics = Metrics()
         self.models = ModelCatalog(self.settings, model, self.metrics)
         self.model = self.models.main
         self.store: SqlStore = store or store_from_settings(
             self.settings.store,
-            exclusive=self.scale is None,
-            shared=self.scale is not None,
+            exclusive=self.redis is None,
+            shared=self.redis is not None,
             secrets=self.settings.secrets(),
             commit_timer=lambda seconds: self.metrics.commit_seconds.labels(self.store.dialect).observe(seconds),
             clock=self.clock,
@@ -156,15 +156,15 @@ class Gateway:
         self.turns = ChatTurns(self.settings.bot.name)
         """The chats running a request: what ``/cancel`` stops, and so what the bus treats as urgent."""
         self.bus: Bus = (
-            make_bus(self.settings, self.scale.redis)
-            if self.scale is not None
+            make_bus(self.settings, self.redis)
+            if self.redis is not None
             else InMemoryBus(
                 max_concurrent=self.settings.bus.max_concurrent_chats,
                 max_pending=self.settings.bus.max_pending,
                 urgent=self.turns.is_urgent,
             )
         )
-        self.handled = HandledEvents() if self.scale is None else None
+        self.handled = HandledEvents() if self.redis is None else None
         """What the web console awaits after a press (handled in this process only)."""
         self.delivery = Delivery(self.settings.secrets(), marks=self.runs, metrics=self.metrics)
         self.ready = asyncio.Event()
@@ -228,6 +228,8 @@ class Gateway:
         self.router = Router(self.catalog.targets(), self.models.get(self.settings.routing.llm.model or None))
         self.routes = RoutePolicy(self.settings, self.store, self.catalog, self.router)
         self.mcp = McpPool(self.settings, self.delivery.send, self.clock)
+        self.tool_pool = ToolPool(self.tools, self.mcp)
+        """Every tool an agent could be offered: built-in, gateway and its MCP servers' (connected lazily)."""
         self.budgets = (
             Budgets(self.settings.budgets, self.repos.usage, clock=self.clock, refused=self.metrics.budget_refused)
             if self.settings.budgets.enabled
@@ -243,7 +245,7 @@ class Gateway:
             models=self.models,
             delivery=self.delivery,
             timers=self.timers,
-            tools=ToolPool(self.tools, self.mcp),
+            tools=self.tool_pool,
             tracing=self.tracing,
             memory=self.memory,
             budgets=self.budgets,
@@ -316,11 +318,31 @@ class Gateway:
             limits=self.settings.limits,
             notify=self.delivery.send,
             press_check=self.supervisor.check_press if self.role == "all" else None,
-            handled_here=self.scale is None,
+            handled_here=self.redis is None,
             metrics=self.metrics,
             clock=self.clock.monotonic,
         )
         self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
+        if self.redis is not None:
+            self.scale = ScaleOut(
+                ScaleParts(
+                    settings=self.settings,
+                    store=self.store,
+                    runs=self.runs,
+                    manager=self.manager,
+                    interrupts=self.interrupts,
+                    scheduled=self.scheduled,
+                    supervisor=self.supervisor,
+                    turns=self.turns,
+                    inbox=self.inbox,
+                    delivery=self.delivery,
+                    starter=self.starter,
+                    fences=self.fences,
+                    clock=self.clock,
+                ),
+                self.role,
+                self.redis,
+            )
         self.http: HttpServer | None = None
         self.ops = OpsEndpoints(
             self.settings.metrics,
@@ -328,7 +350,7 @@ class Gateway:
             self.repos.console,
             self.bus,
             started=self.is_started,
-            redis=self.scale.redis if self.scale is not None else None,
+            redis=self.redis,
             **self.scale.ops_checks() if self.scale is not None else {},
         )
         self.web = build_console(self, self.inbox.submit) if self.settings.web.enabled else None
@@ -352,24 +374,6 @@ class Gateway:
     def is_started(self) -> bool:
         """Serving: the store migrated and opened, recovery done, channels started."""
         return self._started
-
-    async def tool_pool(self, agent: AgentDef, chat: ChatKey | None = None) -> list[Tool]:
-        """Every tool ``agent`` could be offered: built-in, gateway and its MCP servers' tools (connected lazily).
-
-        The catalog then applies the agent's MCP servers and allow/deny.  An MCP server that cannot serve is
-        left out; ``chat`` (the run's chat) gets one notice per outage.
-        """
-        extra = await self.mcp.tools(agent, chat)
-        return [*self.tools, *extra] if extra else self.tools
-
-    async def _show_pending_again(self) -> None:
-        """A terminal keeps no messages across a restart: a pending prompt is shown again there, with its buttons."""
-        forgetful = {c.name for c in self.channels if isinstance(c, ForgetsMessages) and c.forgets_messages}
-        if not forgetful:
-            return
-        for row in await self.runs.all_pending():
-            if row.chat_key.split(":", 1)[0] in forgetful:
-                await self.interrupts.show_again(row)
 
     def health(self) -> dict[str, Any]:
         if not self._started:
@@ -436,7 +440,10 @@ class Gateway:
             await self.starter.start_all()
         elif self.scale.receives:
             await self.scale.start_receiving(self.channels)
-        await self._show_pending_again()
+        # A terminal keeps no messages across a restart: a pending prompt is shown there again, with its buttons.
+        await self.interrupts.show_all_again(
+            {c.name for c in self.channels if isinstance(c, ForgetsMessages) and c.forgets_messages}
+        )
         self._started = True
         log.info(
             "gateway started: role=%s channels=%s model=%s agents=%s",
@@ -488,12 +495,3 @@ class Gateway:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
-
-
-async def serve(gateway: Gateway, stop: asyncio.Event) -> None:
-    """Run until ``stop`` is set, then drain and close."""
-    await gateway.start()
-    try:
-        await stop.wait()
-    finally:
-        await gateway.stop()

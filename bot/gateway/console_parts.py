@@ -9,7 +9,6 @@ from agents.tools.base import Tool
 from bot.clock import Clock
 from bot.config.settings import Settings
 from bot.delivery import Delivery
-from bot.events import ChatKey
 from bot.gateway.ops import OpsEndpoints
 from bot.gateway.settled import HandledEvents
 from bot.jobs.service import JobService
@@ -18,7 +17,7 @@ from bot.ops.budgets import Budgets
 from bot.ops.metrics import Metrics
 from bot.pairing import Pairing, PairingDesk
 from bot.routing.policy import RoutePolicy
-from bot.runs.catalog import AgentDef
+from bot.runs.context import ToolPool
 from bot.store.repos import SqlRepos
 from bot.store.runs import RunStore
 from bot.store.sql import SqlStore
@@ -52,7 +51,7 @@ class ConsoleHost(Protocol):
 
     def health(self) -> dict[str, Any]: ...
 
-    async def tool_pool(self, agent: AgentDef, chat: ChatKey | None = None) -> list[Tool]: ...
+    tool_pool: ToolPool
 
 
 def build_console(g: ConsoleHost, submit: Submit) -> WebConsole:
@@ -60,7 +59,7 @@ def build_console(g: ConsoleHost, submit: Submit) -> WebConsole:
 
     async def tools_of(agent_name: str) -> Sequence[Tool]:
         agent = g.routes.catalog.get(agent_name)
-        return await g.tool_pool(agent) if agent is not None else g.tools
+        return await g.tool_pool.tools(agent) if agent is not None else g.tools
 
     async def pair(code: str, actor: str) -> str:
         approval = await g.pairing.approve(code, actor)

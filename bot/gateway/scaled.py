@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from bot.aio import cancel_and_wait
 from bot.clock import Clock
@@ -38,8 +39,10 @@ from bot.store.sql import SqlStore
 from channels.base import Exclusive
 
 
-class ScaleHost(Protocol):
-    """What the scaled-out parts use of the gateway they run in (the composition root builds them)."""
+@dataclass(frozen=True)
+class ScaleParts:
+    """The finished parts of the gateway the scaled-out parts work with (the composition root builds them last,
+    once every one of these exists)."""
 
     settings: Settings
     store: SqlStore
@@ -91,13 +94,13 @@ def connect_redis(url: str) -> Any:
 
 
 class ScaleOut:
-    """Starts and stops the scaled-out parts of ``gateway`` for its role."""
+    """Starts and stops the scaled-out parts of a gateway for its role."""
 
-    def __init__(self, gateway: ScaleHost, role: Role, redis: Any) -> None:
-        self.gateway = gateway
+    def __init__(self, parts: ScaleParts, role: Role, redis: Any) -> None:
+        self.parts = parts
         self.role = role
         self.redis = redis
-        bus = gateway.settings.bus
+        bus = parts.settings.bus
         self.partitions = bus.partitions
         self.name = process_name(role)
         self.consumer: PartitionConsumer | None = None
@@ -118,7 +121,7 @@ class ScaleOut:
 
     def remote_channels(self, enabled: Sequence[str]) -> list[RemoteChannel]:
         """A worker's way out: each enabled channel through the gateways."""
-        return [RemoteChannel(name, self.redis, maxlen=self.gateway.settings.bus.stream_maxlen) for name in enabled]
+        return [RemoteChannel(name, self.redis, maxlen=self.parts.settings.bus.stream_maxlen) for name in enabled]
 
     def exclusive_channels(self, channels: Sequence[Any]) -> list[Any]:
         return [c for c in channels if isinstance(c, Exclusive) and c.exclusive_key is not None]
@@ -127,7 +130,7 @@ class ScaleOut:
         """Announce this process's settings changes and apply the others' (once, whatever the role)."""
         if self._settings is not None:
             return
-        store = self.gateway.store
+        store = self.parts.store
         pending: set[asyncio.Task[Any]] = set()
 
         def announce(key: str) -> None:
@@ -139,7 +142,7 @@ class ScaleOut:
         self._settings = asyncio.create_task(self._settings_loop(), name="settings-changes")
 
     async def _settings_loop(self) -> None:
-        store = self.gateway.store
+        store = self.parts.store
         while True:
             try:
                 async with self.redis.pubsub() as pubsub:
@@ -155,10 +158,10 @@ class ScaleOut:
                 raise
             except Exception as exc:  # Redis away: the copies expire by their TTL meanwhile
                 log.warning("settings announcements: %s (listening again)", exc)
-                await self.gateway.clock.sleep(1.0)
+                await self.parts.clock.sleep(1.0)
 
     async def start_handling(self) -> None:
-        g = self.gateway
+        g = self.parts
         self._share_settings()
         await g.scheduled.start(adopt=False)
         self.consumer = PartitionConsumer(
@@ -180,7 +183,7 @@ class ScaleOut:
         await self.consumer.start()
 
     async def start_receiving(self, channels: Sequence[Any]) -> None:
-        g = self.gateway
+        g = self.parts
         self._share_settings()
         await g.inbox.recover()
         self.relay = OutboundRelay(
@@ -211,7 +214,7 @@ class ScaleOut:
         """A partition's chats are ours now: forget what we cached of them, arm their pauses' and scheduled
         messages' timers; what its last owner left unfinished per chat is returned, to run first in each chat's
         lane (beside the new messages of the other chats, not before them)."""
-        g = self.gateway
+        g = self.parts
         owns = owner_of(self.partitions, partitions)
         g.store.forget_chats(owns)
         report = RecoveryReport()
@@ -230,20 +233,20 @@ class ScaleOut:
     async def _drop(self, partitions: set[int]) -> None:
         """Before a partition's lease goes: what was handled is committed (the next owner's recovery must not
         take a finished run for one cut off), and nothing cached of its chats is trusted again."""
-        await self.gateway.store.flush()
+        await self.parts.store.flush()
         owns = owner_of(self.partitions, partitions)
-        self.gateway.store.forget_chats(owns)
+        self.parts.store.forget_chats(owns)
 
     async def _sweep_loop(self) -> None:
         """Republish inbox rows committed long ago and never handled (Redis lost them); one gateway at a time."""
         leases = Leases(self.redis, self.name, int(self.sweep_s * 1000))
         while True:
-            await self.gateway.clock.sleep(self.sweep_s)
+            await self.parts.clock.sleep(self.sweep_s)
             try:
                 if not await leases.acquire(SWEEP_LEASE):
                     continue
-                before = self.gateway.clock.utcnow() - timedelta(seconds=2 * self.sweep_s)
-                count = await self.gateway.inbox.recover(received_before=before)
+                before = self.parts.clock.utcnow() - timedelta(seconds=2 * self.sweep_s)
+                count = await self.parts.inbox.recover(received_before=before)
                 if count:
                     log.warning("inbox sweep: %d events stored long ago and not handled were published again", count)
             except asyncio.CancelledError:

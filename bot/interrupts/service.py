@@ -173,6 +173,12 @@ class InterruptService:
                 OutboundMessage(chat=chat, text=f"{old_prompt}\n\n📄 Shown in full below.", edit_of=old_ref)
             )
 
+    async def show_all_again(self, channels: set[str]) -> None:
+        """Send every pending prompt of chats on ``channels`` again (channels that forget their messages)."""
+        for row in await self.runs.all_pending() if channels else []:
+            if row.chat.channel in channels:
+                await self.show_again(row)
+
     async def show_again(self, row: InterruptRow) -> None:
         """Send a pending prompt again, with its buttons (``/pending``, or a console after a restart):
         its outcome will be shown on this copy."""

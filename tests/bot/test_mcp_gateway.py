@@ -70,7 +70,7 @@ async def test_only_agents_that_list_the_server_see_its_tools(make_harness: Any,
     assert seen["plain"] and not [n for n in seen["plain"] if n.startswith("mcp.")]
     nodeny = h.gateway.catalog.get("nodeny")
     assert nodeny is not None
-    offered = {t.name for t in nodeny.tools(await h.gateway.tool_pool(nodeny))}
+    offered = {t.name for t in nodeny.tools(await h.gateway.tool_pool.tools(nodeny))}
     assert "mcp.time.get_current_time" in offered and "list_dir" in offered
     assert not offered & {"mcp.time.convert_time", "read_file"}, "deny wins"
     model.assert_complete()
@@ -105,7 +105,7 @@ async def test_server_that_cannot_start_is_told_once(make_harness: Any, tmp_path
     agent = h.gateway.catalog.get("broken")
     assert agent is not None
     for _ in range(2):  # a pool that is told the chat tells it directly, also once
-        await h.gateway.tool_pool(agent, h.chat("c2"))
+        await h.gateway.tool_pool.tools(agent, h.chat("c2"))
     assert [m.chat.chat_id for m in h.channel.sent if m.kind == "notice"] == ["c1", "c2"]
     model.assert_complete()
 

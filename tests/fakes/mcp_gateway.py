@@ -49,7 +49,7 @@ async def main() -> None:
     await gateway.start()
     agent = gateway.catalog.get("tooler")
     assert agent is not None
-    names = [t.name for t in await gateway.tool_pool(agent)]
+    names = [t.name for t in await gateway.tool_pool.tools(agent)]
     print(json.dumps({"ready": True, "tools": [n for n in names if n.startswith("mcp.")]}), flush=True)
     await asyncio.Event().wait()
 
