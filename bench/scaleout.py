@@ -313,9 +313,14 @@ async def measure(args: argparse.Namespace) -> None:
         "cores": os.cpu_count(),
         "chats": args.chats,
         "seconds": args.seconds,
+        "max_concurrent_chats": args.max_concurrent_chats,
         "busy_loops": args.busy_loops,
     }
-    env = {"PARTITIONS": str(args.partitions), "LEASE_MS": str(args.lease_ms)}
+    env = {
+        "PARTITIONS": str(args.partitions),
+        "LEASE_MS": str(args.lease_ms),
+        "MAX_CONCURRENT_CHATS": str(args.max_concurrent_chats),
+    }
     server_pids = {"postgres": int((pg.data / "postmaster.pid").read_text().split()[0])}
     if rd.process is not None:
         server_pids["redis"] = rd.process.pid
@@ -369,6 +374,9 @@ if __name__ == "__main__":
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--partitions", type=int, default=64)
     parser.add_argument("--lease-ms", type=int, default=2000)
+    parser.add_argument(
+        "--max-concurrent-chats", type=int, default=64, help="bus.max_concurrent_chats of every process (64)"
+    )
     parser.add_argument("--failover", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--only-failover", action="store_true", help="skip the throughput and hop figures")
     parser.add_argument("--busy-loops", type=int, default=0, help="CPU hogs beside the run (a loaded machine)")

@@ -74,6 +74,7 @@ async def main() -> None:
             "url": os.environ["REDIS_URL"],
             "partitions": int(os.environ.get("PARTITIONS", "16")),
             "lease_ms": int(os.environ.get("LEASE_MS", "5000")),
+            "max_concurrent_chats": int(os.environ.get("MAX_CONCURRENT_CHATS", "64")),
         },
         "agents": {"dirs": []},
         "log": {"level": os.environ.get("LOG_LEVEL", "WARNING")},
