@@ -33,14 +33,12 @@ from aiogram.methods import (
     GetMe,
     GetUpdates,
     SendChatAction,
-    SendMessage,
     SendMessageDraft,
     SetWebhook,
 )
 from aiogram.types import (
     InlineKeyboardMarkup,
     Message,
-    ReplyParameters,
     Update,
 )
 from aiogram.utils.token import TokenValidationError
@@ -52,7 +50,7 @@ from bot.events import Action, ChatKey, InboundEvent, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.base import BuildContext
 from channels.formatting import TelegramText, rendered
-from channels.telegram.delivery import Api, TelegramDeliveryError, keep_response_model
+from channels.telegram.delivery import Api, Sent, TelegramDeliveryError, keep_response_model
 from channels.telegram.inbound import (
     UPDATE_TYPES,
     BotIdentity,
@@ -64,7 +62,7 @@ from channels.telegram.inbound import (
 )
 from channels.telegram.media import fits_caption, send_file
 from channels.telegram.menu import sync_commands
-from channels.telegram.rendering import TEXT_LIMIT, chunks_of, entities_of, keyboard
+from channels.telegram.rendering import TEXT_LIMIT, chunks_of, entities_of, keyboard, text_message
 from channels.telegram.settings import TelegramSettings
 
 log = logging.getLogger(__name__)
@@ -334,7 +332,7 @@ class TelegramChannel:
         thread = int(message.chat.thread_id) if message.chat.thread_id else None
         reply = self._replies.get(message.reply_to) if message.reply_to else None
         markup = keyboard(message.buttons) if message.buttons else None
-        sent: Message | None = None
+        sent: Sent | None = None
         for i, chunk in enumerate(chunks):
             last = i == len(chunks) - 1 and message.file is None
             sent = await self._send_chunk(
@@ -345,13 +343,14 @@ class TelegramChannel:
                 reply=reply if i == 0 else None,
                 silent=message.kind == "notice",
             )
-            chat_id = sent.chat.id  # a group upgraded to a supergroup has a new id
+            chat_id = sent.chat_id  # a group upgraded to a supergroup has a new id
         if message.file is not None:
-            sent = await send_file(
+            posted = await send_file(
                 self.api, chat_id, thread, message.file, caption, markup, reply if not chunks else None
             )
+            sent = Sent(posted.chat.id, posted.message_id)
         assert sent is not None
-        return message_ref(sent.chat.id, sent.message_id)
+        return message_ref(sent.chat_id, sent.message_id)
 
     async def _send_chunk(
         self,
@@ -362,20 +361,11 @@ class TelegramChannel:
         markup: InlineKeyboardMarkup | None,
         reply: int | None,
         silent: bool,
-    ) -> Message:
+    ) -> Sent:
         for _ in range(5):
-            method = SendMessage(
-                chat_id=chat_id,
-                text=chunk.text,
-                entities=entities_of(chunk),
-                parse_mode=None,
-                message_thread_id=thread,
-                reply_parameters=ReplyParameters(message_id=reply, allow_sending_without_reply=True) if reply else None,
-                reply_markup=markup,
-                disable_notification=True if silent else None,
-            )
+            payload, method = text_message(chat_id, chunk, thread=thread, reply=reply, markup=markup, silent=silent)
             try:
-                return await self.api.call(method, chat=str(chat_id), paced=True)
+                return await self.api.send_message(payload, method)
             except TelegramMigrateToChat as exc:
                 chat_id = exc.migrate_to_chat_id
             except TelegramBadRequest as exc:

@@ -9,12 +9,14 @@ group, 30 a second overall.  :class:`Pacer` keeps under them with token buckets;
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, NamedTuple, TypeVar
 
 from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.exceptions import (
     ClientDecodeError,
     TelegramEntityTooLarge,
@@ -23,6 +25,7 @@ from aiogram.exceptions import (
     TelegramServerError,
 )
 from aiogram.methods.base import Response, TelegramMethod
+from aiohttp import ClientError, ClientTimeout
 
 from bot.limits import TokenBuckets
 from bot.retry import retry
@@ -94,6 +97,16 @@ def keep_response_model(method: TelegramMethod[Any]) -> None:
         _RESPONSE_MODELS[returning] = Response[returning]  # type: ignore[valid-type]
 
 
+class Sent(NamedTuple):
+    """What a sent message is known by: its chat (a migrated group's new id) and its id there."""
+
+    chat_id: int
+    message_id: int
+
+
+_JSON = {"Content-Type": "application/json"}
+
+
 class Api:
     """One place that calls the Bot API: pacing, 429 waits and network retries, errors without the token."""
 
@@ -116,14 +129,66 @@ class Api:
         Telegram's own errors (bad request, forbidden, …) propagate as aiogram exceptions
         for the caller to interpret; flood waits and network failures are retried here.
         """
-        name = type(method).__name__
+
+        async def once() -> T:
+            keep_response_model(method)
+            return await self.bot(method)
+
+        return await self._retrying(type(method).__name__, once, chat=chat, paced=paced)
+
+    async def send_message(self, payload: dict[str, Any], method: Callable[[], TelegramMethod[Any]]) -> Sent:
+        """``sendMessage`` with ``payload`` (its JSON parameters), paced and retried as :meth:`call` does, on a
+        lighter path: a JSON body instead of aiogram's multipart form, and of the answer only the message's chat
+        and id are read (no pydantic ``Message``).  Anything but a success goes through aiogram's own reading of
+        the answer (``method()`` builds the equivalent aiogram method for it), so errors are the same exceptions.
+        """
+        chat = str(payload["chat_id"])
+
+        async def once() -> Sent:
+            result = await self._post_json("sendMessage", payload, method)
+            try:
+                return Sent(int(result["chat"]["id"]), int(result["message_id"]))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ClientDecodeError("Failed to deserialize object", exc, result) from None
+
+        return await self._retrying("SendMessage", once, chat=chat, paced=True)
+
+    async def _post_json(
+        self, api_method: str, payload: dict[str, Any], method: Callable[[], TelegramMethod[Any]]
+    ) -> Any:
+        """The ``result`` of a successful call; otherwise aiogram's exception for the answer."""
+        session = self.bot.session
+        assert isinstance(session, AiohttpSession)
+        client = await session.create_session()
+        url = session.api.api_url(token=self.bot.token, method=api_method)
+        try:
+            async with client.post(
+                url, data=json.dumps(payload), headers=_JSON, timeout=ClientTimeout(total=session.timeout)
+            ) as resp:
+                status, raw = resp.status, await resp.read()
+        except TimeoutError as exc:
+            raise TelegramNetworkError(method=method(), message="Request timeout error") from exc
+        except ClientError as exc:
+            raise TelegramNetworkError(method=method(), message=f"{type(exc).__name__}: {exc}") from exc
+        if status == 200:
+            try:
+                answer = json.loads(raw)
+            except ValueError:
+                answer = None
+            if isinstance(answer, dict) and answer.get("ok") is True and isinstance(answer.get("result"), dict):
+                return answer["result"]
+        aiogram_method = method()
+        keep_response_model(aiogram_method)
+        content = raw.decode(errors="replace")
+        return session.check_response(self.bot, aiogram_method, status, content).result  # raises unless a success
+
+    async def _retrying(self, name: str, send: Callable[[], Awaitable[T]], *, chat: str | None, paced: bool) -> T:
         flood_waited, floods, failures = 0.0, 0, 0
 
         async def once() -> T:
             if paced:
                 await self.pacer.wait(chat)
-            keep_response_model(method)
-            return await self.bot(method)
+            return await send()
 
         def delay_after(exc: Exception, _attempt: int) -> float | None:
             nonlocal flood_waited, floods, failures

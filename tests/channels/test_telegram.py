@@ -191,7 +191,7 @@ async def test_forum_topic_is_a_thread(env: Env) -> None:
     gateway = await env.start(model)
     env.fake.push(env.fake.message("@test_bot hi", chat_id=FORUM, thread_id=77))
     reply = await env.reply("In the topic.", FORUM)
-    assert reply["message_thread_id"] == "77"
+    assert reply["message_thread_id"] == 77  # sendMessage posts JSON
     history = await gateway.store.history(f"telegram:{FORUM}:77")
     assert [m.text for m in history] == ["hi", "In the topic."]
     model.assert_complete()
@@ -452,7 +452,7 @@ async def test_send_before_start_edits_and_their_edge_cases(env: Env) -> None:
     again = await channel.send(OutboundMessage(chat=chat, text="Edited or new", edit_of=gone))
     assert again is not None and again != gone and env.fake.sent_texts()[-1] == "Edited or new"
     await channel.send(OutboundMessage(chat=chat, text="🎯 routed", kind="notice"))
-    assert env.fake.of("sendMessage")[-1].params["disable_notification"] == "true", "notices are silent"
+    assert env.fake.of("sendMessage")[-1].params["disable_notification"] is True, "notices are silent"
     assert await channel.send(OutboundMessage(chat=chat, text="  ")) is None
     await channel.stop()
 
