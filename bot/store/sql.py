@@ -16,7 +16,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,7 +45,7 @@ from bot.store.ops import (
     OnCommit,
     Step,
     WriteResult,
-    redact,
+    scrub,
     utcnow,
 )
 from bot.store.retention import Retention, RetentionRule
@@ -327,20 +326,13 @@ class SqlStore:
     def _scrub(self, steps: Sequence[Step]) -> Sequence[Step]:
         """``steps`` with known secret values replaced in their text parameters (a model's answer or a
         tool's output may repeat a token; no stored row ever holds one)."""
-        secrets = self.secrets
-        if not secrets:
-            return steps
-        # One scan of all the texts first: nearly every write holds none (a scan per parameter and secret was a few
-        # percent of a process's CPU).
-        texts = "\0".join([p for step in steps for p in step.params if isinstance(p, str)])
-        if not any(s in texts for s in secrets):
-            return steps
-        out = list(steps)
-        for i, step in enumerate(out):
-            params = step.params
-            if any(isinstance(p, str) and any(s in p for s in secrets) for p in params):
-                out[i] = replace(step, params=tuple(redact(p, secrets) for p in params))
-        return out
+        return scrub(steps, self.secrets) if self.secrets else steps
+
+    @property
+    def many_rows(self) -> bool:
+        """Whether writes may hold :attr:`Step.many <bot.store.ops.Step.many>` steps (SQLite's writer runs them
+        with ``executemany``; PostgreSQL's takes multi-row statements instead)."""
+        return self.dialect == "sqlite"
 
     async def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """A query on the read path (not for the per-message path: use the caches)."""

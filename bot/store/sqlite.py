@@ -245,6 +245,9 @@ class SqliteWriter(GroupCommit):
         result = WriteResult()
         counts = result.counts
         for step in steps:
+            if step.many:
+                counts.append(conn.executemany(step.sql, step.params).rowcount)
+                continue
             cursor = execute(step.sql, step.params)
             if step.returning:
                 rows = cursor.fetchall()

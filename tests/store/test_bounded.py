@@ -20,6 +20,7 @@ from bot.store.lock import DatabaseInUse
 from bot.store.ops import Step, utcnow
 from bot.store.runs import RunRow, RunStore
 from bot.store.sql import SqlStore
+from bot.store.traces import SqlTraces
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
@@ -157,11 +158,16 @@ async def test_no_known_secret_reaches_a_stored_row(tmp_path: Path) -> None:
                 )
             ]
         )
+        assert store.many_rows  # trace rows go as one executemany step on SQLite: each of its rows is scrubbed too
+        rows = [(f"e{n}", "c", "r", None, "a", "tool", f'{{"out": "{n}: {secret}"}}', utcnow()) for n in range(3)]
+        await SqlTraces(store).add(rows)
     finally:
         await store.close()
     conn = sqlite3.connect(tmp_path / "bot.db")
     dump = "\n".join(conn.iterdump())
+    traced = [r[0] for r in conn.execute("SELECT data FROM trace_events ORDER BY seq")]
     conn.close()
     assert secret not in dump and "env: ‹redacted: secret›" in dump
+    assert traced == [f'{{"out": "{n}: ‹redacted: secret›"}}' for n in range(3)]
     assert "the key is ‹redacted: API key›!" in dump  # the history's own redaction saw its shape first
     assert "short is fine" in dump  # values under 8 characters are not treated as secrets
