@@ -35,7 +35,7 @@ from bot.store.rows import (
     interrupt_from_row,
     run_from_row,
 )
-from bot.store.sent_journal import SentJournal, mark_steps, open_journal
+from bot.store.sent_journal import SentJournal, SentMarks, mark_steps, open_journal
 from bot.store.sql import SqlStore
 
 __all__ = ["InterruptRow", "OutboxRow", "RunRow", "RunStore", "checkpoint_json"]
@@ -70,6 +70,7 @@ class RunStore:
         """Runs paused by this process: the row and its checkpoint's JSON, as committed (no read to resume)."""
         self._ledgers = store.chats.ledgers
         """The ledgers of runs started by this process, as written (a resumed run's ledger needs no read)."""
+        self._marks = SentMarks(store)
 
     # -- runs -----------------------------------------------------------------------
 
@@ -304,8 +305,11 @@ class RunStore:
             interrupt.prompt_ref = ref
         journal = None if wait else await self._journal()
         if journal is not None and journal.record(outbox_id, ref, interrupt_id):
-            self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}")
-            journal.settle(self.store.flush)
+            if interrupt_id is None:
+                self._marks.add(outbox_id)
+            else:
+                self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}")
+            journal.settle(self._marks.flush)
             return
         await self.store.write(steps, first=True)
 
