@@ -218,7 +218,9 @@ class RunManager:
                 if self.metrics is not None:
                     self.metrics.run_worked(loop.leg.agent.name, worked, time.perf_counter() - started)
             if isinstance(outcome, Answered):
-                reply = OutboundMessage(chat=chat, text=outcome.answer.text or "(no answer)", reply_to=run.reply_to)
+                reply = OutboundMessage(
+                    chat=chat, text=outcome.answer.text or "(no answer)", reply_to=run.reply_to, key=f"reply:{run.id}"
+                )
                 if stream is not None:
                     reply = await stream.final(reply)
                 await self.finish(run, "done", outcome.messages, reply)
