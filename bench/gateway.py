@@ -85,6 +85,19 @@ class ReplyChannel:
         self._waiting[message_id] = future
         return future
 
+    async def watchdog(self, stall_s: float = 30.0) -> None:
+        """Fail every waiting round trip when no reply came for ``stall_s`` (a stalled gateway ends the run)."""
+        seen = -1
+        while True:
+            await asyncio.sleep(stall_s)
+            now = next(self._refs)
+            if now == seen + 1 and self._waiting:
+                for future in self._waiting.values():
+                    if not future.done():
+                        future.set_exception(TimeoutError(f"no reply for {stall_s:g} s"))
+                self._waiting.clear()
+            seen = now
+
     async def send(self, message: OutboundMessage) -> str | None:
         if message.kind == "typing":
             return None
@@ -118,7 +131,7 @@ async def _roundtrip(
     await gateway.inbox.submit(message)  # returns once committed: the platform's acknowledgement
     if acks is not None:
         acks.append((time.perf_counter() - received) * 1000)
-    return await asyncio.wait_for(replied, 30)
+    return await replied  # no timer per message (the driver's own cost): the watchdog ends a stalled run
 
 
 async def closed_loop(gateway: Gateway, channel: ReplyChannel, chats: int, seconds: float) -> tuple[int, float]:
@@ -196,6 +209,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         gateway = Gateway(settings, model=model, channels=[channel])
         await gateway.start()
         tune_gc(settings.runtime)  # as `bot run` does
+        watchdog = asyncio.create_task(channel.watchdog())
         try:
             # Warm up: every chat's history is loaded once (the only reads of the run).
             await asyncio.gather(*(_roundtrip(gateway, channel, _message(c, f"warm-{c}")) for c in range(args.chats)))
@@ -205,6 +219,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             acks.sort()
             stats = gateway.store.stats() if hasattr(gateway.store, "stats") else {}
         finally:
+            watchdog.cancel()
             await gateway.stop()
     return {
         "throughput_msgs_per_s": round(total / elapsed, 1),
