@@ -59,14 +59,20 @@ class ReplyStream:
         self.shown = ""
         self.ref: str | None = None
         self._pump: asyncio.Task[None] | None = None
+        self._starting: asyncio.Handle | None = None
+        """The pump's start, due in the next turn of the loop (an answer complete before then needs no task)."""
         self._more = asyncio.Event()
         self._sending = asyncio.Lock()
 
     async def write(self, delta: str) -> None:
         self.text += delta
         self._more.set()
-        if self._pump is None:
-            self._pump = asyncio.create_task(self._run(), name=f"stream:{self.chat}")
+        if self._pump is None and self._starting is None:
+            self._starting = asyncio.get_running_loop().call_soon(self._start)
+
+    def _start(self) -> None:
+        self._starting = None
+        self._pump = asyncio.create_task(self._run(), name=f"stream:{self.chat}")
 
     async def interrupt(self) -> None:
         """The text so far was not the answer: the preview keeps it (without ``…``); the next text starts anew.
@@ -103,6 +109,9 @@ class ReplyStream:
         await self._stop()
 
     async def _stop(self) -> None:
+        if self._starting is not None:  # the whole answer came in one turn of the loop: no pump ever ran
+            self._starting.cancel()
+            self._starting = None
         if self._pump is not None:
             self._pump.cancel()
             await asyncio.gather(self._pump, return_exceptions=True)
