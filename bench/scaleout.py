@@ -362,6 +362,9 @@ async def measure(args: argparse.Namespace) -> None:
                 "failover", lambda cluster, fake: failover(cluster, fake, rd.url(), args.partitions, args.chats)
             )
     finally:
+        # Closing the generators does not run what follows their ``yield``: each server is stopped here.
+        pg.stop()
+        rd.stop()
         for servers in (pg_servers, redis_servers):
             servers.close()
     print(json.dumps(results))
