@@ -130,6 +130,13 @@ class Model(abc.ABC):
     understands: bool = True
     """False for the offline stand-in: it cannot judge text, so routing trusts the rules over it."""
 
+    @property
+    def streams(self) -> bool:
+        """Whether :meth:`stream` gives the text as it is written (a client of its own); False: it would give
+        the whole answer in one piece, so :func:`complete` asks :meth:`request` instead (the same answer without
+        a chain of async generators: about 20 µs less a call)."""
+        return type(self).stream is not Model.stream
+
     @abc.abstractmethod
     async def request(
         self,
@@ -189,6 +196,13 @@ async def complete(
     response turns out to call tools)."""
     if stream is None:
         return await model.request(messages, tools=tools, system=system)
+    if not model.streams:  # the whole answer at once, written as one piece (what its stream() would give)
+        response = await model.request(messages, tools=tools, system=system)
+        if response.text:
+            await stream.write(response.text)
+        if response.tool_calls:
+            await stream.interrupt()
+        return response
     final: ModelResponse | None = None
     async for part in model.stream(messages, tools=tools, system=system):
         if isinstance(part, str):

@@ -23,6 +23,10 @@ class FallbackModel(Model):
         self.name = chain[0].name
         self.understands = chain[0].understands
 
+    @property
+    def streams(self) -> bool:
+        return any(model.streams for model in self.chain)
+
     def __repr__(self) -> str:
         return f"FallbackModel({', '.join(m.name for m in self.chain)})"
 

@@ -22,6 +22,10 @@ class _Wrapper(Model):
         self.name = inner.name
         self.understands = inner.understands
 
+    @property
+    def streams(self) -> bool:
+        return self.inner.streams
+
     def __getattr__(self, name: str) -> Any:
         # What a particular client offers beyond the interface (a scripted model's record of requests).
         if name == "inner":
