@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.fencing import Fence, LeaseLost, fenced
-from bot.store.ops import INSERT_MESSAGE, Step, utcnow
+from bot.store.ops import INSERT_MESSAGE, Step, outbox_step, utcnow
 from bot.store.sql import SqlStore
 from tests.fakes.servers import PostgresServer
 
@@ -73,3 +73,48 @@ async def test_fence_checks_of_a_batch_refuse_only_the_stale_tokens(store: SqlSt
     assert outcomes[1] == "refused" and all(isinstance(o, int) for i, o in enumerate(outcomes) if i != 1)
     rows = await store.read("SELECT data FROM session_messages ORDER BY id")
     assert [r[0] for r in rows] == ['{"text": "a"}', '{"text": "c"}', '{"text": "d"}']
+
+
+def accept(key: str, chat: str, text: str) -> list[Step]:
+    """A write of three statements on three tables, guarded by its first (an event seen before stops it)."""
+    return [store_receive(key, chat), message(chat, text), outbox_step(chat, f'"{text}"')]
+
+
+def store_receive(key: str, chat: str) -> Step:
+    return Step(
+        "INSERT INTO inbox (event_key, chat_key, kind, event, status, received_at) "
+        "VALUES (?, ?, 'message', '{}', 'pending', ?) ON CONFLICT (event_key) DO NOTHING",
+        (key, chat, utcnow()),
+        guard=True,
+    )
+
+
+async def test_writes_of_the_same_statements_get_what_each_would_alone(store: SqlStore) -> None:
+    """One batch of writes of three statements each: each gets its own rows and counts; a duplicate event stops
+    only its own write (and nothing of it after the guard is stored); the rows are stored in submission order."""
+    keys = ["e:1", "e:2", "e:1", "e:3", "e:2", "e:4"]
+    results = await asyncio.gather(*(store.write(accept(k, f"console:{n % 2}", str(n))) for n, k in enumerate(keys)))
+    assert [r.ok for r in results] == [True, True, False, True, False, True]
+    assert [r.counts for r in results] == [[1, 1, 1], [1, 1, 1], [0], [1, 1, 1], [0], [1, 1, 1]]
+    assert [len(r.rows) for r in results] == [2, 2, 0, 2, 0, 2]  # the message's id, then the outbox entry's
+    messages = await store.read("SELECT id, data FROM session_messages ORDER BY id")
+    outbox = await store.read("SELECT id, message FROM outbox ORDER BY id")
+    stored = [n for n, r in enumerate(results) if r.ok]
+    assert [(i, d) for i, d in messages] == [(results[n].rows[0][0], f'{{"text": "{n}"}}') for n in stored]
+    assert [(i, m) for i, m in outbox] == [(results[n].rows[1][0], f'"{n}"') for n in stored]
+
+
+async def test_a_statement_reading_what_an_earlier_one_wrote_keeps_the_order(store: SqlStore) -> None:
+    """The third statement counts the chat's messages, which the second one adds to: run column by column, the first
+    write would count the second's message too.  Each counts what was there when it ran in submission order."""
+    counting = Step(
+        "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
+        "VALUES (?, (SELECT COUNT(*)::text FROM session_messages WHERE chat_key = ?), NULL, 'pending', ?) RETURNING id",
+        ("console:c", "console:c", utcnow()),
+        returning=True,
+    )
+    writes = [[store_receive(f"c:{n}", "console:c"), message("console:c", str(n)), counting] for n in range(4)]
+    results = await asyncio.gather(*(store.write(w) for w in writes))
+    assert all(r.ok and r.counts == [1, 1, 1] for r in results)
+    counted = await store.read("SELECT message FROM outbox ORDER BY id")
+    assert [r[0] for r in counted] == ["1", "2", "3", "4"]
