@@ -226,7 +226,7 @@ class TelegramChannel:
         if self._inbox is None:
             return web.Response(status=503, text="not ready")  # Telegram retries later
         try:
-            update = Update.model_validate(await request.json(), context={"bot": self.bot})
+            update = Update.model_validate_json(await request.read(), context={"bot": self.bot})
         except (ValueError, ValidationError, RecursionError):
             return web.Response(status=400, text="not an update")
         try:

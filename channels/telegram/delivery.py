@@ -26,6 +26,7 @@ from aiogram.exceptions import (
 )
 from aiogram.methods.base import Response, TelegramMethod
 from aiohttp import ClientError, ClientTimeout
+from yarl import URL
 
 from bot.limits import TokenBuckets
 from bot.retry import retry
@@ -114,6 +115,9 @@ class Api:
         self.bot = bot
         self.pacer = Pacer()
         self._on_rate_limit = on_rate_limit
+        self._urls: dict[str, URL] = {}
+        """Each method's URL, parsed once (it holds the token, and the token never changes)."""
+        self._timeout = ClientTimeout()
 
     def limited(self) -> None:
         """Telegram answered 429."""
@@ -160,11 +164,13 @@ class Api:
         session = self.bot.session
         assert isinstance(session, AiohttpSession)
         client = await session.create_session()
-        url = session.api.api_url(token=self.bot.token, method=api_method)
+        url = self._urls.get(api_method)
+        if url is None:
+            url = self._urls[api_method] = URL(session.api.api_url(token=self.bot.token, method=api_method))
+        if self._timeout.total != session.timeout:
+            self._timeout = ClientTimeout(total=session.timeout)
         try:
-            async with client.post(
-                url, data=json.dumps(payload), headers=_JSON, timeout=ClientTimeout(total=session.timeout)
-            ) as resp:
+            async with client.post(url, data=json.dumps(payload), headers=_JSON, timeout=self._timeout) as resp:
                 status, raw = resp.status, await resp.read()
         except TimeoutError as exc:
             raise TelegramNetworkError(method=method(), message="Request timeout error") from exc
