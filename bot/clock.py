@@ -12,13 +12,17 @@ Stamps (a row's ``created_at``) may still come from the real clock: only deadlin
 from __future__ import annotations
 
 import asyncio
+import collections
 import heapq
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
+
+log = logging.getLogger(__name__)
 
 
 class Timer(Protocol):
@@ -216,3 +220,56 @@ class FakeClock:
         async with asyncio.timeout(timeout):
             while self.pending < count:  # noqa: ASYNC110 - timers are armed by plain calls: nothing to wait on
                 await asyncio.sleep(0.002)
+
+
+class _Due:
+    __slots__ = ("deadline", "callback", "cancelled")
+
+    def __init__(self, deadline: float, callback: Callable[[], None]) -> None:
+        self.deadline, self.callback, self.cancelled = deadline, callback, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class SameDelay:
+    """Timers that all wait the same ``delay`` (a run's typing indicator): one clock timer serves them all.
+
+    Their deadlines come in the order they were set, so a queue holds them sorted and one timer, for the first
+    that is not cancelled, is armed at a time.  Setting and cancelling are O(1); a timer of the event loop each
+    costs a push into its heap and a pop out of it, past every other one pending (about 1,500 at 1,500 runs a
+    second that each cancel theirs after a few milliseconds).
+    """
+
+    def __init__(self, clock: Clock, delay: float) -> None:
+        self.clock = clock
+        self.delay = max(0.0, delay)
+        self._queue: collections.deque[_Due] = collections.deque()
+        self._armed: Timer | None = None
+
+    def call_later(self, callback: Callable[[], None]) -> Timer:
+        """Run ``callback`` ``delay`` seconds from now, unless cancelled first."""
+        due = _Due(self.clock.monotonic() + self.delay, callback)
+        self._queue.append(due)
+        if self._armed is None:
+            self._arm()
+        return due
+
+    def _arm(self) -> None:
+        queue = self._queue
+        while queue and queue[0].cancelled:
+            queue.popleft()
+        if queue:
+            self._armed = self.clock.call_later(queue[0].deadline - self.clock.monotonic(), self._fire)
+
+    def _fire(self) -> None:
+        self._armed = None
+        now, queue = self.clock.monotonic(), self._queue
+        while queue and (queue[0].cancelled or queue[0].deadline <= now):
+            due = queue.popleft()
+            if not due.cancelled:
+                try:
+                    due.callback()
+                except Exception:  # one failing callback neither stops the others nor the timer
+                    log.exception("a timer's callback failed")
+        self._arm()

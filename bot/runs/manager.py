@@ -32,7 +32,7 @@ from agents.resolutions import Resolution
 from agents.results import InterruptRequest, RunResult
 from agents.state import RunState, RunStateError
 from agents.tools.ledger import LedgerEntry
-from bot.clock import SYSTEM_CLOCK, Clock
+from bot.clock import SYSTEM_CLOCK, Clock, SameDelay
 from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
@@ -85,6 +85,8 @@ class RunManager:
     """Deadlines of pauses, streaming intervals and the run context's clock."""
     contexts: RunContexts = field(init=False, repr=False)
     loop_settings: LoopSettings = field(init=False, repr=False)
+    typing_timers: SameDelay = field(init=False, repr=False)
+    """Each run's typing indicator, due ``TYPING_AFTER_S`` after it starts (one clock timer for all)."""
 
     def __post_init__(self) -> None:
         self.contexts = RunContexts(
@@ -101,6 +103,7 @@ class RunManager:
         )
         handoffs = self.settings.handoffs
         self.loop_settings = LoopSettings(notify=handoffs.notify or "", context_messages=handoffs.context_messages)
+        self.typing_timers = SameDelay(self.clock, TYPING_AFTER_S)
 
     async def _emit(self, chat: ChatKey, text: str) -> None:
         await self.delivery.send(_notice(chat, text))
@@ -186,7 +189,7 @@ class RunManager:
         """Drive the run through the agent loop; then record its answer, its pause or its failure."""
         with correlated(run.correlation_id):
             chat = run.chat
-            typing = self.clock.call_later(TYPING_AFTER_S, lambda: self._typing(chat))
+            typing = self.typing_timers.call_later(lambda: self._typing(chat))
             started, worked = time.perf_counter(), "failed"
             # A graph's nodes answer one after another: only the last answer is the reply, so none is shown growing.
             stream = self._stream(run) if leg.graph is None else None

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.clock import SYSTEM_CLOCK, FakeClock, TooManyTimers
+from bot.clock import SYSTEM_CLOCK, FakeClock, SameDelay, TooManyTimers
 
 
 async def test_time_stands_still_until_advanced() -> None:
@@ -99,3 +99,29 @@ async def test_the_system_clock_sleeps_and_waits_for_real() -> None:
     SYSTEM_CLOCK.call_later(0, fired.set)
     await asyncio.wait_for(fired.wait(), 60)
     assert abs(SYSTEM_CLOCK.now().timestamp() - SYSTEM_CLOCK.time()) < 1
+
+
+async def test_same_delay_timers_fire_in_order_once_each_and_never_when_cancelled() -> None:
+    clock = FakeClock()
+    timers = SameDelay(clock, 1.0)
+    fired: list[str] = []
+    a = timers.call_later(lambda: fired.append("a"))
+    await clock.advance(0.4)
+    b = timers.call_later(lambda: fired.append("b"))
+    timers.call_later(lambda: fired.append("c"))
+    a.cancel()
+    await clock.advance(0.7)  # a's deadline passed (cancelled), b's and c's not yet
+    assert fired == []
+    await clock.advance(0.3)
+    assert fired == ["b", "c"]
+    b.cancel()  # too late: it fired already
+    d = timers.call_later(lambda: fired.append("d"))
+    d.cancel()
+
+    def fail() -> None:
+        raise RuntimeError("a failing callback does not stop the next")
+
+    timers.call_later(fail)
+    timers.call_later(lambda: fired.append("e"))
+    await clock.advance(5)
+    assert fired == ["b", "c", "e"]
