@@ -193,7 +193,10 @@ _NAME_TRIGGERS = ("pass", "secret", "token", "api", "authori", "cookie", "creden
 
 def _named_secret(text: str) -> bool:
     low = text.lower()
-    return any(t in low for t in _NAME_TRIGGERS)
+    for trigger in _NAME_TRIGGERS:  # noqa: SIM110 - a loop, not any() over a generator: twice a message
+        if trigger in low:
+            return True
+    return False
 
 
 _SECRET_NAME_IN_JSON = re.compile(
