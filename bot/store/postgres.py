@@ -10,7 +10,6 @@ writer; PostgreSQL serialises them.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import re
 import time
@@ -22,6 +21,14 @@ import asyncpg
 
 from bot.store.base import StoreError
 from bot.store.ops import COUNT_EVENTS, Step, Write, WriteResult, numbered
+from bot.store.pg_shapes import (
+    ShapeFunctions,
+    by_columns,
+    by_function,
+    linked_tables,
+    run_of_one_shape,
+    write_steps,
+)
 from bot.store.retention import Retention
 from bot.store.writer import GroupCommit
 
@@ -32,12 +39,6 @@ def dsn_of(url: str) -> str:
     """A URL asyncpg accepts (without SQLAlchemy's ``+driver``)."""
     scheme, sep, rest = url.partition("://")
     return f"{scheme.split('+')[0]}{sep}{rest}"
-
-
-def _count(status: str) -> int:
-    # asyncpg returns the command tag: "INSERT 0 1", "UPDATE 3", "DELETE 0".
-    tail = status.rsplit(" ", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
 
 
 class PgWriter(GroupCommit):
@@ -53,12 +54,13 @@ class PgWriter(GroupCommit):
         self._task: asyncio.Task[None] | None = None
         self._linked: frozenset[str] = frozenset()
         """Tables whose writes may touch other tables (triggers, rules, foreign keys): never moved past others."""
+        self._functions = ShapeFunctions()
 
     async def open(self) -> None:
         try:
             self._conn = await self._connect()
             self.retention.event_count = await self._conn.fetchval(COUNT_EVENTS)
-            self._linked = await _linked_tables(self._conn)
+            self._linked = await linked_tables(self._conn)
         except (OSError, asyncpg.PostgresError) as exc:
             raise StoreError(f"cannot open the database: {exc}") from exc
         self._loop = asyncio.get_running_loop()
@@ -149,27 +151,39 @@ class PgWriter(GroupCommit):
             return [WriteResult() for _ in groups]
         if self._conn is None or self._conn.is_closed():
             self._conn = await self._connect()  # the server restarted or dropped us
-            self._linked = await _linked_tables(self._conn)
+            self._linked = await linked_tables(self._conn)
+            self._functions.reset()
         conn = self._conn
+        await self._functions.make(conn, groups)
         results: list[WriteResult] = []
-        async with conn.transaction():
-            held = await _fences_held(conn, groups)
-            i = 0
-            while i < len(groups):
-                run = _run_of_single_steps(groups, i, held)
-                if len(run) > 1:
-                    results.extend(await _one_each(conn, run))
-                    i += len(run)
-                    continue
-                run, columns = _run_of_one_shape(groups, i, held, self._linked)
-                if len(run) > 1:
-                    results.extend(await _by_columns(conn, run, columns, held))
-                    i += len(run)
-                    continue
-                results.append(await _write(conn, groups[i], held))
-                i += 1
+        try:
+            async with conn.transaction():
+                held = await _fences_held(conn, groups)
+                i = 0
+                while i < len(groups):
+                    results.extend(await self._next(conn, groups, i, held))
+                    i = len(results)
+        except BaseException:
+            self._functions.reset()  # made again (CREATE OR REPLACE) before they are used next
+            raise
         self.stats.commits += 1
         return results
+
+    async def _next(
+        self, conn: asyncpg.Connection, groups: Sequence[Sequence[Step]], i: int, held: set[tuple[Any, ...]]
+    ) -> list[WriteResult]:
+        """The results of ``groups[i]`` and of the writes after it that go in the same round trips."""
+        run = _run_of_single_steps(groups, i, held)
+        if len(run) > 1:
+            return await _one_each(conn, run)
+        run, columns, shape = run_of_one_shape(groups, i, held, self._linked)
+        if len(run) > 1:
+            name = self._functions.name(shape) if shape is not None and columns < len(shape) else None
+            if name is not None:
+                return await by_function(conn, run, name)
+            if columns:
+                return await by_columns(conn, run, columns, held)
+        return [await write_steps(conn, groups[i], held)]
 
 
 FENCES_HELD = (
@@ -190,29 +204,6 @@ async def _fences_held(conn: asyncpg.Connection, groups: Sequence[Sequence[Step]
     pairs = sorted(wanted)
     rows = await conn.fetch(FENCES_HELD, [p for p, _ in pairs], [t for _, t in pairs])
     return {(r[0], r[1]) for r in rows}
-
-
-async def _write(
-    conn: asyncpg.Connection, steps: Sequence[Step], held: set[tuple[Any, ...]], result: WriteResult | None = None
-) -> WriteResult:
-    """One write's steps, one statement at a time (a guard that changes no row stops the write); ``result``: what
-    its earlier steps gave, to go on from."""
-    result = WriteResult() if result is None else result
-    for step in steps:
-        if step.fence:
-            count = 1 if step.params in held else 0
-        elif step.returning:
-            rows = [tuple(r) for r in await conn.fetch(numbered(step.sql), *step.params)]
-            count = len(rows)
-            result.rows.extend(rows)
-        else:
-            count = _count(await conn.execute(numbered(step.sql), *step.params))
-        result.counts.append(count)
-        if step.guard and count == 0:
-            result.ok = False
-            result.fenced = step.fence
-            break
-    return result
 
 
 def _single(steps: Sequence[Step], held: set[tuple[Any, ...]]) -> Step | None:
@@ -238,115 +229,6 @@ def _run_of_single_steps(
             break
         end += 1
     return groups[start:end]
-
-
-LINKED_TABLES = (
-    "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT t.tgisinternal "
-    "UNION SELECT c.relname FROM pg_constraint k JOIN pg_class c ON c.oid IN (k.conrelid, k.confrelid) "
-    "WHERE k.contype = 'f' "
-    "UNION SELECT tablename::text FROM pg_rules"
-)
-
-
-async def _linked_tables(conn: asyncpg.Connection) -> frozenset[str]:
-    return frozenset(str(r[0]).lower() for r in await conn.fetch(LINKED_TABLES))
-
-
-_TARGET = re.compile(r"\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([A-Za-z_][A-Za-z0-9_]*)\s", re.IGNORECASE)
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-@functools.lru_cache(maxsize=256)
-def _table_and_words(sql: str) -> tuple[str, frozenset[str]] | None:
-    """The table a statement inserts into, updates or deletes from, and every word of it (any may name a table it
-    reads); None for any other statement."""
-    target = _TARGET.match(sql)
-    if target is None:
-        return None
-    return target.group(1).lower(), frozenset(w.lower() for w in _WORD.findall(sql))
-
-
-@functools.lru_cache(maxsize=256)
-def _columns_of(sqls: tuple[str, ...], linked: frozenset[str]) -> int:
-    """How many leading statements of writes made of ``sqls`` may run column by column (each statement for every
-    write of a run, then the next): the longest prefix whose every statement, moved before a later statement of an
-    earlier write, commutes with it.  Two statements are taken to commute only when they write different tables,
-    neither names the other's table anywhere (a read, a subquery: or just a word that happens to be one), and
-    neither table has triggers, rules or foreign keys."""
-    shapes = [_table_and_words(sql) for sql in sqls]
-    if any(shape is None for shape in shapes):
-        return 0
-
-    def commute(a: int, b: int) -> bool:
-        (ta, words_a), (tb, words_b) = shapes[a], shapes[b]  # type: ignore[misc]
-        return ta != tb and ta not in words_b and tb not in words_a and not {ta, tb} & linked
-
-    columns = 0
-    while columns < len(sqls) and all(commute(a, columns) for a in range(columns + 1, len(sqls))):
-        columns += 1
-    return columns
-
-
-def _shape(steps: Sequence[Step], held: set[tuple[Any, ...]]) -> tuple[tuple[str, bool, bool], ...] | None:
-    """A write of several statements whose fence checks all come first and passed: its statements (SQL, guard,
-    returning); None for any other write."""
-    body = [s for s in steps if not s.fence]
-    fences = len(steps) - len(body)
-    if len(body) < 2 or any(s.fence for s in steps[fences:]) or any(s.params not in held for s in steps[:fences]):
-        return None
-    if any(s.many for s in body):
-        return None
-    return tuple((s.sql, s.guard, s.returning) for s in body)
-
-
-def _run_of_one_shape(
-    groups: Sequence[Sequence[Step]], start: int, held: set[tuple[Any, ...]], linked: frozenset[str]
-) -> tuple[Sequence[Sequence[Step]], int]:
-    """``groups[start]`` and the writes right after it made of the same statements, with how many leading statements
-    of theirs go column by column (:func:`_columns_of`); a run of one when none may."""
-    shape = _shape(groups[start], held)
-    if shape is None:
-        return groups[start : start + 1], 0
-    columns = _columns_of(tuple(sql for sql, _, _ in shape), linked)
-    end = start + 1
-    while columns and end < len(groups) and _shape(groups[end], held) == shape:
-        end += 1
-    return groups[start:end], columns
-
-
-async def _by_columns(
-    conn: asyncpg.Connection, run: Sequence[Sequence[Step]], columns: int, held: set[tuple[Any, ...]]
-) -> list[WriteResult]:
-    """Writes of the same statements: each of the first ``columns`` statements for every write still going, pipelined
-    (one round trip each, as :func:`_one_each`), then the rest of each write one statement at a time.  The statements
-    moved commute with those they moved past (:func:`_columns_of`), so each write gets what it would have got run
-    alone, in order: its rows, its counts, its guard's verdict (a stopped write runs nothing more)."""
-    bodies = [[s for s in steps if not s.fence] for steps in run]
-    results = []
-    for steps in run:
-        result = WriteResult()
-        result.counts.extend(1 for s in steps if s.fence)
-        results.append(result)
-    going = list(range(len(run)))
-    for column in range(columns):
-        first = bodies[0][column]
-        sql = numbered(first.sql)
-        tag = f"${len(first.params) + 1}::int"
-        sql += f", {tag}" if _RETURNING.search(sql) else f" RETURNING {tag}"
-        rows = await conn.fetchmany(sql, [(*bodies[w][column].params, w) for w in going])
-        counts = dict.fromkeys(going, 0)
-        for row in rows:
-            counts[row[-1]] += 1
-            if first.returning:
-                results[row[-1]].rows.append(tuple(row)[:-1])
-        for w in going:
-            results[w].counts.append(counts[w])
-            if first.guard and counts[w] == 0:
-                results[w].ok = False
-        going = [w for w in going if results[w].ok]
-    for w in going:
-        await _write(conn, bodies[w][columns:], held, results[w])
-    return results
 
 
 async def _one_each(conn: asyncpg.Connection, run: Sequence[Sequence[Step]]) -> list[WriteResult]:

@@ -1,5 +1,6 @@
 """The PostgreSQL writer sends a batch in few round trips: consecutive writes of one statement with the same SQL
-go pipelined together, and every fence check of a batch is one statement.  Each write still gets what it would
+go pipelined together, writes of the same several statements column by column or through a function of the session
+(bot/store/pg_shapes.py), and every fence check of a batch is one statement.  Each write still gets what it would
 have got alone: its own rows, its own count, its own guard's verdict, in order."""
 
 from __future__ import annotations
@@ -89,6 +90,16 @@ def store_receive(key: str, chat: str) -> Step:
     )
 
 
+def counting(chat: str) -> Step:
+    """An outbox entry whose text is how many messages the chat has (it reads what ``message`` steps write)."""
+    return Step(
+        "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
+        "VALUES (?, (SELECT COUNT(*)::text FROM session_messages WHERE chat_key = ?), NULL, 'pending', ?) RETURNING id",
+        (chat, chat, utcnow()),
+        returning=True,
+    )
+
+
 async def test_writes_of_the_same_statements_get_what_each_would_alone(store: SqlStore) -> None:
     """One batch of writes of three statements each: each gets its own rows and counts; a duplicate event stops
     only its own write (and nothing of it after the guard is stored); the rows are stored in submission order."""
@@ -107,14 +118,39 @@ async def test_writes_of_the_same_statements_get_what_each_would_alone(store: Sq
 async def test_a_statement_reading_what_an_earlier_one_wrote_keeps_the_order(store: SqlStore) -> None:
     """The third statement counts the chat's messages, which the second one adds to: run column by column, the first
     write would count the second's message too.  Each counts what was there when it ran in submission order."""
-    counting = Step(
-        "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "
-        "VALUES (?, (SELECT COUNT(*)::text FROM session_messages WHERE chat_key = ?), NULL, 'pending', ?) RETURNING id",
-        ("console:c", "console:c", utcnow()),
-        returning=True,
-    )
-    writes = [[store_receive(f"c:{n}", "console:c"), message("console:c", str(n)), counting] for n in range(4)]
+    chat = "console:c"
+    writes = [[store_receive(f"c:{n}", chat), message(chat, str(n)), counting(chat)] for n in range(4)]
     results = await asyncio.gather(*(store.write(w) for w in writes))
     assert all(r.ok and r.counts == [1, 1, 1] for r in results)
     counted = await store.read("SELECT message FROM outbox ORDER BY id")
     assert [r[0] for r in counted] == ["1", "2", "3", "4"]
+
+
+async def test_writes_that_cannot_go_column_by_column_still_get_what_each_would_alone(store: SqlStore) -> None:
+    """The same statements, the third reading what the second writes (so they run one write after another, in one
+    round trip): a duplicate event stops its own write, and the others get their own rows and counts, in order."""
+    keys = ["d:1", "d:2", "d:1", "d:3"]
+    chats = ["console:x", "console:y", "console:x", "console:x"]
+    writes = [
+        [
+            store_receive(k, chat),
+            message(chat, str(n)),
+            counting(chat),
+        ]
+        for n, (k, chat) in enumerate(zip(keys, chats, strict=True))
+    ]
+    results = await asyncio.gather(*(store.write(w) for w in writes))
+    assert [(r.ok, r.counts, len(r.rows)) for r in results] == [
+        (True, [1, 1, 1], 2),
+        (True, [1, 1, 1], 2),
+        (False, [0], 0),
+        (True, [1, 1, 1], 2),
+    ]
+    messages = await store.read("SELECT id FROM session_messages ORDER BY id")
+    outbox = await store.read("SELECT id, chat_key, message FROM outbox ORDER BY id")
+    assert [r[0] for r in messages] == [results[n].rows[0][0] for n in (0, 1, 3)]
+    assert [tuple(r) for r in outbox] == [
+        (results[0].rows[1][0], "console:x", "1"),
+        (results[1].rows[1][0], "console:y", "1"),
+        (results[3].rows[1][0], "console:x", "2"),
+    ]
