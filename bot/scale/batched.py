@@ -19,11 +19,20 @@ T = TypeVar("T")
 
 
 class Batched(Generic[T]):
-    def __init__(self, redis: Any, add: Callable[[Any, T], None], what: str) -> None:
-        """``add(pipeline, item)``: queue an item's commands; ``what``: for the log when a pipeline fails."""
+    def __init__(
+        self,
+        redis: Any,
+        add: Callable[[Any, T], None],
+        what: str,
+        finish: Callable[[Any, list[T]], None] | None = None,
+    ) -> None:
+        """``add(pipeline, item)``: queue an item's commands; ``what``: for the log when a pipeline fails;
+        ``finish(pipeline, items)``: commands for all the items of a pipeline, after theirs (their replies go to
+        nobody; a refused one is logged)."""
         self.redis = redis
         self.add = add
         self.what = what
+        self.finish = finish
         self._items: list[tuple[T, asyncio.Future[list[Any]] | None]] = []
         self._sending: asyncio.Future[None] | None = None
 
@@ -58,6 +67,8 @@ class Batched(Generic[T]):
                         start = len(pipe)
                         self.add(pipe, item)
                         spans.append((start, len(pipe)))
+                    if self.finish is not None:
+                        self.finish(pipe, [item for item, _ in batch])
                     replies = await pipe.execute(raise_on_error=False)
             except Exception as exc:
                 if any(future is None for _, future in batch):
@@ -80,3 +91,6 @@ class Batched(Generic[T]):
                     future.set_result(mine)
             if failed:
                 log.warning("bus: Redis refused %d of %d %s", failed, len(batch), self.what)
+            extra = replies[spans[-1][1] if spans else 0 :]
+            if any(isinstance(r, Exception) for r in extra):
+                log.warning("bus: Redis refused a command for %d %s: %s", len(batch), self.what, extra)

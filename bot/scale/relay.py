@@ -178,7 +178,9 @@ class OutboundRelay:
         self._lanes: Lanes[_Out] = Lanes(self._run, self._finished)
         """A chat's entries one at a time, in stream order; chats side by side (up to ``max_concurrent``)."""
         self._task: asyncio.Task[None] | None = None
-        self._answers: Batched[tuple[Any, Any, dict[Any, Any], str | None]] = Batched(redis, _add_answer, "answers")
+        self._answers: Batched[tuple[Any, Any, dict[Any, Any], str | None]] = Batched(
+            redis, _add_answer, "answers", _expire_replies
+        )
         """Each entry's answer to its worker and acknowledgement, with whatever else finished meanwhile."""
 
     async def start(self) -> None:
@@ -279,8 +281,14 @@ def _add_answer(pipe: Any, item: tuple[Any, Any, dict[Any, Any], str | None]) ->
     reply, ask = _field(fields, "reply"), _field(fields, "ask")
     if reply is not None and ask is not None:
         pipe.xadd(reply, {"ask": ask, "ref": ref or NO_REF}, maxlen=REPLIES_MAXLEN, approximate=True)
-        pipe.pexpire(reply, REPLIES_TTL_MS)
     elif reply is not None:  # a worker of the version before, waiting on a list of its own
         pipe.rpush(reply, ref or NO_REF)
-        pipe.pexpire(reply, REPLIES_TTL_MS)
     pipe.xack(stream, GATEWAYS, entry_id)
+
+
+def _expire_replies(pipe: Any, items: list[tuple[Any, Any, dict[Any, Any], str | None]]) -> None:
+    """Each reply stream (or list) a pipeline answered on lives ``REPLIES_TTL_MS`` more: once per pipeline, after
+    its answers (a worker's answers of one pipeline all go to its one stream)."""
+    for reply in dict.fromkeys(_field(fields, "reply") for _, _, fields, _ in items):
+        if reply is not None:
+            pipe.pexpire(reply, REPLIES_TTL_MS)

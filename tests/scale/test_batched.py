@@ -12,7 +12,7 @@ import pytest
 from bot.events import ChatKey, OutboundMessage
 from bot.gateway.scaled import connect_redis
 from bot.scale.batched import Batched
-from bot.scale.relay import OutboundRelay, RemoteChannel
+from bot.scale.relay import REPLIES_TTL_MS, OutboundRelay, RemoteChannel
 from tests.fakes.servers import RedisServer
 
 
@@ -48,6 +48,21 @@ async def test_pushed_items_go_without_a_caller(client: Any) -> None:
     assert await client.get("n") == b"10"
 
 
+async def test_commands_for_a_whole_pipeline_follow_its_items(client: Any) -> None:
+    """``finish`` adds commands once per pipeline, after every item's: the callers' replies are their own still."""
+    seen: list[list[tuple[str, str]]] = []
+
+    def total(pipe: Any, items: list[tuple[str, str]]) -> None:
+        seen.append(items)
+        pipe.rpush("order", f"end of {len(items)}")
+
+    batched: Batched[tuple[str, str]] = Batched(client, incr, "increments", total)
+    outcomes = await asyncio.gather(*(batched.call((k, "1")) for k in ("a", "b", "a")))
+    assert outcomes == [[1, 1], [2, 1], [3, 2]]
+    assert seen == [[("a", "1"), ("b", "1"), ("a", "1")]]
+    assert [v.decode() for v in await client.lrange("order", 0, -1)] == ["a+1", "b+1", "a+1", "end of 3"]
+
+
 class Echo:
     """The gateway's delivery: the platform reference of a message is its text."""
 
@@ -68,5 +83,7 @@ async def test_answers_of_many_chats_reach_their_senders(client: Any) -> None:
         assert await channel.send(OutboundMessage(chat=ChatKey(channel="console", chat_id="x"), text="again")) == (
             "ref:again"
         )
+        # The reply stream goes by itself once nobody answers on it any more (its worker gone).
+        assert 0 < await client.pttl(channel.replies) <= REPLIES_TTL_MS
     finally:
         await relay.stop()
