@@ -45,6 +45,10 @@ CHECKPOINT_EVERY = 1000
 RESET_EVERY = 1
 """Checkpoints beside the writer per one the writer finishes (the WAL then starts over): about 16 MB of WAL
 between resets; finishing costs the writer 1-3 ms (a sync of the database file), so not after every one."""
+WRITER_CACHE_KB = 64 * 1024
+"""The writer's page cache (SQLite's default is 2 MB): the index pages its inserts touch stay in memory.  The
+statements of a message took 4-18 % less of the event loop's time with it (bench/gateway.py, 3 pairs in the same
+minutes; more as the database grows); memory: what the writer has touched, up to this much."""
 WAL_SIZE_LIMIT = 16 * 1024 * 1024
 """``journal_size_limit``: a WAL that grew past this is truncated to it when it starts over."""
 
@@ -134,6 +138,7 @@ class SqliteWriter(GroupCommit):
             # Checkpoints run beside the writer (see _checkpoint), not inside a COMMIT.
             conn.execute("PRAGMA wal_autocheckpoint = 0")
             conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+            conn.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KB}")
             self.retention.event_count = conn.execute(COUNT_EVENTS).fetchone()[0]
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
