@@ -20,6 +20,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
+from bot.ops.loopmetrics import LoopCounter, LoopHistogram
+
 disable_created_metrics()  # no *_created series beside every counter and histogram
 
 MAX_VALUES = 200
@@ -76,38 +78,45 @@ class Metrics:
         def histogram(name: str, doc: str, buckets: tuple[float, ...], *labels: str) -> Histogram:
             return Histogram(name, doc, labels, buckets=buckets, registry=reg)
 
-        self.received = counter("bot_messages_received", "Inbound events accepted (durable)", "channel", "kind")
-        self.sent = counter("bot_messages_sent", "Messages delivered to a platform", "channel", "kind")
+        # Updated on the event loop, per message: plain numbers, read when Prometheus scrapes (bot.ops.loopmetrics).
+        def loop_counter(name: str, doc: str, *labels: str) -> LoopCounter:
+            return LoopCounter(name, doc, labels, reg)
+
+        def loop_histogram(name: str, doc: str, buckets: tuple[float, ...], *labels: str) -> LoopHistogram:
+            return LoopHistogram(name, doc, labels, reg, buckets)
+
+        self.received = loop_counter("bot_messages_received", "Inbound events accepted (durable)", "channel", "kind")
+        self.sent = loop_counter("bot_messages_sent", "Messages delivered to a platform", "channel", "kind")
         self.send_failures = counter("bot_messages_send_failed", "Deliveries that failed", "channel")
         self.refused = counter("bot_messages_refused", "Inbound events refused (a limit, a stranger)", "channel")
-        self.ack = histogram(
+        self.ack = loop_histogram(
             "bot_ack_seconds", "From receipt to the durable commit that allows the acknowledgement", FAST, "channel"
         )
         self.queue_depth = gauge("bot_queue_depth", "Events waiting or being handled", "partition")
         self.queue_age = gauge("bot_queue_oldest_seconds", "Age of the oldest waiting event", "partition")
         self.inbox_pending = gauge("bot_inbox_pending", "Accepted events not yet handled")
-        self.routes = counter("bot_routing_decisions", "Routing decisions", "strategy", "method", "agent")
-        self.runs = counter("bot_runs", "Runs ended, by status", "agent", "status")
-        self.run_seconds = histogram(
+        self.routes = loop_counter("bot_routing_decisions", "Routing decisions", "strategy", "method", "agent")
+        self.runs = loop_counter("bot_runs", "Runs ended, by status", "agent", "status")
+        self.run_seconds = loop_histogram(
             "bot_run_seconds",
             "Time a run works until it answers, pauses or fails (waiting for people excluded)",
             SLOW,
             "agent",
             "outcome",
         )
-        self.model_calls = counter("bot_model_calls", "Model calls", "provider", "model", "outcome")
-        self.model_seconds = histogram("bot_model_seconds", "Model call latency", SLOW, "provider", "model")
-        self.model_tokens = counter(
+        self.model_calls = loop_counter("bot_model_calls", "Model calls", "provider", "model", "outcome")
+        self.model_seconds = loop_histogram("bot_model_seconds", "Model call latency", SLOW, "provider", "model")
+        self.model_tokens = loop_counter(
             "bot_model_tokens",
             "Model tokens (thinking is part of output, cached part of input)",
             "provider",
             "model",
             "kind",
         )
-        self.tool_calls = counter("bot_tool_calls", "Tool calls", "tool", "outcome")
+        self.tool_calls = loop_counter("bot_tool_calls", "Tool calls", "tool", "outcome")
         self.handoffs = counter("bot_handoffs", "Handoffs between agents", "source", "target", "status")
         self.guardrails = counter("bot_guardrail_checks", "Guardrail checks", "agent", "status")
-        self.interrupts = counter("bot_interrupts", "Interrupts by what happened", "kind", "event")
+        self.interrupts = loop_counter("bot_interrupts", "Interrupts by what happened", "kind", "event")
         self.pending = gauge("bot_interrupts_pending", "Interrupts waiting for a person")
         self.outbox = gauge("bot_outbox_backlog", "Replies and prompts committed but not yet sent")
         self.commit_seconds = histogram("bot_store_commit_seconds", "Store group commits", FAST, "dialect")

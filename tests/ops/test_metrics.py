@@ -156,3 +156,30 @@ def _text(metrics: Any) -> str:
     from prometheus_client import generate_latest
 
     return generate_latest(metrics.registry).decode()
+
+
+def test_loop_metrics_are_exposed_exactly_as_prometheus_clients_own() -> None:
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    from bot.ops.loopmetrics import LoopCounter, LoopHistogram
+
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    counters = (LoopCounter("c", "a counter", ("k",), ours), Counter("c", "a counter", ("k",), registry=theirs))
+    buckets = (0.001, 0.25, 1.0, 2.5)
+    histograms = (
+        LoopHistogram("h", "a histogram", ("k", "o"), ours, buckets),
+        Histogram("h", "a histogram", ("k", "o"), buckets=buckets, registry=theirs),
+    )
+    for counter in counters:
+        counter.labels("a").inc()
+        counter.labels("a").inc(2.5)
+        counter.labels("b").inc()
+    for histogram in histograms:
+        for value in (0.0005, 0.25, 0.3, 1.0, 7.0):  # a value equal to a bound is in that bound's bucket
+            histogram.labels("a", "ok").observe(value)
+        histogram.labels("b", "error").observe(2.5)
+    assert generate_latest(ours).decode() == generate_latest(theirs).decode()
+    with pytest.raises(ValueError):
+        counters[0].labels("a").inc(-1)
+    with pytest.raises(ValueError):
+        counters[0].labels("a", "extra")
