@@ -154,3 +154,13 @@ async def test_writes_that_cannot_go_column_by_column_still_get_what_each_would_
         (results[1].rows[1][0], "console:y", "1"),
         (results[3].rows[1][0], "console:x", "2"),
     ]
+
+
+async def test_a_write_of_several_statements_alone_in_its_batch(store: SqlStore) -> None:
+    """One at a time (a batch each): the same rows, counts and guard verdicts as in a batch."""
+    outcomes, chat = [], "console:s"
+    for n, key in enumerate(["s:1", "s:1", "s:2"]):
+        result = await store.write([store_receive(key, chat), message(chat, str(n)), counting(chat)])
+        outcomes.append((result.ok, result.counts, len(result.rows)))
+    assert outcomes == [(True, [1, 1, 1], 2), (False, [0], 0), (True, [1, 1, 1], 2)]
+    assert [r[0] for r in await store.read("SELECT message FROM outbox ORDER BY id")] == ["1", "2"]
