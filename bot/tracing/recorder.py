@@ -119,6 +119,7 @@ class Tracing:
         self._buffer: list[TraceEvent] = []
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._flushing = asyncio.Lock()
         self.written = 0
 
     # -- recording -------------------------------------------------------------------------------
@@ -169,7 +170,13 @@ class Tracing:
                 log.exception("tracing: could not write trace events (they are dropped, the bot goes on)")
 
     async def flush(self) -> int:
-        """Write what is buffered (one group commit) and hand it to the sinks."""
+        """Write what is buffered (one group commit) and hand it to the sinks; returns once every event recorded
+        before the call is written (a flush already writing, the background one's, is waited for: a reader that
+        flushes first then sees every event)."""
+        async with self._flushing:
+            return await self._flush()
+
+    async def _flush(self) -> int:
         events, self._buffer = self._buffer, []
         if not events:
             return 0

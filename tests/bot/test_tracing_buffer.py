@@ -3,6 +3,10 @@ reaches the rows, in how many commits, and how requests are read back."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
 from bot.clock import FakeClock
 from bot.config.settings import TracingSection
 from bot.tracing.recorder import Redactor, Tracing
@@ -52,3 +56,31 @@ async def test_nothing_is_kept_when_tracing_is_off() -> None:
     tracing.record("route", "console:a", "q1", agent="chat")
     await tracing.stop()
     assert traces.rows == [] and traces.kept_days is None
+
+
+async def test_a_flush_returns_only_once_a_flush_already_writing_is_written() -> None:
+    """A reader flushes, then reads: the background flusher's write in flight must be in what it reads."""
+
+    class SlowTraces(FakeTraces):
+        def __init__(self) -> None:
+            super().__init__()
+            self.release = asyncio.Event()
+            self.writing = asyncio.Event()
+
+        async def add(self, rows: Sequence[Any]) -> None:
+            self.writing.set()
+            await self.release.wait()
+            await super().add(rows)
+
+    traces = SlowTraces()
+    tracing = Tracing(traces, TracingSection(), Redactor(), clock=FakeClock())
+    tracing.record("route", "console:a", "q1", agent="chat")
+    background = asyncio.create_task(tracing.flush())  # took the buffer, its write not committed yet
+    await traces.writing.wait()
+    reader = asyncio.create_task(tracing.flush())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not reader.done(), "the reader's flush came back before the write in flight was committed"
+    traces.release.set()
+    assert await background == 1 and await reader == 0
+    assert [row[5] for row in traces.rows] == ["route"]
