@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
@@ -50,19 +51,30 @@ class HistogramChild:
         self.counts[bisect_left(self.bounds, amount)] += 1  # ``le``: a value equal to a bound is in its bucket
 
 
-class _Loop(Collector):
+C = TypeVar("C", CounterChild, HistogramChild)
+
+
+class _Loop(Collector, Generic[C]):
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str], registry: CollectorRegistry) -> None:
         self.name = name
         self.documentation = documentation
         self.labelnames = tuple(labelnames)
+        self._children: dict[tuple[str, ...], C] = {}
         registry.register(self)
 
-    def _check(self, values: tuple[str, ...]) -> None:
-        if len(values) != len(self.labelnames):
-            raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {values}")
+    def labels(self, *values: str) -> C:
+        child = self._children.get(values)
+        if child is None:
+            if len(values) != len(self.labelnames):
+                raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {values}")
+            child = self._children[values] = self._child()
+        return child
 
     def describe(self) -> list[Metric]:
         return [self._family()]
+
+    def _child(self) -> C:
+        raise NotImplementedError
 
     def _family(self) -> Metric:
         raise NotImplementedError
@@ -71,19 +83,11 @@ class _Loop(Collector):
         raise NotImplementedError
 
 
-class LoopCounter(_Loop):
+class LoopCounter(_Loop[CounterChild]):
     """A labelled counter (``labels(*values).inc()``), exposed as prometheus-client's ``Counter`` is."""
 
-    def __init__(self, name: str, documentation: str, labelnames: Sequence[str], registry: CollectorRegistry) -> None:
-        self._children: dict[tuple[str, ...], CounterChild] = {}
-        super().__init__(name, documentation, labelnames, registry)
-
-    def labels(self, *values: str) -> CounterChild:
-        child = self._children.get(values)
-        if child is None:
-            self._check(values)
-            child = self._children[values] = CounterChild()
-        return child
+    def _child(self) -> CounterChild:
+        return CounterChild()
 
     def _family(self) -> CounterMetricFamily:
         return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
@@ -95,7 +99,7 @@ class LoopCounter(_Loop):
         return [family]
 
 
-class LoopHistogram(_Loop):
+class LoopHistogram(_Loop[HistogramChild]):
     """A labelled histogram (``labels(*values).observe(x)``), exposed as prometheus-client's ``Histogram`` is."""
 
     def __init__(
@@ -108,15 +112,10 @@ class LoopHistogram(_Loop):
     ) -> None:
         self.bounds = tuple(float(b) for b in buckets)
         self._les = [floatToGoString(b) for b in self.bounds] + ["+Inf"]
-        self._children: dict[tuple[str, ...], HistogramChild] = {}
         super().__init__(name, documentation, labelnames, registry)
 
-    def labels(self, *values: str) -> HistogramChild:
-        child = self._children.get(values)
-        if child is None:
-            self._check(values)
-            child = self._children[values] = HistogramChild(self.bounds)
-        return child
+    def _child(self) -> HistogramChild:
+        return HistogramChild(self.bounds)
 
     def _family(self) -> HistogramMetricFamily:
         return HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
