@@ -207,7 +207,9 @@ class Tracing:
             await cancel_and_wait(self._task)
             self._task = None
         try:
-            await self.flush()
+            # What is buffered now, without waiting for a reader's flush that may still be writing (stopping must
+            # not hang on it; the store commits it before it closes).
+            await self._flush()
         except Exception:
             log.exception("tracing: could not write the last trace events")
         for sink in self.sinks:
