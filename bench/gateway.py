@@ -13,6 +13,9 @@ zero-latency model and a recording channel, then prints ONE JSON line:
   returned: the event is committed), what a platform waits for;
 - ``peak_rss_mb``, ``synchronous`` and the parameters.
 
+``--history N`` gives every chat N earlier messages before the run (a long-running bot's chats: the summary
+folds in, the window is cut), measured apart from fresh chats, whose history grows during the run.
+
 ``--usage`` makes every answer report tokens (counted per person and chat, unawaited); ``--budget N`` sets
 a daily token limit per person (a read before and an awaited write after each model call).
 
@@ -174,6 +177,18 @@ async def open_loop(
     return sorted(latencies)
 
 
+async def _prefill(gateway: Gateway, chats: int, turns: int) -> None:
+    """``turns`` earlier messages in each chat (user and assistant in turn), stored before the gateway reads any."""
+    for chat in range(chats if turns > 0 else 0):
+        history = [
+            Message.user(f"earlier question {i} from chat {chat}")
+            if i % 2 == 0
+            else Message.assistant(f"earlier answer {i} to chat {chat}", agent="chat")
+            for i in range(turns)
+        ]
+        await gateway.store.append(str(ChatKey(channel="console", chat_id=f"chat{chat}")), history)
+
+
 def _quantile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -208,6 +223,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             model.usage = Usage(input_tokens=100, output_tokens=20)
         gateway = Gateway(settings, model=model, channels=[channel])
         await gateway.start()
+        await _prefill(gateway, args.chats, args.history)
         tune_gc(settings.runtime)  # as `bot run` does
         watchdog = asyncio.create_task(channel.watchdog())
         try:
@@ -238,6 +254,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "synchronous": settings.store.synchronous,
         "gc_threshold": settings.runtime.gc_threshold,
         "chats": args.chats,
+        "history": args.history,
         "closed_loop_s": args.seconds,
         "closed_loop_msgs": total,
         "open_loop_rate": args.rate,
@@ -260,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--cache-chats", type=int, default=1000, help="store.cache_chats (1: measure without the per-chat cache)"
     )
+    parser.add_argument("--history", type=int, default=0, help="earlier messages in each chat before the run")
     parser.add_argument("--usage", action="store_true", help="Answers report tokens: usage is counted per call.")
     parser.add_argument("--budget", type=int, default=0, help="budgets.user.daily_tokens: checked before each call")
     args = parser.parse_args(argv)

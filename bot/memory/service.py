@@ -221,8 +221,10 @@ class MemoryService:
         state = await self.store.chat_state(chat_key)
         room = max(self.context_chars - self.config.summary.max_chars, self.context_chars // 2)
         most = self.history_limit * 3 // 4
-        if state.total <= room and len(state.ids) <= most:
-            return None  # all the chat's history fits (the common case: nothing is read or copied)
+        if state.total - state.covered_size <= room and len(state.ids) - state.covered <= most:
+            # What the summary does not cover fits (the common case: nothing is read or copied).  Until the
+            # summary is read, ``covered`` is 0: the whole history is counted.
+            return None
         summary, upto = await self.memories.summary(chat_key)
         fold = to_fold(list(state.ids), list(state.messages), list(state.sizes), upto, room, most)
         if fold is None:

@@ -311,7 +311,7 @@ class MemoryStore:
         state = await self.store.chat_state(chat_key)
         if state.summary is None:
             rows = await self.store.read("SELECT summary, upto_id FROM chat_summaries WHERE chat_key = ?", (chat_key,))
-            state.summary, state.summary_upto = (str(rows[0][0]), int(rows[0][1])) if rows else ("", 0)
+            state.summarised(*((str(rows[0][0]), int(rows[0][1])) if rows else ("", 0)))
         return state.summary, state.summary_upto
 
     async def set_summary(self, chat_key: str, summary: str, upto_id: int) -> None:
@@ -358,7 +358,7 @@ class MemoryStore:
 
 def _summary_is(summary: str, upto_id: int) -> Callable[[ChatState], None]:
     def apply(state: ChatState) -> None:
-        state.summary, state.summary_upto = summary, upto_id
+        state.summarised(summary, upto_id)
 
     return apply
 

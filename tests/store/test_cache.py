@@ -106,3 +106,32 @@ def test_window_cuts_like_fit_context_including_after_eviction() -> None:
                 assert state.window(before, budget) == expected, (row_id, budget, before)
     state.clear()
     assert state.total == 0 and state.window(10**9, 100) == []
+
+
+def test_the_summarised_turns_are_counted_as_they_come_and_go() -> None:
+    """``covered`` (what the summary covers, counted as messages arrive and leave the bounded history) gives the
+    same window as walking the ids, before and after evictions and a newer summary."""
+    import random
+
+    from agents.messages import Message, fit_context
+
+    rng = random.Random(11)
+    state = ChatState.loaded([], limit=25)
+    kept: list[tuple[int, Message]] = []
+    upto = 0
+    for row_id in range(1, 150):
+        text = "y" * rng.randint(1, 300)
+        message = Message.user(text) if row_id % 2 else Message.assistant(text)
+        state.add(row_id, message)
+        kept = [*kept, (row_id, message)][-25:]
+        if row_id % 17 == 0:  # a fold: the summary now covers the older part of what is kept
+            upto = kept[len(kept) // 2][0]
+            state.summarised(f"summary up to {upto}", upto)
+        covered = [(i, m) for i, m in kept if i <= upto]
+        assert (state.covered, state.covered_size) == (len(covered), sum(m.size() for _, m in covered))
+        for budget in (0, 300, 3000, 10**6):
+            for before in (row_id + 1, row_id):
+                expected = fit_context([m for i, m in kept if upto < i < before], budget)
+                assert state.window(before, budget, upto) == expected, (row_id, budget, before)
+    state.clear()
+    assert (state.covered, state.covered_size, state.summary) == (0, 0, None)
