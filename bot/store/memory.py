@@ -309,10 +309,12 @@ class MemoryStore:
         """The chat's running summary and the newest row it covers; kept with the chat's cached history (read
         once while this process owns the chat)."""
         state = await self.store.chat_state(chat_key)
-        if state.summary is None:
-            rows = await self.store.read("SELECT summary, upto_id FROM chat_summaries WHERE chat_key = ?", (chat_key,))
-            state.summarised(*((str(rows[0][0]), int(rows[0][1])) if rows else ("", 0)))
-        return state.summary, state.summary_upto
+        if state.summary is not None:
+            return state.summary, state.summary_upto
+        rows = await self.store.read("SELECT summary, upto_id FROM chat_summaries WHERE chat_key = ?", (chat_key,))
+        summary, upto = (str(rows[0][0]), int(rows[0][1])) if rows else ("", 0)
+        state.summarised(summary, upto)
+        return summary, upto
 
     async def set_summary(self, chat_key: str, summary: str, upto_id: int) -> None:
         await self.store.write(
