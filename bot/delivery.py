@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 from bot import fencing
+from bot.clock import SYSTEM_CLOCK, Clock, SameDelay, Timer
 from bot.events import OutboundMessage
 from bot.store.base import StoreError
 
@@ -86,32 +87,35 @@ class InDoubt:
     waiting for flood control never holds up the others for longer than that.
     """
 
-    def __init__(self, limit: int = 1, stall_s: float = STALL_S) -> None:
+    def __init__(self, limit: int = 1, stall_s: float = STALL_S, clock: Clock = SYSTEM_CLOCK) -> None:
         self.limit = max(1, limit)
         self.stall_s = stall_s
         self._gates: dict[str, asyncio.Semaphore] = {}
+        self._stalls = SameDelay(clock, stall_s)
+        """Every turn's stall timer waits the same ``stall_s``: one clock timer serves them (a loop timer per send
+        was a push into and a pop out of the loop's heap)."""
 
     def turn(self, channel: str) -> Turn:
         """``async with in_doubt.turn(channel) as turn``: the channel's next turn (released at the block's end)."""
         gate = self._gates.get(channel)
         if gate is None:
             gate = self._gates[channel] = asyncio.Semaphore(self.limit)
-        return Turn(gate, self.stall_s)
+        return Turn(gate, self._stalls)
 
 
 class Turn:
     """One entry's turn on its channel (see :class:`InDoubt`); an async context manager (a class: a generator-based
     one costs several µs more per committed message)."""
 
-    def __init__(self, gate: asyncio.Semaphore, stall_s: float) -> None:
+    def __init__(self, gate: asyncio.Semaphore, stalls: SameDelay) -> None:
         self._gate = gate
-        self._stall_s = stall_s
+        self._stalls = stalls
         self._released = False
-        self._stall: asyncio.TimerHandle | None = None
+        self._stall: Timer | None = None
 
     async def __aenter__(self) -> Turn:
         await self._gate.acquire()
-        self._stall = asyncio.get_running_loop().call_later(self._stall_s, self.release)
+        self._stall = self._stalls.call_later(self.release)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -141,6 +145,7 @@ class Delivery:
         *,
         in_doubt: int = 1,
         stall_s: float = STALL_S,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._channels: dict[str, ChannelOut] = {}
         self._remote: set[str] = set()
@@ -149,7 +154,7 @@ class Delivery:
         self._metrics = metrics
         self._secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
         self._marks = marks
-        self.in_doubt = InDoubt(in_doubt, stall_s)
+        self.in_doubt = InDoubt(in_doubt, stall_s, clock)
         """Also for whoever sends and marks committed entries itself (a gateway relaying for workers)."""
 
     def register(self, channel: ChannelOut) -> None:

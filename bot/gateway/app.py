@@ -166,7 +166,7 @@ class Gateway:
         )
         self.handled = HandledEvents() if self.redis is None else None
         """What the web console awaits after a press (handled in this process only)."""
-        self.delivery = Delivery(self.settings.secrets(), marks=self.runs, metrics=self.metrics)
+        self.delivery = Delivery(self.settings.secrets(), marks=self.runs, metrics=self.metrics, clock=self.clock)
         self.ready = asyncio.Event()
         """Set as the last step of :meth:`start` (a terminal holds its first prompt until then)."""
 

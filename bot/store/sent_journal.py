@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,15 +59,32 @@ class SentJournal:
         """Every entry the file lists (read at open, then added to)."""
         self._failed = False
         self._settling: asyncio.Task[None] | None = None
+        self._fd: int | None = None
+        self._closer: weakref.finalize[[int], SentJournal] | None = None
 
     def open(self) -> None:
         """Read what an earlier process left (OSError when the file is there and cannot be read or written)."""
         self._listed = _read(self.path)
+        self._reopen()
+
+    def _reopen(self) -> None:
+        """Open the file for appending (kept open: an ``open`` and a ``close`` per line cost more than the line's
+        ``write``); the descriptor is closed with the journal, or when it is replaced or failed."""
+        self.close()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._fd, self._closer = fd, weakref.finalize(self, os.close, fd)
         try:
             self._size = os.fstat(fd).st_size
-        finally:
-            os.close(fd)
+        except OSError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Close the file (the next :meth:`record` opens it again)."""
+        closer, self._closer, self._fd = self._closer, None, None
+        if closer is not None:
+            with contextlib.suppress(OSError):
+                closer()
 
     def listed(self) -> dict[int, Sent]:
         """The entries the journal lists as sent (their marks committed or not)."""
@@ -76,13 +94,12 @@ class SentJournal:
         """List ``outbox_id`` as sent; False when the file could not take it (the caller commits the mark instead)."""
         data = _line(outbox_id, Sent(ref, interrupt_id)).encode()
         try:
-            # Opened per line (a few µs): nothing stays open when the store goes away.
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                written = os.write(fd, data)
-            finally:
-                os.close(fd)
+            if self._fd is None:
+                self._reopen()
+            assert self._fd is not None
+            written = os.write(self._fd, data)
         except OSError as exc:
+            self.close()  # opened afresh for the next line (the file may have been replaced, the disk freed)
             if not self._failed:
                 log.warning("outbox: cannot write the sent journal %s (%s); marks are committed first", self.path, exc)
             self._failed = True
@@ -138,6 +155,7 @@ class SentJournal:
         try:
             tmp.write_text(text)
             os.replace(tmp, self.path)  # atomic: a crash leaves the old file or the new one
+            self.close()  # the next line goes to the new file
         except OSError as exc:
             log.warning("outbox: could not compact the sent journal %s: %s", self.path, exc)
             with contextlib.suppress(OSError):
@@ -214,9 +232,12 @@ def mark_steps(outbox_id: int, ref: str | None, interrupt_id: str | None) -> lis
     return steps
 
 
+_to_json = json.JSONEncoder(separators=(",", ":")).encode
+"""Made once: ``json.dumps`` with separators builds an encoder per call."""
+
+
 def _line(outbox_id: int, sent: Sent) -> str:
-    item = {"sent": outbox_id, "ref": sent.ref, "interrupt": sent.interrupt_id}
-    return json.dumps(item, separators=(",", ":")) + "\n"
+    return _to_json({"sent": outbox_id, "ref": sent.ref, "interrupt": sent.interrupt_id}) + "\n"
 
 
 def _read(path: Path) -> dict[int, Sent]:

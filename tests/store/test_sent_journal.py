@@ -104,3 +104,23 @@ async def test_the_journal_keeps_only_lines_whose_marks_may_be_uncommitted(tmp_p
     finally:
         await store.close()
     assert path.stat().st_size < COMPACT_BYTES
+
+
+def test_lines_after_a_compaction_go_to_the_new_file(tmp_path: Path) -> None:
+    """The journal keeps its file open between lines; compacting replaces the file, and the next line must land in
+    the new one (not in the replaced file nobody reads)."""
+    path = tmp_path / "bot.db-sent"
+    journal = SentJournal(path)
+    journal.open()
+    assert journal.record(1, "42:1", None) and journal.record(2, "42:2", "i2")
+    journal.drop(frozenset({1}))
+    assert journal.record(3, "42:3", None)
+    reread = SentJournal(path)
+    reread.open()
+    assert sorted(reread.listed()) == [2, 3]
+    journal.close()
+    assert journal.record(4, "42:4", None), "a closed journal opens its file again for the next line"
+    reread.open()
+    assert sorted(reread.listed()) == [2, 3, 4]
+    journal.close()
+    reread.close()
