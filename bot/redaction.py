@@ -91,7 +91,7 @@ _SHAPES = (
     _Shape(re.compile(r"[0-9](?<!\w[0-9])(?:[ -]?[0-9]){12,18}\b"), "card number", digits=13),
 )
 """Passwords, PINs, API keys, tokens, private keys and card numbers."""
-_NO_DIGITS = dict.fromkeys(map(ord, "0123456789"))
+_DIGITS = "0123456789"
 _RUN = re.compile("[0-9]{4}")
 _KIND_OF_LABEL = {"pass": "password", "passwd": "password", "pin": "PIN", "private key": "private key"}
 
@@ -126,7 +126,7 @@ def _found(text: str) -> list[tuple[int, int, str]]:
     if len(text) < 5:  # "pin:1" is the shortest secret it knows
         return []
     low = text.lower()
-    digits = len(text) - len(text.translate(_NO_DIGITS))
+    digits = sum(map(text.count, _DIGITS))  # ten C-level counts: a translate is ~5 µs on non-ASCII text
     if digits >= 6 and _RUN.search(text) is None:
         digits = 0  # no four digits in a row: neither a card number nor a bot token
     if digits < 6:

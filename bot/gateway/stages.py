@@ -257,7 +257,10 @@ class Run:
                 latency_us=round(decision.latency_us, 1),
                 note=decision.note or None,
             )
-        await self.manager.start(run, agent, Message.user(decision.text or event.text, turn.media), recorded=True)
+        text = decision.text or event.text
+        said = turn.said  # frozen: the stored message is the run's, unless ``@agent`` was cut off its text
+        message = said if said is not None and said.text == text else Message.user(text, turn.media)
+        await self.manager.start(run, agent, message, recorded=True)
         return Handled("run")
 
 
