@@ -6,8 +6,9 @@ the same statements (a *shape*) go either
 - **column by column** (:func:`by_columns`): each statement for every write still going, pipelined, when the
   statements moved commute with those they moved past (:func:`columns_of`); or
 - **through a function** (:class:`ShapeFunctions`): a PL/pgSQL function of the session's own (``pg_temp``) runs one
-  write's statements in order, guards and all, and the calls for every write are pipelined: each write runs exactly
-  as it would alone, in order, one round trip for all.
+  write's statements in order, fence checks and guards and all, and the calls for every write are pipelined: each
+  write runs exactly as it would alone, in order, one round trip for all.  One call is one statement, so such a run
+  needs no ``BEGIN`` and ``COMMIT`` of its own either (:meth:`~bot.store.postgres.PgWriter._transaction`).
 
 Either way each write gets what it would have got run alone: its rows, its counts, its guard's verdict.
 """
@@ -29,6 +30,11 @@ log = logging.getLogger(__name__)
 
 Shape = tuple[tuple[str, bool, bool], ...]
 """A write's statements: (SQL, guard, returning) each."""
+CallShape = tuple[tuple[str, bool, bool, bool], ...]
+"""A write's steps, fence checks included: (SQL, guard, returning, fence) each (what a function runs)."""
+MAX_FUNCTIONS = 64
+"""Functions made per connection at most (writes whose statements vary in number, an ``IN`` list, would make one
+per length)."""
 
 
 def _count(status: str) -> int:
@@ -122,6 +128,14 @@ def shape_of(steps: Sequence[Step], held: set[tuple[Any, ...]]) -> Shape | None:
     return tuple((s.sql, s.guard, s.returning) for s in body)
 
 
+def call_shape(steps: Sequence[Step]) -> CallShape | None:
+    """A write a function can run: two steps or more, each an ``INSERT``, ``UPDATE`` or ``DELETE`` or a fence check;
+    its steps (SQL, guard, returning, fence); None for any other write."""
+    if len(steps) < 2 or any(s.many or (not s.fence and _table_and_words(s.sql) is None) for s in steps):
+        return None
+    return tuple((s.sql, s.guard, s.returning, s.fence) for s in steps)
+
+
 def run_of_one_shape(
     groups: Sequence[Sequence[Step]], start: int, held: set[tuple[Any, ...]], linked: frozenset[str]
 ) -> tuple[Sequence[Sequence[Step]], int, Shape | None]:
@@ -178,27 +192,28 @@ _OUT = "bot_step int, bot_n bigint, bot_r json"
 
 
 class ShapeFunctions:
-    """The functions made on one connection (its session's ``pg_temp``), by shape; None: that shape cannot have one.
+    """The functions made on one connection (its session's ``pg_temp``), by shape (:func:`call_shape`); None: that
+    shape cannot have one.
 
     Made outside any transaction (:meth:`make`), so a failure to make one (no right to create temporary objects, a
     type that does not come back through JSON) changes nothing but the way the shape's writes run.
     """
 
     def __init__(self) -> None:
-        self._made: dict[Shape, str | None] = {}
+        self._made: dict[CallShape, str | None] = {}
 
     def reset(self) -> None:
         """The session ended (or a transaction that may have made one was rolled back): nothing is known made."""
         self._made.clear()
 
-    def name(self, shape: Shape) -> str | None:
-        return self._made.get(shape)
+    def name(self, shape: CallShape | None) -> str | None:
+        return None if shape is None else self._made.get(shape)
 
     async def make(self, conn: asyncpg.Connection, groups: Sequence[Sequence[Step]]) -> None:
-        """A function for each shape that two consecutive writes of ``groups`` have, if not tried before."""
-        shapes = [shape_of(steps, _ALL_HELD) for steps in groups]
-        for shape, following in zip(shapes, shapes[1:], strict=False):
-            if shape is None or shape != following or shape in self._made:
+        """A function for each shape of the writes of ``groups``, if not tried before (up to ``MAX_FUNCTIONS``)."""
+        for steps in groups:
+            shape = call_shape(steps)
+            if shape is None or shape in self._made or len(self._made) >= MAX_FUNCTIONS:
                 continue
             name = f"bot_write_{len(self._made)}"
             try:
@@ -209,27 +224,20 @@ class ShapeFunctions:
             self._made[shape] = name if made else None
 
 
-class _AllHeld(set[tuple[Any, ...]]):
-    """Every fence counted as held (shapes are compared before the batch's fences are checked)."""
-
-    def __contains__(self, _item: object) -> bool:
-        return True
-
-
-_ALL_HELD = _AllHeld()
-
-
 def _numbered_from(sql: str, first: int) -> str:
     """``?`` placeholders as ``$first, $first+1, ...`` (a statement's parameters among the function's)."""
     counter = iter(range(first, first + 10_000))
     return re.sub(r"\?", lambda _m: f"${next(counter)}", sql)
 
 
-async def _create(conn: asyncpg.Connection, shape: Shape, name: str) -> bool:
+_SELECT = re.compile(r"\s*SELECT\s", re.IGNORECASE)
+
+
+async def _create(conn: asyncpg.Connection, shape: CallShape, name: str) -> bool:
     types: list[str] = []
     body = ["#variable_conflict use_column", "BEGIN"]
     cte = "bot_rows"
-    for i, (sql, guard, returning) in enumerate(shape):
+    for i, (sql, guard, returning, fence) in enumerate(shape):
         statement = await conn.prepare(numbered(sql))
         params = statement.get_parameters()
         if returning:
@@ -238,7 +246,12 @@ async def _create(conn: asyncpg.Connection, shape: Shape, name: str) -> bool:
                 return False
         text = _numbered_from(sql, len(types) + 1)
         types += [f'"{p.schema}"."{p.name}"' for p in params]
-        if returning:
+        if fence:  # a fence check (SELECT ... FOR SHARE): its share lock holds until the call's transaction ends
+            check = _SELECT.match(text)
+            if check is None or returning:
+                return False
+            body.append(f"PERFORM {text[check.end() :]};")
+        elif returning:
             body.append(f"RETURN QUERY WITH {cte} AS ({text}) SELECT {i}, NULL::bigint, row_to_json({cte}) FROM {cte};")
         else:
             body.append(f"{text};")
@@ -258,24 +271,21 @@ async def _create(conn: asyncpg.Connection, shape: Shape, name: str) -> bool:
 
 
 async def by_function(conn: asyncpg.Connection, run: Sequence[Sequence[Step]], name: str) -> list[WriteResult]:
-    """Writes of one shape through its function (:class:`ShapeFunctions`), the calls pipelined: one round trip."""
-    bodies = [[s for s in steps if not s.fence] for steps in run]
-    count = sum(len(s.params) for s in bodies[0])
+    """Writes of one shape (:func:`call_shape`) through its function (:class:`ShapeFunctions`), fence checks
+    included, the calls pipelined: one round trip, and one statement per write (atomic without a transaction)."""
+    count = sum(len(s.params) for s in run[0])
     schema = "pg_temp"
     call = ", ".join(f"${n}" for n in range(1, count + 1))
     sql = f"SELECT bot_step, bot_n, bot_r, ${count + 1}::int FROM {schema}.{name}({call})"
-    rows = await conn.fetchmany(sql, [(*(p for s in body for p in s.params), w) for w, body in enumerate(bodies)])
-    results = []
-    for steps in run:
-        result = WriteResult()
-        result.counts.extend(1 for s in steps if s.fence)
-        results.append(result)
+    rows = await conn.fetchmany(sql, [(*(p for s in steps for p in s.params), w) for w, steps in enumerate(run)])
+    results = [WriteResult() for _ in run]
     for step, n, returned, w in rows:
         result = results[w]
         if returned is not None:
             result.rows.append(tuple(json.loads(returned).values()))
             continue
         result.counts.append(n)
-        if bodies[w][step].guard and n == 0:
+        if run[w][step].guard and n == 0:
             result.ok = False
+            result.fenced = run[w][step].fence
     return results

@@ -25,6 +25,7 @@ from bot.store.pg_shapes import (
     ShapeFunctions,
     by_columns,
     by_function,
+    call_shape,
     linked_tables,
     run_of_one_shape,
     write_steps,
@@ -117,15 +118,8 @@ class PgWriter(GroupCommit):
     async def _cycle(self, batch: list[Write]) -> None:
         writes, prunes = self._split(batch)
         if writes:
-            started = time.perf_counter()
-            try:
-                results: list[WriteResult] | None = await self._transaction([w.steps for w in writes])
-                error: BaseException | None = None
-            except Exception as exc:
-                results, error = None, exc
-                log.error("store: batch of %d writes failed: %s", len(writes), exc)
-            self._booked(writes, results, started)
-            self._resolve(writes, results, error)
+            for start, end in await self._parts([w.steps for w in writes]):
+                await self._commit(writes[start:end])
         if prunes or self.retention.due():
             steps, done = self.retention.plan()
             try:
@@ -139,6 +133,57 @@ class PgWriter(GroupCommit):
             if prunes:
                 self._resolve(prunes, None if result is None else [result] * len(prunes), error)
 
+    async def _commit(self, writes: list[Write]) -> None:
+        started = time.perf_counter()
+        try:
+            results: list[WriteResult] | None = await self._transaction([w.steps for w in writes])
+            error: BaseException | None = None
+        except Exception as exc:
+            results, error = None, exc
+            log.error("store: batch of %d writes failed: %s", len(writes), exc)
+        self._booked(writes, results, started)
+        self._resolve(writes, results, error)
+
+    async def _connection(self) -> asyncpg.Connection:
+        if self._conn is None or self._conn.is_closed():
+            self._conn = await self._connect()  # the server restarted or dropped us
+            self._linked = await linked_tables(self._conn)
+            self._functions.reset()
+        return self._conn
+
+    async def _parts(self, groups: Sequence[Sequence[Step]]) -> list[tuple[int, int]]:
+        """How a batch commits: as runs of one pipelined call each (:meth:`_call`), each its own batch, when every
+        write is in one; else all of it in one transaction.  A run of calls commits by itself (the protocol's
+        implicit transaction, every call or none), so it needs no ``BEGIN`` and ``COMMIT``: two round trips fewer
+        each, and the next run need not wait for a batch's last round trip."""
+        whole = [(0, len(groups))]
+        try:
+            await self._functions.make(await self._connection(), groups)
+        except Exception:  # the batch's own transaction meets it again and fails its writes
+            return whole
+        parts, i = [], 0
+        while i < len(groups):
+            end = self._call(groups, i)[0]
+            if end is None:
+                return whole
+            parts.append((i, end))
+            i = end
+        return parts
+
+    def _call(self, groups: Sequence[Sequence[Step]], start: int) -> tuple[int | None, str | None]:
+        """Where the run of writes from ``start`` that go in one pipelined call, as one statement each, ends (None:
+        ``groups[start]`` cannot), and the function they call (None: a plain statement each, no fence checks)."""
+        if _single(groups[start], set()) is not None:
+            return start + len(_run_of_single_steps(groups, start, set())), None
+        shape = call_shape(groups[start])
+        name = self._functions.name(shape)
+        if name is None:
+            return None, None
+        end = start + 1
+        while end < len(groups) and call_shape(groups[end]) == shape:
+            end += 1
+        return end, name
+
     async def _transaction(self, groups: Sequence[Sequence[Step]]) -> list[WriteResult]:
         """The writes of one batch in one transaction, in order, in as few round trips as their meaning allows.
 
@@ -149,13 +194,18 @@ class PgWriter(GroupCommit):
         """
         if not any(groups):
             return [WriteResult() for _ in groups]
-        if self._conn is None or self._conn.is_closed():
-            self._conn = await self._connect()  # the server restarted or dropped us
-            self._linked = await linked_tables(self._conn)
-            self._functions.reset()
-        conn = self._conn
+        conn = await self._connection()
         await self._functions.make(conn, groups)
-        results: list[WriteResult] = []
+        end, name = self._call(groups, 0)
+        if end == len(groups):  # one call: atomic by itself
+            try:
+                results = await (_one_each(conn, groups) if name is None else by_function(conn, groups, name))
+            except BaseException:
+                self._functions.reset()
+                raise
+            self.stats.commits += 1
+            return results
+        results = []
         try:
             async with conn.transaction():
                 held = await _fences_held(conn, groups)
@@ -176,13 +226,12 @@ class PgWriter(GroupCommit):
         run = _run_of_single_steps(groups, i, held)
         if len(run) > 1:
             return await _one_each(conn, run)
-        run, columns, shape = run_of_one_shape(groups, i, held, self._linked)
-        if len(run) > 1:
-            name = self._functions.name(shape) if shape is not None and columns < len(shape) else None
-            if name is not None:
-                return await by_function(conn, run, name)
-            if columns:
-                return await by_columns(conn, run, columns, held)
+        end, name = self._call(groups, i)
+        if end is not None and name is not None:
+            return await by_function(conn, groups[i:end], name)
+        run, columns, _shape = run_of_one_shape(groups, i, held, self._linked)
+        if len(run) > 1 and columns:
+            return await by_columns(conn, run, columns, held)
         return [await write_steps(conn, groups[i], held)]
 
 

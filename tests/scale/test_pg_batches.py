@@ -1,6 +1,7 @@
 """The PostgreSQL writer sends a batch in few round trips: consecutive writes of one statement with the same SQL
-go pipelined together, writes of the same several statements column by column or through a function of the session
-(bot/store/pg_shapes.py), and every fence check of a batch is one statement.  Each write still gets what it would
+go pipelined together, writes of the same several statements through a function of the session (fence checks
+included) or column by column (bot/store/pg_shapes.py), and every fence check of a batch is one statement.  A run of
+writes that goes in one pipelined call commits by itself (no BEGIN and COMMIT).  Each write still gets what it would
 have got alone: its own rows, its own count, its own guard's verdict, in order."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.fencing import Fence, LeaseLost, fenced
+from bot.store.base import StoreError
 from bot.store.ops import INSERT_MESSAGE, Step, outbox_step, utcnow
 from bot.store.sql import SqlStore
 from tests.fakes.servers import PostgresServer
@@ -164,3 +166,33 @@ async def test_a_write_of_several_statements_alone_in_its_batch(store: SqlStore)
         outcomes.append((result.ok, result.counts, len(result.rows)))
     assert outcomes == [(True, [1, 1, 1], 2), (False, [0], 0), (True, [1, 1, 1], 2)]
     assert [r[0] for r in await store.read("SELECT message FROM outbox ORDER BY id")] == ["1", "2"]
+
+
+async def test_a_failing_run_fails_only_its_own_writes(store: SqlStore) -> None:
+    """Runs of one call each commit by themselves: a write the database refuses fails its run, in order with the
+    others, and the runs before and after it are stored."""
+    bad = Step("INSERT INTO outbox (chat_key, message, status, created_at) VALUES (?, NULL, 'pending', ?)", ("x", 1))
+    writes = [[message("console:r", "a")], [message("console:r", "b")], [bad], accept("r:1", "console:r", "c")]
+    outcomes = await asyncio.gather(*(store.write(w) for w in writes), return_exceptions=True)
+    assert [isinstance(o, StoreError) for o in outcomes] == [False, False, True, False]
+    rows = await store.read("SELECT data FROM session_messages ORDER BY id")
+    assert [r[0] for r in rows] == ['{"text": "a"}', '{"text": "b"}', '{"text": "c"}']
+
+
+async def test_a_stale_fence_stops_a_write_of_several_statements_with_nothing_stored(store: SqlStore) -> None:
+    """The fence check runs inside the write's function: a stale token refuses that write alone, before any of its
+    statements ran; the current token's writes beside it are stored."""
+    stale = await store.raise_fence(3, "a")
+    current = await store.raise_fence(3, "b")
+
+    async def write(token: int, key: str) -> str:
+        with fenced(Fence(3, token)):
+            try:
+                return "ok" if (await store.write(accept(key, "console:g", key))).ok else "not applied"
+            except LeaseLost:
+                return "refused"
+
+    outcomes = await asyncio.gather(write(current, "g:1"), write(stale, "g:2"), write(current, "g:3"))
+    assert outcomes == ["ok", "refused", "ok"]
+    assert [r[0] for r in await store.read("SELECT event_key FROM inbox ORDER BY event_key")] == ["g:1", "g:3"]
+    assert len(await store.read("SELECT id FROM outbox")) == 2
