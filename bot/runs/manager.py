@@ -192,7 +192,10 @@ class RunManager:
             typing = self.typing_timers.call_later(lambda: self._typing(chat))
             started, worked = time.perf_counter(), "failed"
             # A graph's nodes answer one after another: only the last answer is the reply, so none is shown growing.
-            stream = self._stream(run) if leg.graph is None else None
+            # A model that cannot stream gives its answer whole, so there is nothing to preview (unless a handoff
+            # may bring in one that can).
+            shows = leg.graph is None and (leg.ctx.model.streams or bool(leg.ctx.handoffs))
+            stream = self._stream(run) if shows else None
             try:
                 try:
                     outcome = await loop.drive(leg, step, stream)
