@@ -60,6 +60,8 @@ class SentJournal:
         self._failed = False
         self._settling: asyncio.Task[None] | None = None
         self._fd: int | None = None
+        self._torn = False
+        """The last write was cut short (a full disk): the next line starts on a line of its own."""
         self._closer: weakref.finalize[[int], SentJournal] | None = None
 
     def open(self) -> None:
@@ -93,6 +95,8 @@ class SentJournal:
     def record(self, outbox_id: int, ref: str | None, interrupt_id: str | None) -> bool:
         """List ``outbox_id`` as sent; False when the file could not take it (the caller commits the mark instead)."""
         data = _line(outbox_id, Sent(ref, interrupt_id)).encode()
+        if self._torn:  # the last line was cut short: end it, or this one would be read as part of it
+            data = b"\n" + data
         try:
             if self._fd is None:
                 self._reopen()
@@ -104,10 +108,11 @@ class SentJournal:
                 log.warning("outbox: cannot write the sent journal %s (%s); marks are committed first", self.path, exc)
             self._failed = True
             return False
-        if written != len(data):  # a full disk cut the line short: the reader skips it
+        self._size += written
+        self._torn = written != len(data)
+        if self._torn:  # a full disk cut the line short: the reader skips it
             return False
         self._failed = False
-        self._size += written
         self._listed[outbox_id] = Sent(ref, interrupt_id)
         return True
 
@@ -163,6 +168,7 @@ class SentJournal:
             return
         self._listed = left
         self._size = len(text.encode())
+        self._torn = False
 
 
 class SentMarks:

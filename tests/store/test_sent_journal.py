@@ -124,3 +124,31 @@ def test_lines_after_a_compaction_go_to_the_new_file(tmp_path: Path) -> None:
     assert sorted(reread.listed()) == [2, 3, 4]
     journal.close()
     reread.close()
+
+
+def test_a_line_cut_short_by_a_full_file_does_not_swallow_the_next(tmp_path: Path) -> None:
+    """A write the file system cuts short (here the process's file size limit, as a full disk would) leaves half a
+    line, which the reader skips; the next line must start on a line of its own, or it is skipped with it."""
+    import resource
+    import signal
+
+    path = tmp_path / "bot.db-sent"
+    journal = SentJournal(path)
+    journal.open()
+    assert journal.record(1, "42:1", None)
+    size = path.stat().st_size
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a short write, not a killed process
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size + 20, hard))
+        assert not journal.record(2, "42:2", None), "cut short: the caller commits the mark instead"
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+    assert path.stat().st_size == size + 20
+    assert journal.record(3, "42:3", None)
+    reread = SentJournal(path)
+    reread.open()
+    assert sorted(reread.listed()) == [1, 3]
+    journal.close()
+    reread.close()
