@@ -173,6 +173,9 @@ class MemoryService:
     async def _recall(self, identity: str, text: str) -> tuple[str, list[MemoryHit]]:
         """The person, and the memories matching ``text`` (full text, and embeddings when configured) followed
         by the newest."""
+        person = self.memories.known_empty(identity)
+        if person is not None:
+            return person, []
         person, hits = await self.memories.recall(identity, query_terms(text), SEARCHED)
         if self.embedder is not None and hits:
             found = await self._fused(person, text, [h for h in hits if h.score])

@@ -185,12 +185,20 @@ class MemoryStore:
         )
         return [_hit(r) for r in rows]
 
+    def known_empty(self, identity: str) -> str | None:
+        """The account's person when it is known to have no memories (most people): no query, and no terms to
+        find for one."""
+        known = self._empty.get(identity)
+        if known is not None and (not self.store.shared or time.monotonic() - known[1] < SHARED_EMPTY_S):
+            return known[0]
+        return None
+
     async def recall(self, identity: str, terms: list[str], limit: int) -> tuple[str, list[MemoryHit]]:
         """The account's person, and its memories matching ``terms`` (best first) followed by its newest ones,
         at most ``limit`` of each: one query (it runs before every turn)."""
-        known = self._empty.get(identity)  # before any SQL is put together: most people have no memories
-        if known is not None and (not self.store.shared or time.monotonic() - known[1] < SHARED_EMPTY_S):
-            return known[0], []
+        person = self.known_empty(identity)  # before any SQL is put together: most people have no memories
+        if person is not None:
+            return person, []
         me = "WITH me AS (SELECT COALESCE((SELECT person FROM identities WHERE identity = ?), ?) AS person) "
         newest = (
             "SELECT * FROM (SELECT 1 AS part, m.id, m.text, m.created_at, m.source, 0.0 AS score, me.person "

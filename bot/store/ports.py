@@ -355,6 +355,9 @@ class MemoryRepo(Protocol):
 
     async def get(self, person: str, ids: Sequence[int]) -> list[MemoryHit]: ...
 
+    def known_empty(self, identity: str) -> str | None:
+        """The account's person when it is known to have no memories (no query needed), else None."""
+
     async def recall(self, identity: str, terms: list[str], limit: int) -> tuple[str, list[MemoryHit]]: ...
 
     async def search(self, person: str, terms: list[str], limit: int) -> list[MemoryHit]: ...
