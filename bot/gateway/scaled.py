@@ -32,6 +32,7 @@ from bot.runs.scheduled import ScheduledMessages
 from bot.scale.connections import ExclusiveConnections
 from bot.scale.consumer import PartitionConsumer
 from bot.scale.leases import Leases, process_name
+from bot.scale.packing import packing
 from bot.scale.relay import OutboundRelay, RemoteChannel
 from bot.scale.streams import PREFIX, RedisBus, owner_of, text_of
 from bot.store.runs import RunStore
@@ -90,6 +91,7 @@ def connect_redis(url: str) -> Any:
         socket_keepalive=True,
         health_check_interval=30,
     )
+    pool.connection_class = packing(pool.connection_class)  # the URL's (TCP, TLS, a Unix socket), hiredis packing
     return aioredis.Redis(connection_pool=pool)
 
 
