@@ -201,6 +201,9 @@ class ShapeFunctions:
 
     def __init__(self) -> None:
         self._made: dict[CallShape, str | None] = {}
+        self._names = 0
+        """Names given so far: never one twice (a shape made again after a reset must not meet another shape's
+        function of that name, with other argument types: an overload its calls could not choose from)."""
 
     def reset(self) -> None:
         """The session ended (or a transaction that may have made one was rolled back): nothing is known made."""
@@ -215,7 +218,8 @@ class ShapeFunctions:
             shape = call_shape(steps)
             if shape is None or shape in self._made or len(self._made) >= MAX_FUNCTIONS:
                 continue
-            name = f"bot_write_{len(self._made)}"
+            name = f"bot_write_{self._names}"
+            self._names += 1
             try:
                 made = await _create(conn, shape, name)
             except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
