@@ -79,6 +79,8 @@ class Budgets:
         self.zone = ZoneInfo(config.timezone)
         self.clock = clock
         self._refused = refused
+        self._limited = config.limited()
+        """Whether any limit is set (the configuration does not change while the gateway runs)."""
         self._pending: dict[tuple[str, str], Spent] = {}
         """Counted and not written yet."""
         self._writing: dict[tuple[str, str], Spent] = {}
@@ -160,9 +162,13 @@ class Budgets:
 
     # -- checking and counting ---------------------------------------------------------------------
 
+    def checks(self, payer: Payer) -> bool:
+        """Whether :meth:`check` looks at ``payer``'s use (a limit is set and it is not exempt)."""
+        return self._limited and not payer.exempt
+
     async def check(self, payer: Payer) -> None:
         """Raise :class:`BudgetExceeded` when a scope of ``payer`` is over one of its limits."""
-        if not self.config.limited() or payer.exempt:
+        if not self.checks(payer):
             return
         now = self.now()
         day, month = self.periods(now)
@@ -227,6 +233,10 @@ class Budgets:
 
     async def spend(self, payer: Payer, response: ModelResponse, model: str) -> None:
         """Count one model call (written within :data:`FLUSH_S`; checks see it at once)."""
+        self.count(payer, response, model)
+
+    def count(self, payer: Payer, response: ModelResponse, model: str) -> None:
+        """:meth:`spend`, on the event loop's thread (no coroutine to make and await)."""
         usage = response.usage
         if not (usage.input_tokens or usage.output_tokens):
             return

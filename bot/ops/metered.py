@@ -88,6 +88,24 @@ class ObservedModel(_Wrapper):
         self.metrics = metrics
         self.provider = provider
 
+    async def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+        response_schema: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        # :meth:`_Wrapper.request` without its hooks' coroutines (on every model call of every message).
+        started = time.perf_counter()
+        try:
+            response = await self.inner.request(messages, tools=tools, system=system, response_schema=response_schema)
+        except ModelError:
+            self._failed(started)
+            raise
+        self.metrics.model_call(self.provider, self.name, time.perf_counter() - started, response.usage)
+        return response
+
     async def _after(self, response: ModelResponse, started: float) -> None:
         # A fallback chain answers as the model that answered; each member is observed on its own.
         self.metrics.model_call(self.provider, self.name, time.perf_counter() - started, response.usage)
@@ -104,8 +122,24 @@ class BudgetedModel(_Wrapper):
         self.budgets = budgets
         self.payer = payer
 
+    async def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolDeclaration] = (),
+        system: str | None = None,
+        response_schema: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        # :meth:`_Wrapper.request` without its hooks' coroutines, and no check's coroutine where nothing is
+        # limited (on every model call of every message).
+        if self.budgets.checks(self.payer):
+            await self.budgets.check(self.payer)
+        response = await self.inner.request(messages, tools=tools, system=system, response_schema=response_schema)
+        self.budgets.count(self.payer, response, self.name)
+        return response
+
     async def _before(self) -> None:
         await self.budgets.check(self.payer)
 
     async def _after(self, response: ModelResponse, started: float) -> None:
-        await self.budgets.spend(self.payer, response, self.name)
+        self.budgets.count(self.payer, response, self.name)
