@@ -24,12 +24,15 @@ import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Protocol
 
 from bot.aio import cancel_and_wait
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import TracingSection
+from bot.ids import fast_id
 from bot.redaction import Redaction
+from bot.store.ops import utcnow
 from bot.store.ports import TraceRepo
 from bot.tracing.event import TraceEvent
 from bot.tracing.timeline import describe, human_duration, timeline
@@ -39,18 +42,23 @@ log = logging.getLogger(__name__)
 __all__ = ["Redactor", "RunTracer", "Sink", "TraceEvent", "Tracing", "describe", "human_duration", "timeline"]
 
 MAX_FIELD_CHARS = 2000
-PLAIN = frozenset({int, float, bool})
-"""Values that cannot hold a secret (a bare ``type()`` check: cheap on the per-message path)."""
-type_of = type
 _data_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+"""An event's fields as stored (what :func:`_encoder` makes, without the C encoder)."""
+
+
+def _encoder() -> Callable[[Any, int], Sequence[str]]:
+    """What :data:`_data_json` does, for one flush: ``encode(data, 0)`` gives the chunks of the same text.
+    ``JSONEncoder.encode`` builds a new C encoder for every call: 2.1 µs for a route event's fields, 1.3 µs through
+    one C encoder made per flush."""
+    if c_make_encoder is None:  # pragma: no cover - CPython has it
+        return lambda data, _level: (_data_json(data),)
+    return c_make_encoder({}, str, encode_basestring, None, ": ", ", ", False, False, True)
 
 
 class Redactor(Redaction):
     """The tracer's :class:`~bot.redaction.Redaction`: every secret replaced, and long strings cut short."""
 
-    def text(self, value: str) -> str:
-        shown = super().text(value)
-        return shown if len(shown) <= MAX_FIELD_CHARS else shown[:MAX_FIELD_CHARS] + "…"
+    limit = MAX_FIELD_CHARS
 
 
 Observer = Callable[[str, str, Mapping[str, Any]], None]
@@ -116,7 +124,9 @@ class Tracing:
         self.config = config
         self.redactor = redactor or Redactor()
         self.sinks = list(sinks)
-        self._buffer: list[TraceEvent] = []
+        self._buffer: list[tuple[Any, ...]] = []
+        """Rows as :meth:`_flush` writes them, with the fields not yet JSON: ``id, chat_key, correlation_id,
+        run_id, agent, type, data, at``."""
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._flushing = asyncio.Lock()
@@ -138,13 +148,18 @@ class Tracing:
     def keep(
         self, type: str, chat_key: str, correlation_id: str, run_id: str, agent: str, fields: dict[str, Any]
     ) -> None:
-        """Buffer the event, if tracing is on and keeps it."""
-        if not self.config.enabled or (type != "error" and not self.keeps(type, correlation_id)):
+        """Buffer the event, if tracing is on and keeps it: as the row it will be (a tuple, not yet a
+        :class:`TraceEvent`: the sinks get those at the flush, when there are sinks)."""
+        config = self.config
+        if not config.enabled or (
+            type != "error" and (config.events or config.sample_rate < 1) and not _kept(config, type, correlation_id)
+        ):
             return
-        value = self.redactor.value
-        data = {k: v if type_of(v) in PLAIN else value(v, k) for k, v in fields.items() if v is not None}
-        self._buffer.append(TraceEvent(type, chat_key, correlation_id, run_id, agent, data))
-        if len(self._buffer) >= self.config.max_buffer:
+        buffer = self._buffer
+        buffer.append(
+            (fast_id(), chat_key, correlation_id, run_id, agent, type, self.redactor.fields(fields), utcnow())
+        )
+        if len(buffer) >= config.max_buffer:
             self._wake.set()
 
     def keeps(self, type: str, correlation_id: str) -> bool:
@@ -177,30 +192,21 @@ class Tracing:
             return await self._flush()
 
     async def _flush(self) -> int:
-        events, self._buffer = self._buffer, []
-        if not events:
+        buffered, self._buffer = self._buffer, []
+        if not buffered:
             return 0
-        rows = [
-            (
-                e.id,
-                e.chat_key,
-                e.correlation_id,
-                e.run_id,
-                e.agent,
-                e.type,
-                _data_json(e.data),
-                e.at,
-            )
-            for e in events
-        ]
+        encode, join = _encoder(), "".join
+        rows = [(i, c, q, r, a, t, join(encode(d, 0)), at) for i, c, q, r, a, t, d, at in buffered]
         await self.traces.add(rows)
-        self.written += len(events)
-        for sink in self.sinks:
-            try:
-                sink.export(events)
-            except Exception:
-                log.exception("tracing: exporter %s failed", type(sink).__name__)
-        return len(events)
+        self.written += len(buffered)
+        if self.sinks:
+            events = [TraceEvent(t, c, q, r, a, d, at, i) for i, c, q, r, a, t, d, at in buffered]
+            for sink in self.sinks:
+                try:
+                    sink.export(events)
+                except Exception:
+                    log.exception("tracing: exporter %s failed", type(sink).__name__)
+        return len(buffered)
 
     async def stop(self) -> None:
         if self._task is not None:

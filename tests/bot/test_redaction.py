@@ -89,3 +89,48 @@ def test_json_text_stays_json() -> None:
         "args": {"token": 5, "secret": "‹redacted: secret›"},
     }
     assert redact_value({"fact": "my password is hunter2"}) == {"fact": "my password is ‹redacted: password›"}
+
+
+def test_fields_redact_each_value_as_value_does_also_from_the_cache() -> None:
+    """``fields`` (a trace event's fields) has fast paths: numbers as they are, and a short string under a name
+    known to be ordinary from the cache of texts already redacted. The cache never lets a secret through: a text
+    seen first under an ordinary name is still hidden under a secret's name, and a text with a secret in it is
+    cached redacted."""
+
+    class Level(int):
+        pass
+
+    r = Redaction(["configured-secret-value"])
+    fields = {
+        "status": "done",
+        "token": "done",  # the same text as an ordinary field's, under a secret's name
+        "password": "",
+        "api_key": ["a"],
+        "note": "my password is hunter2",
+        "echo": "configured-secret-value",
+        "count": 3,
+        "ratio": 0.5,
+        "flag": True,
+        "level": Level(2),
+        "nested": {"cookie": "c", "text": "pin: 1234"},
+        "words": ["sk-abcdefghijklmnopqrstuv", 7],
+        "nothing": None,
+    }
+    expected = {k: r.value(v, k) for k, v in fields.items() if v is not None}
+    assert expected["token"] == "‹redacted: token›" and expected["echo"] == "‹redacted: secret›"
+    for _ in range(3):  # the first time fills the caches, then the fast paths answer
+        assert r.fields(fields) == expected
+    assert r.fields({"status": "done", "token": "done"}) == {"status": "done", "token": "‹redacted: token›"}
+    assert r.fields({"value": "my password is hunter2"}) == {"value": "my password is ‹redacted: password›"}
+    assert r.fields({"nothing": None, "n": 0, "empty": ""}) == {"n": 0, "empty": ""}
+
+
+def test_a_limit_cuts_long_texts_after_redacting_them() -> None:
+    class Short(Redaction):
+        limit = 20
+
+    r = Short()
+    long = "my password is hunter2 and then a lot more text than twenty"
+    assert r.text(long) == "my password is ‹reda…"
+    assert r.fields({"text": long, "word": "word"}) == {"text": "my password is ‹reda…", "word": "word"}
+    assert Redaction().text(long) == "my password is ‹redacted: password› and then a lot more text than twenty"

@@ -4,12 +4,14 @@ reaches the rows, in how many commits, and how requests are read back."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from bot.clock import FakeClock
 from bot.config.settings import TracingSection
-from bot.tracing.recorder import Redactor, Tracing
+from bot.tracing.recorder import Redactor, TraceEvent, Tracing
 from tests.fakes.repos import FakeTraces
 
 KEY = "sk-test-0123456789abcdef"
@@ -84,3 +86,43 @@ async def test_a_flush_returns_only_once_a_flush_already_writing_is_written() ->
     traces.release.set()
     assert await background == 1 and await reader == 0
     assert [row[5] for row in traces.rows] == ["route"]
+
+
+async def test_fields_are_stored_as_json_with_what_json_cannot_say_as_text() -> None:
+    """The stored ``data`` is exactly ``json.dumps(fields, ensure_ascii=False, default=str)`` of the redacted
+    fields; the sinks see the same events as the rows."""
+
+    class Sink:
+        def __init__(self) -> None:
+            self.events: list[TraceEvent] = []
+
+        def export(self, events: Sequence[TraceEvent]) -> None:
+            self.events.extend(events)
+
+        def shutdown(self) -> None:
+            pass
+
+    traces, sink = FakeTraces(), Sink()
+    tracing = Tracing(traces, TracingSection(), Redactor([KEY]), sinks=[sink], clock=FakeClock())
+    when = datetime(2026, 1, 2, 3, 4, 5)
+    fields: dict[str, Any] = {
+        "text": 'héllo « ☃ » \u200b "quoted" \\ \n',
+        "ratio": 0.1,
+        "big": 10**20,
+        "nan": float("nan"),
+        "when": when,
+        "nested": {"list": [1, "two", None, True], "empty": {}},
+        "tuple": ("a", 1),
+        "prompt": f"key {KEY}",
+    }
+    tracing.record("tool_call", "console:a", "q1", run_id="r1", agent="chat", **fields)
+    tracing.record("run", "console:a", "q1", run_id="r1", agent="chat", status="done")
+    assert await tracing.flush() == 2
+    tool, run = traces.rows
+    redacted = {**fields, "when": str(when), "tuple": ["a", 1], "prompt": "key ‹redacted: secret›"}
+    assert tool[6] == json.dumps(redacted, ensure_ascii=False, default=str)
+    assert run[6] == '{"status": "done"}'
+    assert [(e.id, e.chat_key, e.correlation_id, e.run_id, e.agent, e.type, e.at) for e in sink.events] == [
+        (r[0], r[1], r[2], r[3], r[4], r[5], r[7]) for r in traces.rows
+    ]
+    assert sink.events[1].data == {"status": "done"} and isinstance(tool[7], datetime)
