@@ -21,7 +21,10 @@ Why this design:
   n-grams is scored by C-level ``map(dict.get, ...)`` plus one ``sum``; n-grams are built by C-level string
   concatenation.  The n-grams of frequent tokens are pre-summed into a token cache shipped in the artefact
   (tokens met later are added to it, up to a cap), so an English message costs a few dict lookups per
-  word.  No numpy, nothing to compile.
+  word.  A cached token also holds its word unigram weight and the junctions and word bigrams it starts,
+  keyed by what follows it, so those features are looked up without building their strings (0.9 µs for
+  the nine tokens of "message closed-3-17 from chat 3", against 2.8 µs for building and hashing them).
+  No numpy, nothing to compile.
 * **Compact artefact.**  Feature strings are one newline-joined string and the weights a base64 float
   array inside a small JSON document: loading is one ``json.loads``, one ``split`` and one ``dict(zip())``
   per table.
@@ -41,7 +44,7 @@ import unicodedata
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import compress, pairwise
 from operator import add
 from pathlib import Path
 from typing import Any
@@ -55,6 +58,8 @@ _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r"\w+|[^\w\s]+")  # words, and runs of punctuation as tokens of their own
 _DIGIT = re.compile("[1-9]")
+_ASCII_FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ123456789", b"abcdefghijklmnopqrstuvwxyz000000000")
+"""``str.lower`` and ``_DIGIT.sub("0", ...)`` of ASCII text as one ``bytes.translate`` table."""
 WORD_MARK = "\x01"
 """Prefix that keeps word features apart from character n-grams in ``featurise`` output."""
 TOKEN_CACHE_CAP = 50_000
@@ -107,17 +112,24 @@ def segments(text: str, settings: FeatureSettings) -> tuple[list[str], list[str]
 
     Only the first ``max_chars`` characters are read.  Punctuation is split off words so that "schedule."
     and "schedule" share a token (and a cache entry); the junction feature still sees them side by side."""
+    runs, rest = _normalised(text, settings)
+    return runs, _TOKEN.findall(rest), _WORD.findall(rest)
+
+
+def _normalised(text: str, settings: FeatureSettings) -> tuple[list[str], str]:
+    """The CJK runs of the (prefix of the) normalised text, and the rest of it, each run replaced by a space."""
     limit = settings.max_chars
     norm = text[:limit]
-    if not norm.isascii():  # ASCII is already NFKC; the check is O(1)
-        # NFKC may lengthen text (one ligature becomes several letters), so cut again afterwards.
-        norm = unicodedata.normalize("NFKC", norm)[:limit]
-    norm = norm.lower()
+    if norm.isascii():  # ASCII is already NFKC and has no CJK; the check is O(1)
+        if settings.digits:  # lower case and digits in one C-level pass: 0.12 us against 0.7 for lower + re.sub
+            return [], norm.encode().translate(_ASCII_FOLD).decode()
+        return [], norm.lower()
+    # NFKC may lengthen text (one ligature becomes several letters), so cut again afterwards.
+    norm = unicodedata.normalize("NFKC", norm)[:limit].lower()
     if settings.digits and _DIGIT.search(norm):  # most messages have no digit: skip the rewrite
         norm = _DIGIT.sub("0", norm)
     runs = [] if norm.isascii() else _CJK_RUN.findall(norm)
-    rest = _CJK_RUN.sub(" ", norm) if runs else norm
-    return runs, _TOKEN.findall(rest), _WORD.findall(rest)
+    return runs, (_CJK_RUN.sub(" ", norm) if runs else norm)
 
 
 def _grams(text: str, lo: int, hi: int) -> Iterator[str]:
@@ -162,6 +174,24 @@ def _lookup(text: str, lo: int, hi: int, get: Callable[[str], Any], extend: Call
         prev = list(map(add, prev, chars[n - 1 :]))
         if n >= lo:
             extend(map(get, prev))
+
+
+_Entry = tuple[complex, int, complex | None, dict[str, complex], str, bool, dict[str, complex]]
+"""A token's scoring entry: the sum of the weights of its character n-grams and how many of them the model knows;
+its word unigram weight (None: unknown, or not a word); the weights of the junctions it starts, by the next
+token's head; its head (its first ``junction`` characters); whether it is a word; the weights of the word bigrams it
+starts, by the next word.  Looking a junction or bigram up by the next token's head or word makes no string."""
+_NONE: dict[str, complex] = {}
+
+
+def _after(table: dict[str, complex]) -> dict[str, dict[str, complex]]:
+    """``table``'s features "a b" (one inner space: junctions, word bigrams) as ``{"a": {"b": weight}}``."""
+    out: dict[str, dict[str, complex]] = {}
+    for key, weight in table.items():
+        first, space, second = key.partition(" ")
+        if first and second and space and " " not in second:
+            out.setdefault(first, {})[second] = weight
+    return out
 
 
 @dataclass(frozen=True)
@@ -221,9 +251,15 @@ class IntentClassifier:
         cache = data.get("tokens") or {"features": "", "weights": "", "known": ""}
         keys = _keys(cache)
         sums = _pairs(cache, "d", len(keys))
-        self._tokens: dict[str, tuple[complex, int]] = dict(
-            zip(keys, zip(sums, _decode(cache["known"], "H"), strict=True), strict=True)
-        )
+        lo, hi = s.words
+        self._unigrams, self._bigrams, self._longer = lo <= 1 <= hi, lo <= 2 <= hi, hi >= 3
+        self._heads: dict[str, str] = {}
+        self._junctions_after = _after(self._chars) if s.junction else {}
+        self._bigrams_after = _after(self._words) if lo <= 2 <= hi else {}
+        self._tokens: dict[str, _Entry] = {
+            key: self._entry(key, chars, known)
+            for key, chars, known in zip(keys, sums, _decode(cache["known"], "H"), strict=True)
+        }
         self._token_cap = len(self._tokens) + TOKEN_CACHE_CAP
         self._bias = complex(*data["bias"])
         self._cjk_unigrams = s.cjk[0] <= 1
@@ -243,45 +279,62 @@ class IntentClassifier:
         _lookup(f" {token} ", *self.settings.other, self._chars.get, values.extend)
         return sum(filter(None, values), 0j), len(values) - values.count(None)
 
+    def _entry(self, token: str, chars: complex, known: int, *, kept: bool = True) -> _Entry:
+        """What scoring needs of a token, worked out once (``kept``: for the cache): see ``_Entry``."""
+        word = _WORD.fullmatch(token) is not None  # a token is either a word or a run of punctuation
+        j = self.settings.junction
+        head = token[:j]
+        if kept:  # one head string shared by many tokens: less memory, and its hash is computed once
+            head = self._heads.setdefault(head, head)
+        return (
+            chars,
+            known,
+            self._words.get(token) if word and self._unigrams else None,
+            self._junctions_after.get(token[-j:], _NONE) if j else _NONE,
+            head,
+            word,
+            self._bigrams_after.get(token, _NONE) if word else _NONE,
+        )
+
     def logits(self, text: str) -> complex:
         """The react and plan logits relative to chat, as ``real + imag·j``."""
-        runs, tokens, words = segments(text, self.settings)
+        runs, rest = _normalised(text, self.settings)
         values: list[complex | None] = []
-        extend = values.extend
         get = self._chars.get
         for run in runs:
             if self._cjk_unigrams:
-                extend(map(get, run))
-            _lookup(f" {run} ", *self._cjk_range, get, extend)
-        total, known = 0j, 0
-        if tokens:
-            hits = list(map(self._tokens.get, tokens))
-            if None in hits:
-                hits = [
-                    hit if hit is not None else self._remember(token) for hit, token in zip(hits, tokens, strict=True)
-                ]
-            sums, counts = zip(*hits, strict=True)
-            total, known = sum(sums, 0j), sum(counts)
-            if j := self.settings.junction:
-                extend(map(get, [f"{a[-j:]} {b[:j]}" for a, b in pairwise(tokens)]))
-        get = self._words.get
-        lo, hi = self.settings.words
-        for n in range(lo, hi + 1):
-            if n == 1:
-                extend(map(get, words))
-            elif n == 2:  # the shipped model's longest: pairs without the generic n-way zip
-                extend(map(get, map(" ".join, pairwise(words))))
-            elif len(words) >= n:
-                extend(map(get, map(" ".join, zip(*(words[i:] for i in range(n)), strict=False))))
+                values += map(get, run)
+            _lookup(f" {run} ", *self._cjk_range, get, values.extend)
+        tokens = _TOKEN.findall(rest)
+        if not tokens:  # no token, no word
+            known = len(values) - values.count(None)
+            return sum(filter(None, values), 0j) / math.sqrt(known) + self._bias if known else self._bias
+        hits = list(map(self._tokens.get, tokens))
+        if None in hits:
+            hits = [hit if hit is not None else self._remember(token) for hit, token in zip(hits, tokens, strict=True)]
+        sums, counts, unigrams, junctions, heads, word, bigrams = zip(*hits, strict=True)
+        # The features in the reference order (``featurise``): junctions, then word unigrams and bigrams.
+        if self.settings.junction:  # "ab cd": a token's tail, a space, the next token's head
+            values += map(dict.get, junctions, heads[1:])
+        values += unigrams  # None for punctuation (like an unknown word: neither evidence nor counted)
+        if self._bigrams or self._longer:
+            words = list(compress(tokens, word))
+            if self._bigrams:
+                values += map(dict.get, compress(bigrams, word), words[1:])
+            if self._longer:
+                get = self._words.get
+                for n in range(max(3, self.settings.words[0]), self.settings.words[1] + 1):
+                    values += map(get, map(" ".join, zip(*(words[i:] for i in range(n)), strict=False)))
         # Unknown features are None: they count neither as evidence nor towards the length normalisation.
-        known += len(values) - values.count(None)
+        known = sum(counts) + len(values) - values.count(None)
         if not known:
             return self._bias
-        return (total + sum(filter(None, values), 0j)) / math.sqrt(known) + self._bias
+        return (sum(sums, 0j) + sum(filter(None, values), 0j)) / math.sqrt(known) + self._bias
 
-    def _remember(self, token: str) -> tuple[complex, int]:
-        entry = self.token_entry(token)
-        if len(token) <= _MEMO_MAX_LEN and len(self._tokens) < self._token_cap:
+    def _remember(self, token: str) -> _Entry:
+        kept = len(token) <= _MEMO_MAX_LEN and len(self._tokens) < self._token_cap
+        entry = self._entry(token, *self.token_entry(token), kept=kept)
+        if kept:
             self._tokens[token] = entry
         return entry
 
