@@ -67,27 +67,56 @@ T = TypeVar("T")
 class Lanes(Generic[T]):
     """Work per chat key: each key's items are run one at a time in arrival order, keys concurrently.
 
-    A key's queue and task exist only while it has work, so a million distinct chats leave nothing behind.
+    A key's queue exists only while it has work, so a million distinct chats leave nothing behind.
     ``run`` handles one item and should not raise (what it raises is logged: one bad item cannot stop the
     chat's queue); ``done`` is called after each item, whatever happened.
+
+    ``workers``: at most this many items run at once. Keys with work wait in arrival order, and a key goes
+    back to the end of that line after each of its items, so a busy chat cannot keep a worker from the others.
+    A worker takes the next key itself when its item is done; it ends when no key waits. That spares a task and a
+    semaphore hand-off per item: the bus took 8.6 µs of the event loop per message, against 15.1 µs with a task per
+    key behind an ``asyncio.Semaphore`` (median of 3 interleaved pairs; 200 chats, 64 workers, a handler that yields
+    once). None: a task per key while it has work, unbounded.
     """
 
-    def __init__(self, run: Callable[[str, T], Awaitable[None]], done: Callable[[T], Awaitable[None] | None]) -> None:
+    def __init__(
+        self,
+        run: Callable[[str, T], Awaitable[None]],
+        done: Callable[[T], Awaitable[None] | None],
+        *,
+        workers: int | None = None,
+    ) -> None:
         self._run = run
         self._done = done
         self._queues: dict[str, deque[T]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
+        """Per key (``workers`` None): the task draining it."""
+        self._limit = workers
+        self._ready: deque[str] = deque()
+        """Keys with work and no worker, in the order they get one (``workers`` set)."""
+        self._pool: set[asyncio.Task[None]] = set()
+        self._working = 0
+        """Pooled workers running (counted down by the worker itself: its task's done callback comes later)."""
         self._idle = asyncio.Event()
         self._idle.set()
 
     def push(self, key: str, item: T) -> None:
         queue = self._queues.get(key)
-        if queue is None:
-            queue = self._queues[key] = deque()
-        queue.append(item)
-        if key not in self._workers:
-            self._idle.clear()
+        if queue is not None:
+            queue.append(item)  # the key has work: its worker, or the line of waiting keys, has it
+            return
+        self._queues[key] = queue = deque((item,))
+        self._idle.clear()
+        limit = self._limit
+        if limit is None:
             self._workers[key] = asyncio.create_task(self._drain(key, queue), name=f"chat:{key}")
+            return
+        self._ready.append(key)
+        if self._working < limit:
+            self._working += 1
+            task = asyncio.create_task(self._work(), name="lanes-worker")
+            self._pool.add(task)
+            task.add_done_callback(self._pool.discard)
 
     def queued(self, key: str) -> int:
         queue = self._queues.get(key)
@@ -101,37 +130,62 @@ class Lanes(Generic[T]):
         """How many items are queued or running, and each key's first (the oldest of each key)."""
         return sum(len(q) for q in self._queues.values()), [q[0] for q in self._queues.values() if q]
 
+    async def _one(self, key: str, queue: deque[T]) -> None:
+        """Run the key's first item, then take it off its queue."""
+        item = queue[0]
+        try:
+            await self._run(key, item)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # The supervisor reports run errors to the user itself; this is a bug in the
+            # handler, logged so one bad event cannot stop the chat's queue.
+            log.exception("unhandled error for chat %s", key)
+        finally:
+            queue.popleft()
+            pending = self._done(item)
+            if pending is not None:
+                await pending
+
+    def _emptied(self, key: str) -> None:
+        del self._queues[key]
+        if not self._queues:
+            self._idle.set()
+
     async def _drain(self, key: str, queue: deque[T]) -> None:
         try:
             while queue:
-                item = queue[0]
-                try:
-                    await self._run(key, item)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    # The supervisor reports run errors to the user itself; this is a bug in the
-                    # handler, logged so one bad event cannot stop the chat's queue.
-                    log.exception("unhandled error for chat %s", key)
-                finally:
-                    queue.popleft()
-                    pending = self._done(item)
-                    if pending is not None:
-                        await pending
+                await self._one(key, queue)
         finally:
-            del self._queues[key]
             del self._workers[key]
-            if not self._workers:
-                self._idle.set()
+            self._emptied(key)
+
+    async def _work(self) -> None:
+        """A pooled worker: one item of the first waiting key, then that key to the back of the line."""
+        ready, queues = self._ready, self._queues
+        try:
+            while ready:
+                key = ready.popleft()
+                queue = queues[key]
+                try:
+                    await self._one(key, queue)
+                finally:
+                    if queue:
+                        ready.append(key)
+                    else:
+                        self._emptied(key)
+        finally:
+            self._working -= 1
 
     async def join(self, timeout: float | None = None) -> None:
         """Wait until every item pushed so far was run; after ``timeout``, cancel what is left."""
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
         except TimeoutError:
-            for task in list(self._workers.values()):
+            tasks = [*self._workers.values(), *self._pool]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*self._workers.values(), return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class InMemoryBus:
@@ -143,9 +197,8 @@ class InMemoryBus:
         self._urgent = urgent
         self._on_urgent: Handler | None = None
         self._side: set[asyncio.Task[None]] = set()
-        self._cap = asyncio.Semaphore(max_concurrent)
         self._room = asyncio.Semaphore(max_pending)
-        self._lanes: Lanes[InboundEvent] = Lanes(self._run, self._release)
+        self._lanes: Lanes[InboundEvent] = Lanes(self._run, self._release, workers=max_concurrent)
         self._closed = False
 
     def subscribe(self, handler: Handler, *, on_urgent: Handler | None = None) -> None:
@@ -182,8 +235,7 @@ class InMemoryBus:
 
     async def _run(self, _key: str, event: InboundEvent) -> None:
         assert self._handler is not None
-        async with self._cap:
-            await self._handler(event)
+        await self._handler(event)
 
     def _release(self, _event: InboundEvent) -> None:
         self._room.release()

@@ -120,8 +120,7 @@ class PartitionConsumer:
         """Partitions read for new entries: ``owned`` once what an earlier owner left pending was claimed."""
         self.held: set[int] = set()
         """Partitions whose lease this worker holds: ``owned`` and those being taken over or given up."""
-        self._cap = asyncio.Semaphore(max_concurrent)
-        self._lanes: Lanes[_Entry] = Lanes(self._run, self._finished)
+        self._lanes: Lanes[_Entry] = Lanes(self._run, self._finished, workers=max_concurrent)
         self._side: set[asyncio.Task[None]] = set()
         self._acks: Batched[tuple[int, bytes | str, str | None]] = Batched(redis, _add_ack, "acknowledgements")
         self._outstanding: dict[int, int] = {}
@@ -425,8 +424,7 @@ class PartitionConsumer:
             await self._done(entry, ack=entry.handled)
 
     async def _run(self, _key: str, entry: _Entry) -> None:
-        async with self._cap:
-            await self._fenced(entry, self.handler)
+        await self._fenced(entry, self.handler)
 
     async def _fenced(self, entry: _Entry, handler: Handler) -> None:
         """Handle ``entry`` as work of its partition, under the token it was read with; skipped when the partition

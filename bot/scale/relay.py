@@ -173,9 +173,8 @@ class OutboundRelay:
         """Outbox entries being sent now (a second request for one, after a worker's crash, is skipped)."""
         self.name = name
         self.claim_idle_ms = claim_idle_ms
-        self._cap = asyncio.Semaphore(max_concurrent)
         self._room = asyncio.Semaphore(max_pending)
-        self._lanes: Lanes[_Out] = Lanes(self._run, self._finished)
+        self._lanes: Lanes[_Out] = Lanes(self._run, self._finished, workers=max_concurrent)
         """A chat's entries one at a time, in stream order; chats side by side (up to ``max_concurrent``)."""
         self._task: asyncio.Task[None] | None = None
         self._answers: Batched[tuple[Any, Any, dict[Any, Any], str | None]] = Batched(
@@ -251,8 +250,7 @@ class OutboundRelay:
         self._lanes.push(_field(fields, "chat") or "", _Out(stream, entry_id, fields))
 
     async def _run(self, _chat: str, out: _Out) -> None:
-        async with self._cap:
-            await self._send(out.stream, out.entry_id, out.fields)
+        await self._send(out.stream, out.entry_id, out.fields)
 
     def _finished(self, _out: _Out) -> None:
         self._room.release()

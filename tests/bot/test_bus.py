@@ -150,3 +150,41 @@ async def test_close_drains_then_refuses() -> None:
     assert done == ["a-0"]
     with pytest.raises(BusClosed):
         await bus.publish(msg("a", 1))
+
+
+async def test_a_busy_chat_takes_its_turn_behind_waiting_chats() -> None:
+    """With every handler busy, a chat goes to the back of the line after each of its events: a chat with many
+    events cannot keep its place ahead of chats that arrived meanwhile."""
+    bus = InMemoryBus(max_concurrent=1)
+    gate = asyncio.Event()
+    order: list[str] = []
+
+    async def handler(event: InboundEvent) -> None:
+        await gate.wait()
+        order.append(event.id)
+
+    bus.subscribe(handler)
+    for n in range(3):
+        await bus.publish(msg("a", n))
+    await bus.publish(msg("b", 0))
+    await bus.publish(msg("c", 0))
+    gate.set()
+    await asyncio.wait_for(bus.join(), CEILING_S)
+    assert order == ["a-0", "b-0", "c-0", "a-1", "a-2"]
+
+
+async def test_work_after_the_workers_ended_is_picked_up() -> None:
+    """The pool's workers end when nothing waits; an event published afterwards starts one again."""
+    bus = InMemoryBus(max_concurrent=2)
+    handled: list[str] = []
+
+    async def handler(event: InboundEvent) -> None:
+        handled.append(event.id)
+
+    bus.subscribe(handler)
+    for round_ in range(3):
+        for chat in ("a", "b", "c"):
+            await bus.publish(msg(chat, round_))
+        await asyncio.wait_for(bus.join(), CEILING_S)
+    assert sorted(handled) == sorted(f"{c}-{r}" for c in "abc" for r in range(3))
+    assert bus.active_chats == 0
