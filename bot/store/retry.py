@@ -26,10 +26,19 @@ async def until_stored(
     give_up_after_s: float = 3600.0,
 ) -> T:
     """``write()``, again after each :class:`StoreUnavailable` (``waiting`` is told of the first) for up to
-    ``give_up_after_s``; any other error, and the last one, go to the caller."""
+    ``give_up_after_s``; any other error, and the last one, go to the caller.
 
-    def told(exc: Exception, attempt: int, _delay: float) -> None:
-        if attempt == 1 and isinstance(exc, StoreUnavailable):
-            waiting(exc)
-
-    return await retry(write, BACKOFF.on(StoreUnavailable), clock=clock, budget_s=give_up_after_s, on_retry=told)
+    The first try is made here, the rest through :func:`~bot.retry.retry`: a write that goes through (nearly all,
+    one per answer) costs no retry machinery."""
+    began = clock.monotonic()
+    try:
+        return await write()
+    except StoreUnavailable as exc:
+        first = BACKOFF.delay(1)
+        if first > give_up_after_s:
+            raise
+        waiting(exc)
+    await clock.sleep(first)
+    left = give_up_after_s - (clock.monotonic() - began)
+    later = BACKOFF.on(StoreUnavailable)
+    return await retry(write, lambda exc, attempt: later(exc, attempt + 1), clock=clock, budget_s=left)
