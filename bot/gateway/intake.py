@@ -240,8 +240,8 @@ class DurableInbox:
     def _count(metrics: Metrics, event: InboundEvent) -> None:
         """An event is durable: count it, and the time from its receipt to now (when it may be acknowledged)."""
         channel = event.chat.channel
-        metrics.received.labels(channel, "action" if isinstance(event, Action) else "message").inc()
-        metrics.ack.labels(channel).observe(max(0.0, time.time() - event.received_at.timestamp()))
+        metrics.child(metrics.received, channel, "action" if isinstance(event, Action) else "message").inc()
+        metrics.child(metrics.ack, channel).observe(max(0.0, time.time() - event.received_at.timestamp()))
 
     async def _publish(self, event: InboundEvent) -> None:
         key = event_key(event)
