@@ -184,7 +184,8 @@ class AgentLoop:
                 result = await leg.agent.runner.run(leg.ctx, result.message)
             if not isinstance(result, FinalAnswer):
                 return Paused(result, leg)
-            result = await guard(leg, result)
+            if leg.agent.guardrails:
+                result = await guard(leg, result)
             following = await self.graph_next(leg, result) if leg.graph is not None else None
             if isinstance(following, Stopped):
                 return following
