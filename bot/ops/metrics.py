@@ -70,7 +70,7 @@ class Metrics:
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._model_series: dict[tuple[str, str, bool], tuple[Any, Any, str]] = {}
         """Per provider, model and outcome: the call counter's and the timer's children, and the model's label
-        (:meth:`model_call`: one lookup instead of a bound check and two, 6.6 -> ~3 profiled µs a call)."""
+        (:meth:`model_call`: one lookup instead of a bound check and two: 2.2 -> 0.5-0.8 µs a call, timeit)."""
 
         def counter(name: str, doc: str, *labels: str) -> Counter:
             return Counter(name, doc, labels, registry=reg)
