@@ -9,7 +9,7 @@ from typing import Any
 from agents.messages import Message
 from bot.redaction import redact_json
 from bot.store.cache import ChatState
-from bot.store.ops import INSERT_MESSAGES_HEAD, MESSAGE_ROW, Step
+from bot.store.ops import INSERT_MESSAGE, INSERT_MESSAGES_HEAD, MESSAGE_ROW, Step
 
 
 def message_row(chat_key: str, message: Message, at: Any) -> tuple[Any, ...]:
@@ -26,7 +26,12 @@ def insert_messages(chat_key: str, messages: Sequence[Message], at: Any) -> list
     steps = []
     for i in range(0, len(messages), _MESSAGE_ROWS_PER_INSERT):
         chunk = messages[i : i + _MESSAGE_ROWS_PER_INSERT]
-        sql = INSERT_MESSAGES_HEAD + ", ".join([MESSAGE_ROW] * len(chunk)) + " RETURNING id"
+        # One row: the single-row insert, which the SQLite writer runs without RETURNING (ops.ROWID_INSERTS).
+        sql = (
+            INSERT_MESSAGE
+            if len(chunk) == 1
+            else INSERT_MESSAGES_HEAD + ", ".join([MESSAGE_ROW] * len(chunk)) + " RETURNING id"
+        )
         steps.append(Step(sql, tuple(chain.from_iterable(message_row(chat_key, m, at) for m in chunk)), returning=True))
     return steps
 

@@ -50,7 +50,7 @@ PRUNE_RUNS = (
 )
 PRUNE_AUDIT = "DELETE FROM audit_log WHERE at < ?"
 _INSERT_RUN = (
-    f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {{cutoff}}, ?, ?, ?, ?)"
+    f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {{cutoff}}, NULL, ?, ?, ?)"
 )
 _INSERT_RUN_AFTER_MESSAGE = _INSERT_RUN.format(
     cutoff="(SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE chat_key = ?)"
@@ -85,8 +85,8 @@ class RunStore:
         now = utcnow()
         head = (run.id, run.chat_key, run.agent, run.status, run.correlation_id, run.user_id, run.reply_to)
         if after_message:
-            return Step(_INSERT_RUN_AFTER_MESSAGE, (*head, run.chat_key, None, run.direct, now, now))
-        return Step(_INSERT_RUN.format(cutoff="?"), (*head, run.history_cutoff, None, run.direct, now, now))
+            return Step(_INSERT_RUN_AFTER_MESSAGE, (*head, run.chat_key, run.direct, now, now))
+        return Step(_INSERT_RUN.format(cutoff="?"), (*head, run.history_cutoff, run.direct, now, now))
 
     def start_run_later(self, run: RunRow) -> None:
         """Record a new run without waiting: the run's later writes commit after it, in order."""
@@ -128,7 +128,8 @@ class RunStore:
         if "checkpoint" in fields and fields["checkpoint"] is not None:
             # Stored without secrets (:mod:`bot.redaction`); a run this process paused keeps its own copy.
             fields["checkpoint"] = redact_json(checkpoint_json(fields["checkpoint"]))
-        fields["updated_at"] = utcnow()
+        if "updated_at" not in fields:
+            fields["updated_at"] = utcnow()
         return Step(_update_sql(tuple(fields)), (*fields.values(), run_id))
 
     async def finish_run(
@@ -140,7 +141,7 @@ class RunStore:
         """
         now = utcnow()
         steps = insert_messages(run.chat_key, messages, now) if messages else []
-        steps.append(self._update_run(run.id, status=status, checkpoint=None))
+        steps.append(self._update_run(run.id, status=status, checkpoint=None, updated_at=now))
         if outbound is not None:
             steps.append(outbox_step(run.chat_key, outbound, None, now))
         history = self.store.chats.history

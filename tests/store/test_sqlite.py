@@ -131,15 +131,57 @@ def test_sigkill_right_after_commits_loses_nothing_acknowledged(tmp_path: Path) 
 def test_datetimes_are_stored_in_sqlalchemys_text_form() -> None:
     from datetime import UTC, datetime
 
-    from bot.store.sqlite import _sqlite_datetime
+    from bot.store.sqlite_params import sqlite_datetime
 
     form = "%Y-%m-%d %H:%M:%S.%f"
     for value in (datetime(2026, 11, 23, 14, 5, 9, 120034), datetime(2026, 1, 2, 3, 4, 5)):
-        assert _sqlite_datetime(value) == value.strftime(form)
+        assert sqlite_datetime(value) == value.strftime(form)
+        assert sqlite_datetime(value) == value.strftime(form)  # the same one again (remembered)
     aware = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
-    assert _sqlite_datetime(aware) == aware.strftime(form)
+    assert sqlite_datetime(aware) == aware.strftime(form)
     conn = sqlite3.connect(":memory:")
-    assert conn.execute("SELECT ?", (datetime(2026, 1, 2, 3, 4, 5),)).fetchone()[0] == "2026-01-02 03:04:05.000000"
+    same = datetime(2026, 1, 2, 3, 4, 5)
+    row = conn.execute("SELECT ?, ?, ?", (same, same, datetime(2026, 1, 2, 3, 4, 6, 7))).fetchone()
+    assert row == ("2026-01-02 03:04:05.000000", "2026-01-02 03:04:05.000000", "2026-01-02 03:04:06.000007")
+
+
+def test_none_and_bools_are_bound_as_null_and_integers() -> None:
+    import bot.store.sqlite  # noqa: F401  (registers the adapters)
+
+    conn = sqlite3.connect(":memory:")
+    row = conn.execute("SELECT ?, typeof(?), ?, typeof(?), ?", (None, None, True, True, False)).fetchone()
+    assert row == (None, "null", 1, "integer", 0)
+
+
+async def test_single_row_inserts_hand_back_the_ids_returning_would(tmp_path: Path) -> None:
+    """The writer runs these inserts without RETURNING and hands back ``lastrowid``: the new rows' ids."""
+    from bot.store.ops import INSERT_MESSAGE, ROWID_INSERTS, outbox_step, utcnow
+
+    store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}")
+    await store.start()
+    try:
+        await store.append("other", [Message.user("a"), Message.user("b")])  # the tables' ids differ
+        now = utcnow()
+        message = Step(INSERT_MESSAGE, ("c", "user", None, "{}", now), returning=True)
+        result = await store.write([message, outbox_step("c", "{}", None, now), message])
+        assert result.counts == [1, 1, 1]
+        messages = await store.read("SELECT id FROM session_messages WHERE chat_key = 'c' ORDER BY id")
+        outbox = await store.read("SELECT id FROM outbox")
+        assert result.rows == [messages[0], outbox[0], messages[1]]
+        assert messages[0][0] != outbox[0][0]
+    finally:
+        await store.close()
+    # Plain inserts of one row into a table whose id is its rowid, with no trigger (lastrowid would be another row).
+    conn = sqlite3.connect(tmp_path / "bot.db")
+    for sql, bare in ROWID_INSERTS.items():
+        assert sql == bare + " RETURNING id" and bare.startswith("INSERT INTO ") and "ON CONFLICT" not in sql
+        assert sql.count("(") == 2
+        table = sql.split()[2]
+        assert ("id", "INTEGER", 1) in [(c[1], c[2], c[5]) for c in conn.execute(f"PRAGMA table_info({table})")]
+        assert not conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?", (table,)
+        ).fetchall()
+    conn.close()
 
 
 async def test_a_lock_held_elsewhere_does_not_stall_the_event_loop(tmp_path: Path) -> None:
