@@ -55,6 +55,10 @@ def _encoder() -> Callable[[Any, int], Sequence[str]]:
     return c_make_encoder({}, str, encode_basestring, None, ": ", ", ", False, False, True)
 
 
+def _time(at: datetime | str) -> datetime:
+    return at if isinstance(at, datetime) else datetime.fromisoformat(at)
+
+
 class Redactor(Redaction):
     """The tracer's :class:`~bot.redaction.Redaction`: every secret replaced, and long strings cut short."""
 
@@ -71,6 +75,11 @@ class Sink(Protocol):
     def export(self, events: Sequence[TraceEvent]) -> None: ...
 
     def shutdown(self) -> None: ...
+
+
+def _whole(policy: Any) -> bool:
+    """``policy`` keeps every event of every request."""
+    return bool(getattr(policy, "enabled", True) and not policy.events and policy.sample_rate >= 1)
 
 
 def _kept(policy: Any, type: str, correlation_id: str) -> bool:
@@ -92,14 +101,16 @@ class RunTracer:
         self.tracing = tracing
         self.chat_key, self.correlation_id, self.run_id, self.agent = chat_key, correlation_id, run_id, agent
         self.policy = policy
-        """The agent file's ``tracing`` block (``enabled``, ``sample_rate``, ``events``); None: no narrowing."""
+        """The agent file's ``tracing`` block (``enabled``, ``sample_rate``, ``events``: a frozen
+        :class:`~agents.specs.model.TracingPolicy`); None: no narrowing."""
+        self._narrows = policy is not None and not _whole(policy)
 
     def event(self, type: str, **fields: Any) -> None:
         agent = str(fields.pop("agent", None) or self.agent)
         tracing = self.tracing
         if tracing.observer is not None:
             tracing.observer(type, agent, fields)
-        if type != "error" and self.policy is not None and not _kept(self.policy, type, self.correlation_id):
+        if self._narrows and type != "error" and not _kept(self.policy, type, self.correlation_id):
             return
         tracing.keep(type, self.chat_key, self.correlation_id, self.run_id, agent, fields)
 
@@ -127,6 +138,9 @@ class Tracing:
         self._buffer: list[tuple[Any, ...]] = []
         """Rows as :meth:`_flush` writes them, with the fields not yet JSON: ``id, chat_key, correlation_id,
         run_id, agent, type, data, at``."""
+        self._now: Callable[[], datetime | str] = getattr(traces, "stamp", utcnow)
+        """The time of an event as the repository takes it best (:attr:`SqlTraces.stamp
+        <bot.store.traces.SqlTraces.stamp>`: the text SQLite stores), a naive UTC ``datetime`` by default."""
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._flushing = asyncio.Lock()
@@ -157,7 +171,7 @@ class Tracing:
             return
         buffer = self._buffer
         buffer.append(
-            (fast_id(), chat_key, correlation_id, run_id, agent, type, self.redactor.fields(fields), utcnow())
+            (fast_id(), chat_key, correlation_id, run_id, agent, type, self.redactor.fields(fields), self._now())
         )
         if len(buffer) >= config.max_buffer:
             self._wake.set()
@@ -200,7 +214,7 @@ class Tracing:
         await self.traces.add(rows)
         self.written += len(buffered)
         if self.sinks:
-            events = [TraceEvent(t, c, q, r, a, d, at, i) for i, c, q, r, a, t, d, at in buffered]
+            events = [TraceEvent(t, c, q, r, a, d, _time(at), i) for i, c, q, r, a, t, d, at in buffered]
             for sink in self.sinks:
                 try:
                     sink.export(events)

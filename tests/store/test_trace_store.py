@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from alembic import command
@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from bot.config.settings import TracingSection
 from bot.store.migrate import MIGRATIONS, async_url
 from bot.store.ops import Step, utcnow
-from bot.store.traces import INSERT_HEAD, ROW, SqlTraces
+from bot.store.sqlite import _sqlite_datetime
+from bot.store.traces import INSERT_HEAD, ROW, SqliteNow, SqlTraces
 from bot.tracing.recorder import Tracing
 
 
@@ -77,3 +78,32 @@ async def test_retention_drops_events_older_than_the_configured_days(make_store:
         assert await tracing.events("m-old") == []
     finally:
         await tracing.stop()
+
+
+async def test_an_events_time_is_stored_as_each_store_writes_times(make_store: Any) -> None:
+    """SQLite gets the time as the text its ``datetime`` adapter writes (made without a ``datetime``), PostgreSQL
+    a ``datetime``; read back, both are the time the event was kept."""
+    store = await make_store()
+    traces = SqlTraces(store)
+    tracing = Tracing(traces, TracingSection())
+    before = utcnow()
+    stamps = [traces.stamp() for _ in range(3)]
+    tracing.record("run", "console:c", "m1", run_id="run", agent="react", status="done")
+    after = utcnow()
+    await tracing.flush()
+    if store.many_rows:
+        assert all(isinstance(s, str) and _sqlite_datetime(datetime.fromisoformat(s)) == s for s in stamps)
+        [(stored,)] = await store.read("SELECT created_at FROM trace_events")
+        assert isinstance(stored, str) and _sqlite_datetime(datetime.fromisoformat(stored)) == stored
+    else:
+        assert all(isinstance(s, datetime) for s in stamps)
+    [event] = await tracing.events("m1")
+    assert before <= event.at.replace(tzinfo=None) <= after
+
+
+def test_the_sqlite_time_text_is_the_adapters_at_every_microsecond() -> None:
+    now = SqliteNow()
+    for _ in range(200):  # across microseconds, and the text of a second made again when it changes
+        stamp = now()
+        assert _sqlite_datetime(datetime.fromisoformat(stamp)) == stamp and len(stamp) == 26
+    assert _sqlite_datetime(datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02 03:04:05.000000"
