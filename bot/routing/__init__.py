@@ -94,6 +94,8 @@ def parse_target(text: str, known: Collection[str]) -> Targeting:
     to an agent's name that it is surely a typo: then ``error`` says so with a did-you-mean,
     as it does for an unknown strategy.
     """
+    if not text.lstrip().startswith("@"):  # most messages: no regex to run
+        return Targeting(None, None, text)
     match = _TARGET.match(text.strip())
     if not match:
         return Targeting(None, None, text)
@@ -165,43 +167,42 @@ class Router:
     async def _rules(
         self, text: str, config: RoutingSection, strategy: str, started: float
     ) -> tuple[RouteDecision | None, RuleResult]:
-        if not (config.rule.learned and self.learned):  # the built-ins by their trigger keywords
-            rule = await self.rules.route_async(text)
+        rules = config.rule
+        learned = rules.learned and self.learned
+        router = self.agent_rules if learned else self.rules
+        # A short text is scored at once: no coroutine of its own (0.5 µs a message).
+        rule = router.route(text) if router.at_once(text) else await router.route_async(text)
+        if not learned:  # the built-ins by their trigger keywords
             return (self._from_rule(text, strategy, rule, started) if rule.best else None), rule
-        rule = await self.agent_rules.route_async(text)
         best = rule.best
         margin = best.score - rule.runner_up if best is not None else 0.0
-        if best is not None and best.score >= config.rule.agent_min_score and margin >= config.rule.agent_margin:
+        if best is not None and best.score >= rules.agent_min_score and margin >= rules.agent_margin:
             return self._from_rule(text, strategy, rule, started), rule
-        guess = self.classifier.predict(text)
-        (l0, p0), (l1, p1), (l2, p2) = guess.scores.items()  # the classifier tells exactly three labels apart
+        index, p0, p1, p2 = self.classifier.probabilities(text)  # what ``predict`` says, without its objects
+        labels = self.classifier.labels
+        confidence = (p0, p1, p2)[index] * 100.0
+        l0, l1, l2 = labels  # the classifier tells exactly three labels apart
         note = f"classifier: {l0} {p0:.0%} · {l1} {p1:.0%} · {l2} {p2:.0%}"
-        sure = config.rule.classifier_sure
-        strong = best is not None and best.priority >= config.rule.strong_priority and sure > 0
+        sure = rules.classifier_sure
+        strong = best is not None and best.priority >= rules.strong_priority and sure > 0
         if best is not None and strong:
             # The operator's priority says "mine when my trigger matches"; the classifier, which only knows
             # the built-ins, overrules that only when it is very sure (a prototypical chat / react / plan).
-            if guess.confidence < sure:
+            if confidence < sure:
                 decision = self._from_rule(text, strategy, rule, started)
                 decision.strong = True
                 decision.note = f"{note}; {best.agent}'s trigger at priority {best.priority} wins below {sure:g} %"
                 return decision, rule
             note += f"; {best.agent}'s trigger at priority {best.priority} loses to the classifier's {sure:g} %"
         elif best is not None:
-            note += f"; {best.agent}'s triggers scored {best.score:g} (needs {config.rule.agent_min_score:g}"
-            note += f", {config.rule.agent_margin:g} ahead of the next)"
-        if guess.confidence < config.rule.min_confidence:
-            unsure = f"{note} (below {config.rule.min_confidence:g} %: not recognised)"
+            note += f"; {best.agent}'s triggers scored {best.score:g} (needs {rules.agent_min_score:g}"
+            note += f", {rules.agent_margin:g} ahead of the next)"
+        if confidence < rules.min_confidence:
+            unsure = f"{note} (below {rules.min_confidence:g} %: not recognised)"
             return self._fallback(text, strategy, unsure, started, rule=rule), rule
-        decision = RouteDecision(
-            agent=guess.label,
-            method="rule",
-            strategy=strategy,
-            confidence=round(guess.confidence, 1),
-            latency_us=(time.perf_counter() - started) * 1e6,
-            text=text,
-            note=note,
-        )
+        latency_us = (time.perf_counter() - started) * 1e6
+        # The fields by position: 0.5 µs against 0.9 µs by keyword.
+        decision = RouteDecision(labels[index], "rule", strategy, round(confidence, 1), [], [], latency_us, text, note)
         return decision, rule
 
     async def by_model(
@@ -302,9 +303,9 @@ async def _llm(router: Router, text: str, config: RoutingSection, strategy: str,
 async def _hybrid(router: Router, text: str, config: RoutingSection, strategy: str, started: float) -> RouteDecision:
     """The rules' decision when it is confident enough, else the model (falling back to the rules' guess).
     Without a model that understands text (the offline stand-in), hybrid is rule: it never asks it."""
-    guess, _ = await router._rules(text, config, strategy, started)
-    if not router.llm_model.understands:
-        return guess or await router.by_rules(text, config, strategy, started)
+    guess, rule = await router._rules(text, config, strategy, started)
+    if not router.llm_model.understands:  # by_rules, with the rules' result in hand
+        return guess or router._fallback(text, strategy, "no rule matched", started, rule=rule)
     if (
         guess is not None
         and guess.agent is not None

@@ -180,6 +180,10 @@ class RuleRouter:
             except StopIteration as done:
                 return done.value
 
+    def at_once(self, text: str) -> bool:
+        """Whether :meth:`route_async` would score ``text`` in one go (then :meth:`route` may, without a coroutine)."""
+        return len(text) <= YIELD_ABOVE or self._none
+
     async def route_async(self, text: str) -> RuleResult:
         """Score ``text``, letting the event loop run between patterns when it is long.
 
@@ -187,7 +191,7 @@ class RuleRouter:
         even when every pattern is linear; in slices of one pattern each, other chats'
         work goes on in between.
         """
-        if len(text) <= YIELD_ABOVE or self._none:
+        if self.at_once(text):
             return self.route(text)
         steps = self._route(text, pause=True)
         while True:
