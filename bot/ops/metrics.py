@@ -27,6 +27,8 @@ disable_created_metrics()  # no *_created series beside every counter and histog
 MAX_VALUES = 200
 """Distinct values one label of one metric may take; later ones are counted as ``other``."""
 OTHER = "other"
+SERIES_KEPT = 4096
+"""Label values (as given, before bounding) whose series are kept looked up; past it they are looked up anew."""
 
 FAST = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 """Buckets (seconds) for what should take milliseconds: acknowledgements, commits."""
@@ -71,6 +73,12 @@ class Metrics:
         self._model_series: dict[tuple[str, str, bool], tuple[Any, Any, str]] = {}
         """Per provider, model and outcome: the call counter's and the timer's children, and the model's label
         (:meth:`model_call`: one lookup instead of a bound check and two: 2.2 -> 0.5-0.8 µs a call, timeit)."""
+        # The per-message series by what names them (a label, once bounded, stays what it was): one lookup
+        # instead of a bound check and a child's, on every route, run and run timing (timeit: a route event
+        # 1.1-1.3 -> 0.5 µs, a run event 1.1-1.3 -> 0.3-0.7, run_worked 0.8-1.1 -> 0.25-0.4).
+        self._route_series: dict[tuple[str, str, str], Any] = {}
+        self._run_series: dict[tuple[str, str], Any] = {}
+        self._worked_series: dict[tuple[str, str], Any] = {}
 
         def counter(name: str, doc: str, *labels: str) -> Counter:
             return Counter(name, doc, labels, registry=reg)
@@ -155,7 +163,9 @@ class Metrics:
 
     def bounded(self, metric: str, label: str, value: str) -> str:
         """``value``, or ``other`` once ``metric``'s ``label`` has :data:`MAX_VALUES` distinct values."""
-        seen = self._seen.setdefault((metric, label), set())
+        seen = self._seen.get((metric, label))
+        if seen is None:
+            seen = self._seen[(metric, label)] = set()
         if value in seen:
             return value
         if len(seen) >= MAX_VALUES:
@@ -169,15 +179,27 @@ class Metrics:
         """One trace event (every one, whatever tracing keeps)."""
         get = fields.get
         if type == "route":
-            name = self.bounded("routes", "agent", agent or "none")
-            self.child(self.routes, str(get("strategy") or "none"), str(get("method") or "none"), name).inc()
+            strategy, method = str(get("strategy") or "none"), str(get("method") or "none")
+            key = (strategy, method, agent)
+            counter = self._route_series.get(key)
+            if counter is None:
+                counter = self.child(self.routes, strategy, method, self.bounded("routes", "agent", agent or "none"))
+                if len(self._route_series) < SERIES_KEPT:
+                    self._route_series[key] = counter
+            counter.inc()
+        elif type == "run":
+            status = str(get("status") or "?")
+            counter = self._run_series.get((agent, status))
+            if counter is None:
+                counter = self.child(self.runs, self.bounded("runs", "agent", agent or "?"), status)
+                if len(self._run_series) < SERIES_KEPT:
+                    self._run_series[(agent, status)] = counter
+            counter.inc()
         elif type == "tool_call":
             tool = self.bounded("tools", "tool", str(get("tool") or "?"))
             self.child(self.tool_calls, tool, "error" if get("error") else "ok").inc()
         elif type == "interrupt":
             self.child(self.interrupts, str(get("kind") or "?"), str(get("status") or "?")).inc()
-        elif type == "run":
-            self.child(self.runs, self.bounded("runs", "agent", agent or "?"), str(get("status") or "?")).inc()
         elif type == "handoff":
             source = self.bounded("handoffs", "source", agent or "?")
             target = self.bounded("handoffs", "target", str(get("target") or "?"))
@@ -195,7 +217,8 @@ class Metrics:
             label = self.bounded("model", "model", model)
             calls = self.child(self.model_calls, provider, label, "error" if error else "ok")
             series = (calls, self.child(self.model_seconds, provider, label), label)
-            self._model_series[(provider, model, error)] = series
+            if len(self._model_series) < SERIES_KEPT:
+                self._model_series[(provider, model, error)] = series
         calls, timer, model = series
         calls.inc()
         timer.observe(seconds)
@@ -211,7 +234,12 @@ class Metrics:
                     self.child(self.model_tokens, provider, model, kind).inc(count)
 
     def run_worked(self, agent: str, outcome: str, seconds: float) -> None:
-        self.child(self.run_seconds, self.bounded("run_seconds", "agent", agent), outcome).observe(seconds)
+        timer = self._worked_series.get((agent, outcome))
+        if timer is None:
+            timer = self.child(self.run_seconds, self.bounded("run_seconds", "agent", agent), outcome)
+            if len(self._worked_series) < SERIES_KEPT:
+                self._worked_series[(agent, outcome)] = timer
+        timer.observe(seconds)
 
     def platform_rate_limited(self, channel: str) -> None:
         self.rate_limited.labels(channel).inc()
