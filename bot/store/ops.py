@@ -21,7 +21,7 @@ from itertools import chain
 from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Step:
     """One SQL statement of a write.
 
@@ -43,6 +43,29 @@ class Step:
     returning: bool = False
     fence: bool = False
     many: bool = False
+
+    def __init__(
+        self,
+        sql: str,
+        params: tuple[Any, ...] = (),
+        guard: bool = False,
+        returning: bool = False,
+        fence: bool = False,
+        many: bool = False,
+    ) -> None:
+        # Through the slots' own setters: the generated ``__init__`` of a frozen dataclass calls
+        # ``object.__setattr__`` for each field, 1.0 µs a step against 0.4 (a message makes eight steps).
+        _set_sql(self, sql)
+        _set_params(self, params)
+        _set_guard(self, guard)
+        _set_returning(self, returning)
+        _set_fence(self, fence)
+        _set_many(self, many)
+
+
+_set_sql, _set_params, _set_guard, _set_returning, _set_fence, _set_many = (
+    vars(Step)[name].__set__ for name in ("sql", "params", "guard", "returning", "fence", "many")
+)
 
 
 @dataclass(slots=True)
