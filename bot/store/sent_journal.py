@@ -24,6 +24,7 @@ import os
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii as _quoted
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -94,7 +95,8 @@ class SentJournal:
 
     def record(self, outbox_id: int, ref: str | None, interrupt_id: str | None) -> bool:
         """List ``outbox_id`` as sent; False when the file could not take it (the caller commits the mark instead)."""
-        data = _line(outbox_id, Sent(ref, interrupt_id)).encode()
+        sent = Sent(ref, interrupt_id)
+        data = _line(outbox_id, sent).encode()
         if self._torn:  # the last line was cut short: end it, or this one would be read as part of it
             data = b"\n" + data
         try:
@@ -113,7 +115,7 @@ class SentJournal:
         if self._torn:  # a full disk cut the line short: the reader skips it
             return False
         self._failed = False
-        self._listed[outbox_id] = Sent(ref, interrupt_id)
+        self._listed[outbox_id] = sent
         return True
 
     async def mark_listed(self, store: SqlStore, unsent: list[OutboxRow]) -> list[OutboxRow]:
@@ -238,12 +240,14 @@ def mark_steps(outbox_id: int, ref: str | None, interrupt_id: str | None) -> lis
     return steps
 
 
-_to_json = json.JSONEncoder(separators=(",", ":")).encode
-"""Made once: ``json.dumps`` with separators builds an encoder per call."""
-
-
 def _line(outbox_id: int, sent: Sent) -> str:
-    return _to_json({"sent": outbox_id, "ref": sent.ref, "interrupt": sent.interrupt_id}) + "\n"
+    """``{"sent":1,"ref":"…","interrupt":null}`` and a newline: what ``json.dumps`` with compact separators writes,
+    put together around the C string encoder (0.6 µs a line; a JSON encoder's ``encode`` took 3.7)."""
+    ref, interrupt_id = sent.ref, sent.interrupt_id
+    return (
+        f'{{"sent":{int(outbox_id):d},"ref":{"null" if ref is None else _quoted(ref)},'
+        f'"interrupt":{"null" if interrupt_id is None else _quoted(interrupt_id)}}}\n'
+    )
 
 
 def _read(path: Path) -> dict[int, Sent]:
