@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -30,8 +30,21 @@ def repair_text(text: str) -> str:
     return text
 
 
+_CACHED = ("as_str", "settings_key", "dedupe_key")
+"""The events' strings made once (``cached_property``: kept in the instance's ``__dict__``)."""
+
+
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with changes, its cached strings are made again (a copy takes them along)."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            kept = copied.__dict__
+            for name in _CACHED:
+                kept.pop(name, None)
+        return copied
 
 
 class ChatKey(_Event):
@@ -57,14 +70,6 @@ class ChatKey(_Event):
     def settings_key(self) -> str:
         """``channel:chat_id``: chat settings (strategy, grants) ignore the thread."""
         return f"{self.channel}:{self.chat_id}"
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> ChatKey:
-        """A copy whose strings are made again (a copy takes the cached ones along)."""
-        copied = super().model_copy(update=update, deep=deep)
-        if update:
-            copied.__dict__.pop("as_str", None)
-            copied.__dict__.pop("settings_key", None)
-        return copied
 
     @classmethod
     def parse(cls, text: str) -> ChatKey:
@@ -109,6 +114,11 @@ class InboundMessage(_Event):
 
     _repair = field_validator("id", "text")(repair_text)
 
+    @cached_property
+    def dedupe_key(self) -> str:
+        """:func:`event_key`, made once (a message's path asks for it five times)."""
+        return f"{self.chat.channel}:{self.id}"
+
 
 class ConsoleInput(_Event):
     """What the web console adds to a press: the signed-in admin who made it there and what they typed.
@@ -147,6 +157,11 @@ class Action(_Event):
 
     _repair = field_validator("id", "payload")(repair_text)
 
+    @cached_property
+    def dedupe_key(self) -> str:
+        """:func:`event_key`, made once."""
+        return f"{self.chat.channel}:{self.id}"
+
 
 class Button(_Event):
     label: str
@@ -184,4 +199,4 @@ InboundEvent = InboundMessage | Action
 
 def event_key(event: InboundEvent) -> str:
     """``channel:platform id``: an inbound event's de-duplication key."""
-    return f"{event.chat.channel}:{event.id}"
+    return event.dedupe_key
