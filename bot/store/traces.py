@@ -7,9 +7,8 @@ put its ``seq`` (arrival order) first.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any
 
@@ -31,21 +30,10 @@ PRUNE = (
 )
 
 
-class SqliteNow:
-    """Now (UTC), as the SQLite store writes a time (``2026-01-02 03:04:05.000006``: its ``datetime`` adapter's
-    text), made without a ``datetime``: 0.45 µs, against 0.07 µs for :func:`~bot.store.ops.utcnow` and then
-    1.0 µs for the adapter in the ``executemany`` of each trace row.  The text of the current second is kept."""
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._text = ""
-
-    def __call__(self) -> str:
-        second, micro = divmod(time.time_ns() // 1000, 1_000_000)
-        if second != self._second:
-            self._second = second
-            self._text = datetime.fromtimestamp(second, UTC).replace(tzinfo=None).isoformat(" ")
-        return f"{self._text}.{micro:06d}"
+def sqlite_now() -> str:
+    """Now (naive UTC), as the SQLite store's ``datetime`` adapter writes it (``2026-01-02 03:04:05.000006``): made
+    here, 0.6 µs at most, it spares the adapter's 1.0 µs in the ``executemany`` of each trace row."""
+    return utcnow().isoformat(" ", "microseconds")
 
 
 class SqlTraces:
@@ -53,7 +41,7 @@ class SqlTraces:
 
     def __init__(self, store: SqlStore) -> None:
         self.store = store
-        self.stamp: Callable[[], datetime | str] = SqliteNow() if store.many_rows else utcnow
+        self.stamp: Callable[[], datetime | str] = sqlite_now if store.many_rows else utcnow
         """Now, as a row's ``created_at`` is best handed to :meth:`add` (SQLite: its text, PostgreSQL: a
         ``datetime``)."""
 
