@@ -76,7 +76,7 @@ class RunContext:
     def model_called(self, agent: str, response: ModelResponse, started: float, purpose: str | None = None) -> None:
         """Trace one model call: the model that answered, tokens, time, and whatever went wrong on the way
         (fallback attempts, an answer cut at the output limit)."""
-        usage = response.usage
+        usage, attempts = response.usage, response.attempts
         self.tracer.event(
             "llm_call",
             agent=agent,
@@ -87,7 +87,7 @@ class RunContext:
             thinking_tokens=usage.thinking_tokens or None,
             duration_ms=round((self.clock() - started) * 1000, 3),
             truncated=response.truncated or None,
-            failed_attempts=list(response.attempts) or None,
+            failed_attempts=list(attempts) if attempts else None,
             purpose=purpose,
         )
 

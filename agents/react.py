@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from agents.context import RunContext
@@ -145,8 +145,9 @@ class ReactRunner:
         self.confirm_question = confirm_question
         """Shown above the calls to confirm ({agent} and {tools} are filled in); the calls follow in full."""
 
-    async def run(self, ctx: RunContext, message: Message) -> RunResult:
-        return await self._loop(ctx, [message], iteration=0)
+    def run(self, ctx: RunContext, message: Message) -> Coroutine[Any, Any, RunResult]:
+        """The loop's own coroutine (awaited as a runner's ``run``: no coroutine around it)."""
+        return self._loop(ctx, [message], iteration=0)
 
     async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: Resolution) -> RunResult:
         """Continue after a ``tool_confirm`` (run approved calls, deny the others) or an ``ask_user`` answer.
@@ -299,7 +300,11 @@ class ReactRunner:
     ) -> Any:
         started = ctx.clock()
         system = ctx.system(self.system_prompt) if note is None else f"{ctx.system(self.system_prompt)}\n\n{note}"
-        response = await complete(ctx.model, [*ctx.history, *new], tools=declarations, system=system, stream=ctx.stream)
+        messages = [*ctx.history, *new]
+        if ctx.stream is None:  # what complete() does then, without its coroutine
+            response = await ctx.model.request(messages, tools=declarations, system=system)
+        else:
+            response = await complete(ctx.model, messages, tools=declarations, system=system, stream=ctx.stream)
         ctx.model_called(self.name, response, started)
         return response
 

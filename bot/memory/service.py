@@ -161,9 +161,12 @@ class MemoryService:
         brief = Briefing(memory_on=memory_on, session_keys=tuple(session_keys))
         key = str(chat)
         if memory_on:
-            _, candidates = await self._recall(identity_of(key, user_id), text)
-            if candidates:  # most people have no memories: nothing to fit in the budget
-                brief.memories, brief.tokens = self._within_budget(candidates)
+            identity = identity_of(key, user_id)
+            # Most people are known to have no memories: nothing to recall (no coroutine for it either).
+            if self.memories.known_empty(identity) is None:
+                _, candidates = await self._recall(identity, text)
+                if candidates:  # nothing to fit in the budget without
+                    brief.memories, brief.tokens = self._within_budget(candidates)
         if shared and self.config.summary.enabled:
             brief.summary, brief.upto_id = await self.memories.summary(key)
         if session_keys:
