@@ -15,7 +15,9 @@ from bot.store.ops import INSERT_MESSAGE, INSERT_MESSAGES_HEAD, MESSAGE_ROW, Ste
 def message_row(chat_key: str, message: Message, at: Any) -> tuple[Any, ...]:
     """A history row; secrets the redaction step finds are not stored (the cached message, which this process's
     next turns read, keeps them)."""
-    return (chat_key, message.role, message.agent, redact_json(message.model_dump_json(exclude_defaults=True)), at)
+    # What ``model_dump_json`` returns, without its Python wrapper's keywords: 0.8 µs against 1.3 (twice a message).
+    data = message.__pydantic_serializer__.to_json(message, exclude_defaults=True).decode()
+    return (chat_key, message.role, message.agent, redact_json(data), at)
 
 
 _MESSAGE_ROWS_PER_INSERT = 100

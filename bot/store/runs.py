@@ -55,6 +55,9 @@ _INSERT_RUN = (
 _INSERT_RUN_AFTER_MESSAGE = _INSERT_RUN.format(
     cutoff="(SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE chat_key = ?)"
 )
+_INSERT_RUN_WITH_CUTOFF = _INSERT_RUN.format(cutoff="?")
+_FINISH_RUN = "UPDATE runs SET status = ?, checkpoint = NULL, updated_at = ? WHERE id = ?"
+"""A run ends (its checkpoint goes): what ``_update_run`` would make, without its keywords (1 µs a message)."""
 RETENTION_EVERY_S = 3600.0
 """Runs and the audit log are pruned at most this often (their limits are days)."""
 
@@ -86,7 +89,7 @@ class RunStore:
         head = (run.id, run.chat_key, run.agent, run.status, run.correlation_id, run.user_id, run.reply_to)
         if after_message:
             return Step(_INSERT_RUN_AFTER_MESSAGE, (*head, run.chat_key, run.direct, now, now))
-        return Step(_INSERT_RUN.format(cutoff="?"), (*head, run.history_cutoff, run.direct, now, now))
+        return Step(_INSERT_RUN_WITH_CUTOFF, (*head, run.history_cutoff, run.direct, now, now))
 
     def start_run_later(self, run: RunRow) -> None:
         """Record a new run without waiting: the run's later writes commit after it, in order."""
@@ -128,8 +131,7 @@ class RunStore:
         if "checkpoint" in fields and fields["checkpoint"] is not None:
             # Stored without secrets (:mod:`bot.redaction`); a run this process paused keeps its own copy.
             fields["checkpoint"] = redact_json(checkpoint_json(fields["checkpoint"]))
-        if "updated_at" not in fields:
-            fields["updated_at"] = utcnow()
+        fields["updated_at"] = utcnow()
         return Step(_update_sql(tuple(fields)), (*fields.values(), run_id))
 
     async def finish_run(
@@ -141,7 +143,7 @@ class RunStore:
         """
         now = utcnow()
         steps = insert_messages(run.chat_key, messages, now) if messages else []
-        steps.append(self._update_run(run.id, status=status, checkpoint=None, updated_at=now))
+        steps.append(Step(_FINISH_RUN, (status, now, run.id)))
         if outbound is not None:
             steps.append(outbox_step(run.chat_key, outbound, None, now))
         history = self.store.chats.history

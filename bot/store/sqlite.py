@@ -242,25 +242,24 @@ class SqliteWriter(GroupCommit):
             raise StoreError("the store is not open")
         execute = cursor.execute
         result = WriteResult()
+        rows = result.rows
         counts = result.counts
         for step in steps:
+            sql = step.sql
             if step.many:
-                counts.append(cursor.executemany(step.sql, step.params).rowcount)
+                counts.append(cursor.executemany(sql, step.params).rowcount)
                 continue
-            if step.returning and (bare := ROWID_INSERTS.get(step.sql)) is not None:
-                execute(bare, step.params)
-                result.rows.append((cursor.lastrowid,))
-                counts.append(1)
-                continue
-            execute(step.sql, step.params)
-            if step.returning:
-                rows = cursor.fetchall()
-                count = len(rows)
-                result.rows.extend(rows)
+            if not step.returning:
+                count = execute(sql, step.params).rowcount
+            elif (bare := ROWID_INSERTS.get(sql)) is None:
+                found = execute(sql, step.params).fetchall()
+                rows.extend(found)
+                count = len(found)
             else:
-                count = cursor.rowcount
+                rows.append((execute(bare, step.params).lastrowid,))
+                count = 1
             counts.append(count)
-            if step.guard and count == 0:
+            if not count and step.guard:
                 result.ok = False
                 result.fenced = step.fence
                 break
