@@ -21,10 +21,13 @@ class _Wrapper(Model):
         self.inner = inner
         self.name = inner.name
         self.understands = inner.understands
+        self._streams = inner.streams
+        """A model's kind decides it (a fallback chain's, its members'): asked once, not through every layer
+        on every run."""
 
     @property
     def streams(self) -> bool:
-        return self.inner.streams
+        return self._streams
 
     def __getattr__(self, name: str) -> Any:
         # What a particular client offers beyond the interface (a scripted model's record of requests).
