@@ -120,6 +120,10 @@ class MemoryService:
         self.store = store
         self.memories = memories
         self.summariser = Summariser(summary_model, self.config.summary.max_chars)
+        self._fold_room = max(self.context_chars - self.config.summary.max_chars, self.context_chars // 2)
+        """Characters of history the summary does not cover that stay unfolded."""
+        self._fold_most = self.history_limit * 3 // 4
+        """Messages the summary does not cover that stay unfolded."""
         self.embedder = embedder
         self.scrubber = Scrubber(scrub)
         self.flush_traces = flush_traces
@@ -225,8 +229,7 @@ class MemoryService:
         if not self.config.summary.enabled:
             return None
         state = await self.store.chat_state(chat_key)
-        room = max(self.context_chars - self.config.summary.max_chars, self.context_chars // 2)
-        most = self.history_limit * 3 // 4
+        room, most = self._fold_room, self._fold_most
         if state.total - state.covered_size <= room and len(state.ids) - state.covered <= most:
             # What the summary does not cover fits (the common case: nothing is read or copied).  Until the
             # summary is read, ``covered`` is 0: the whole history is counted.
