@@ -25,10 +25,12 @@ _MESSAGE_ROWS_PER_INSERT = 100
 
 def insert_messages(chat_key: str, messages: Sequence[Message], at: Any) -> list[Step]:
     """Multi-row inserts of ``messages`` (one statement per 100; each row returns its id)."""
+    if len(messages) == 1:  # a run's one answer: the single-row insert (ops.ROWID_INSERTS), its row as it is
+        return [Step(INSERT_MESSAGE, message_row(chat_key, messages[0], at), returning=True)]
     steps = []
     for i in range(0, len(messages), _MESSAGE_ROWS_PER_INSERT):
         chunk = messages[i : i + _MESSAGE_ROWS_PER_INSERT]
-        # One row: the single-row insert, which the SQLite writer runs without RETURNING (ops.ROWID_INSERTS).
+        # One row (the last of 101, 201...): the single-row insert, which the SQLite writer runs without RETURNING.
         sql = (
             INSERT_MESSAGE
             if len(chunk) == 1
