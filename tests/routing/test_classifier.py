@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
+import random
 import sys
 import unicodedata
 from pathlib import Path
@@ -15,7 +16,15 @@ from types import ModuleType
 
 import pytest
 
-from bot.routing.classifier import DEFAULT_PATH, WORD_MARK, IntentClassifier, Prediction, featurise
+from bot.routing.classifier import (
+    _LOWER_ASCII_TOKEN,
+    _TOKEN,
+    DEFAULT_PATH,
+    WORD_MARK,
+    IntentClassifier,
+    Prediction,
+    featurise,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "bot" / "routing" / "corpus" / "train.tsv"
@@ -143,6 +152,17 @@ def test_only_the_prefix_of_a_huge_message_is_read(clf: IntentClassifier) -> Non
     assert clf.predict(huge).label in clf.labels
     cjk = "帮我规划一次旅行" * 200_000
     assert clf.logits(cjk) == clf.logits(cjk[:limit])
+
+
+def test_the_ascii_tokeniser_splits_lower_case_ascii_as_the_general_one() -> None:
+    """The scorer tokenises lower-case ASCII text with explicit classes: the same tokens (``\\s`` includes
+    ``\\x1c``-``\\x1f`` there too), for every pair of ASCII characters and random strings of them."""
+    chars = [chr(i) for i in range(128) if not chr(i).isupper()]
+    texts = [a + b for a in chars for b in chars]
+    rnd = random.Random(7)
+    texts += ["".join(rnd.choices(chars, k=rnd.randint(0, 40))) for _ in range(20_000)]
+    for text in texts:
+        assert _LOWER_ASCII_TOKEN.findall(text) == _TOKEN.findall(text), repr(text)
 
 
 def test_fast_scorer_matches_the_reference_featuriser(clf: IntentClassifier) -> None:
