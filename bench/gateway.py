@@ -34,6 +34,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -72,10 +73,14 @@ class ReplyChannel:
 
     name = "console"
 
-    def __init__(self) -> None:
+    def __init__(self, *, by_chat: bool = False) -> None:
+        """``by_chat``: a notice that replies to no message (a budget's refusal) answers its chat's oldest message
+        still waiting (``--budget``; off otherwise: the bench's own bookkeeping counts in the loop's CPU)."""
         self._waiting: dict[str, asyncio.Future[float]] = {}
+        self._chats: dict[str, deque[str]] | None = {} if by_chat else None
         self._refs = itertools.count(1)
         self.errors = 0
+        self.refusals = 0
 
     async def start(self, inbox: Inbox) -> None:
         return None
@@ -83,9 +88,11 @@ class ReplyChannel:
     async def stop(self) -> None:
         return None
 
-    def expect(self, message_id: str) -> asyncio.Future[float]:
+    def expect(self, message_id: str, chat: str = "") -> asyncio.Future[float]:
         future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
         self._waiting[message_id] = future
+        if self._chats is not None:
+            self._chats.setdefault(chat, deque()).append(message_id)
         return future
 
     async def watchdog(self, stall_s: float = 30.0) -> None:
@@ -104,9 +111,16 @@ class ReplyChannel:
     async def send(self, message: OutboundMessage) -> str | None:
         if message.kind == "typing":
             return None
-        if message.kind == "notice":
+        waiting = self._chats.get(str(message.chat)) if self._chats is not None else None
+        reply_to = message.reply_to
+        if message.kind == "notice" and reply_to is None and waiting:
+            self.refusals += 1  # a budget's refusal ends the chat's oldest request
+            reply_to = waiting[0]
+        elif message.kind == "notice":
             self.errors += 1  # the gateway reports a failure (e.g. the store did not commit)
-        future = self._waiting.pop(message.reply_to or "", None)
+        if waiting is not None and reply_to in waiting:
+            waiting.remove(reply_to)
+        future = self._waiting.pop(reply_to or "", None)
         if future is not None and not future.done():
             future.set_result(time.perf_counter())
         return f"ref-{next(self._refs)}"
@@ -129,7 +143,7 @@ def _message(chat: int, seq: str) -> InboundMessage:
 async def _roundtrip(
     gateway: Gateway, channel: ReplyChannel, message: InboundMessage, acks: list[float] | None = None
 ) -> float:
-    replied = channel.expect(message.id)
+    replied = channel.expect(message.id, str(message.chat))
     received = time.perf_counter()
     await gateway.inbox.submit(message)  # returns once committed: the platform's acknowledgement
     if acks is not None:
@@ -217,7 +231,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "budgets": {"user": {"daily_tokens": args.budget}},
             },
         )
-        channel = ReplyChannel()
+        channel = ReplyChannel(by_chat=bool(args.budget))
         model = InstantModel()
         if args.usage or args.budget:
             model.usage = Usage(input_tokens=100, output_tokens=20)
@@ -261,6 +275,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "open_loop_msgs": len(latencies),
         "max_concurrent_chats": settings.bus.max_concurrent_chats,
         "errors": channel.errors,
+        "budget_refusals": channel.refusals,
         "store": {k: stats[k] for k in ("writes", "commits", "largest_batch", "reads") if k in stats},
     }
 
