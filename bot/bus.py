@@ -40,6 +40,10 @@ class Bus(Protocol):
     async def queued(self, chat_key: str) -> int:
         """Events of ``chat_key`` waiting or in flight (the intake bounds each chat by it)."""
 
+    def starts_now(self, chat_key: str) -> bool:
+        """Whether an event of ``chat_key`` published now would be handled here at once: its chat has nothing
+        queued and a worker is free (the intake then lets the handler's first write carry the event's row)."""
+
     async def join(self) -> None:
         """Wait until every event published so far was handled (here)."""
 
@@ -121,6 +125,10 @@ class Lanes(Generic[T]):
     def queued(self, key: str) -> int:
         queue = self._queues.get(key)
         return len(queue) if queue is not None else 0
+
+    def starts_now(self, key: str) -> bool:
+        """Whether an item of ``key`` pushed now starts at once (nothing of the key queued, a worker free)."""
+        return key not in self._queues and (self._limit is None or self._working < self._limit)
 
     def __len__(self) -> int:
         """Keys with queued or running work."""
@@ -207,6 +215,9 @@ class InMemoryBus:
 
     async def queued(self, chat_key: str) -> int:
         return self._lanes.queued(chat_key)
+
+    def starts_now(self, chat_key: str) -> bool:
+        return not self._closed and self._lanes.starts_now(chat_key)
 
     @property
     def active_chats(self) -> int:

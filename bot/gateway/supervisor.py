@@ -38,7 +38,7 @@ from bot.media.intake import MediaIntake
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog
 from bot.runs.manager import RunManager
-from bot.store.base import StoreError
+from bot.store.base import EventNotStored, StoreError
 from bot.store.ops import Step
 from bot.store.ports import TurnStore
 from bot.store.retry import DELAYED
@@ -48,6 +48,8 @@ from bot.tracing.context import correlated
 from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
+
+NOT_STORED_LOG = "chat %s: event %s was not stored, so it is not handled (the platform was told): %s"
 
 __all__ = ["DELAYED", "RETRY_CAP_S", "Supervisor"]
 
@@ -153,6 +155,9 @@ class Supervisor:
         task = self.turns.start(chat)
         try:
             await work
+        except EventNotStored as exc:  # its first write failed: the platform was told "not stored", nothing ran
+            log.warning(NOT_STORED_LOG, chat, turn.key, exc)
+            self.turns.done(chat)
         except asyncio.CancelledError:
             if not self.turns.stopping(chat):
                 raise
@@ -195,6 +200,9 @@ class Supervisor:
             attempt += 1
             try:
                 accepted = await self.store.accept(key, turn.chat_key, message, extra=extra)
+            except EventNotStored as exc:
+                log.warning(NOT_STORED_LOG, chat, key, exc)
+                return False
             except StoreError as exc:
                 unavailable = isinstance(exc, StoreUnavailable)
                 if (waited >= RETRY_FOR_S) if unavailable else (attempt >= RETRY_ATTEMPTS):

@@ -30,7 +30,7 @@ from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.interrupts.console import console_refusal, console_resolution
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, parse_payload, yes_no
-from bot.store.base import StoreError
+from bot.store.base import EventNotStored, StoreError
 from bot.store.ports import ChatReads
 from bot.store.retry import DELAYED, until_stored
 from bot.store.runs import InterruptRow, RunRow, RunStore
@@ -199,6 +199,8 @@ class InterruptService:
             )
             self._handled(event_key)
             return first
+        except EventNotStored:  # the press itself was not stored: the platform was told, nothing is said here
+            return False
         except StoreError as exc:
             log.error("chat %s: could not record a button press: %s", chat, exc)
             await self._notice(chat, NOT_SAVED)

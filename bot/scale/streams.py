@@ -129,6 +129,9 @@ class RedisBus:
         pipe.xadd(inbound_stream(partition_of(chat, self.partitions)), fields, maxlen=self.maxlen, approximate=True)
         pipe.hincrby(QUEUED, chat, 1)
 
+    def starts_now(self, chat_key: str) -> bool:
+        return False  # another process takes it from the stream
+
     async def queued(self, chat_key: str) -> int:
         known = self._known.get(chat_key, 0)
         if known < self.fresh_above or not known:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +17,12 @@ class StoreError(RuntimeError):
 
     A write that raises it was not committed (its whole batch was rolled back).
     """
+
+
+class EventNotStored(StoreError):
+    """A handler's first write that carried its event's held insert (:meth:`EventLog.receive_held`) failed: the
+    event was not stored either, and the intake told the platform so (it delivers the event again).  The handler
+    stops; the redelivery is handled instead."""
 
 
 class Store(Protocol):
@@ -72,6 +78,14 @@ class EventLog(Protocol):
 
     async def receive(self, steps: Sequence[Step]) -> list[bool]:
         """Commit the inserts in one transaction; which of them were new."""
+
+    def receive_held(self, event_key: str, step: Step) -> Awaitable[bool]:
+        """The insert ``step`` of an event handled in this process right away: committed with the handler's first
+        write when that comes within two turns of the loop, else on its own; awaited, whether the row is new
+        (raises :class:`StoreError` when it was not committed).  Not a coroutine: the insert waits from now on."""
+
+    def handled_held(self, event_key: str) -> None:
+        """The handler of an event given to :meth:`receive_held` is done (whatever it did)."""
 
     async def event_status(self, event_key: str) -> str | None: ...
 

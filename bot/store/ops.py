@@ -106,6 +106,10 @@ class Write:
     what: str = ""
     first: bool = False
     """Queued ahead of the rest, and committed in a small batch of its own (see ``SqlStore.write_later``)."""
+    receipt: asyncio.Future[WriteResult] | None = None
+    """A held inbound event's own waiter (:meth:`GroupCommit.hold <bot.store.writer.GroupCommit.hold>`): the
+    write's first step is that event's insert, and this future learns whether it made a new row (``ok``) once the
+    batch committed, or the batch's error; the write's own result then starts at its second step."""
 
 
 if sys.version_info >= (3, 12):

@@ -77,6 +77,7 @@ class PgWriter(GroupCommit):
     async def close(self) -> None:
         if self._closed:
             return
+        self.release_held()
         self._closed = True
         self._pending.append(None)
         self._wake.set()

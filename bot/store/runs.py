@@ -239,7 +239,7 @@ class RunStore:
             if result.ok:
                 self._pending.committed(row.chat_key, lambda slot: _clear(slot, row.id))
 
-        result = await self.store.write(steps, on_commit=committed)
+        result = await self.store.write(steps, on_commit=committed, received=event_key)
         if event_key is not None and not result.ok and result.counts == [0]:
             return None
         return result.ok

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,10 +47,11 @@ from bot.store.ops import (
     scrub,
     utcnow,
 )
+from bot.store.paths import sqlite_file
 from bot.store.retention import Retention, RetentionRule
 from bot.store.rows import INTERRUPT_COLUMNS, interrupt_from_row
 from bot.store.settings import SettingsCache
-from bot.store.writer import GroupCommit
+from bot.store.writer import GroupCommit, ok_of
 
 __all__ = ["SqlStore", "async_url"]
 
@@ -217,21 +217,7 @@ class SqlStore:
             # throw-away file instead (same semantics for the process's lifetime).
             self._tempdir = tempfile.mkdtemp(prefix="bot-store-")
             return str(Path(self._tempdir) / "bot.db")
-        file = Path(path).expanduser()
-        if self.read_only:
-            if not file.is_file():
-                raise StoreError(f"there is no database at {file} (store.data_dir / store.url point there)")
-            return str(file)
-        where = f"the database's folder {file.parent} (store.data_dir, or the folder in store.url)"
-        if file.parent.exists() and not file.parent.is_dir():
-            raise StoreError(f"{where} is a file, not a folder")
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"{where} cannot be created: {exc.strerror}") from None
-        if not os.access(file.parent, os.W_OK) or (file.exists() and not os.access(file, os.W_OK)):
-            raise StoreError(f"{where} is not writable by this user (uid {os.getuid()})")
-        return str(file)
+        return sqlite_file(path, read_only=self.read_only)
 
     async def _retain_when_idle(self, retention: Retention) -> None:
         while True:
@@ -274,11 +260,14 @@ class SqlStore:
         grows: str | None = None,
         events: int = 0,
         first: bool = False,
+        received: str | None = None,
     ) -> WriteResult:
         """Run ``steps`` in the next group commit; returns after the commit.
 
         ``first``: ahead of the writes already queued, in a small commit of its own (as for
         :meth:`write_later`; only for steps on rows that are committed already).
+        ``received``: the inbound event this write marks handled; when its insert is still held
+        (:meth:`receive_held`), the write carries it, and raises :class:`EventNotStored` if it fails.
 
         Inside a partition's work (:func:`bot.fencing.fenced`) the write first checks the partition's fencing
         token in the same transaction; :class:`~bot.fencing.LeaseLost` when it is no longer current (nothing
@@ -287,7 +276,12 @@ class SqlStore:
         if self._writer is None:
             raise StoreError("the store is not started")
         steps = self._fenced(self._scrub(steps), "the write")
-        result = await self._writer.submit(steps, on_commit=on_commit, grows=grows, events=events, first=first)
+        if received is None:
+            result = await self._writer.submit(steps, on_commit=on_commit, grows=grows, events=events, first=first)
+        else:
+            result = await self._writer.submit_handling(
+                received, steps, on_commit=on_commit, grows=grows, events=events
+            )
         if result.fenced:
             raise LeaseLost("the partition has another owner: the write was refused")
         return result
@@ -341,7 +335,9 @@ class SqlStore:
         return await self._reader.fetch(sql, params)
 
     async def flush(self) -> None:
-        """Wait until every write submitted before this call is committed."""
+        """Wait until every write submitted before this call is committed (held inserts too)."""
+        if self._writer is not None:
+            self._writer.release_held()
         await self.write(())
 
     async def prune(self) -> None:
@@ -378,7 +374,9 @@ class SqlStore:
                 self.chats.history.committed(chat_key, lambda state: state.add(result.rows[0][0], message))
 
         # ``events``: the row may be new (an event that never passed the intake); retention recounts.
-        result = await self.write(steps, on_commit=committed, grows=chat_key if message else None, events=1)
+        result = await self.write(
+            steps, on_commit=committed, grows=chat_key if message else None, events=1, received=event_key
+        )
         return result.ok
 
     def receive_step(self, event_key: str, chat_key: str, kind: str, event_json: str) -> Step:
@@ -392,6 +390,18 @@ class SqlStore:
             raise StoreError("the store is not started")
         futures = [writer.submit(self._scrub([step]), events=1) for step in steps]
         return [(await future).ok for future in futures]
+
+    def receive_held(self, event_key: str, step: Step) -> Awaitable[bool]:
+        """The intake's insert of an event this process handles right away, held for the handler's first write
+        (see :mod:`bot.store.writer`); awaited, whether the row is new."""
+        writer = self._writer
+        if writer is None:
+            raise StoreError("the store is not started")
+        return ok_of(writer.hold(event_key, self._scrub([step])[0]))
+
+    def handled_held(self, event_key: str) -> None:
+        if self._writer is not None:
+            self._writer.handled(event_key)
 
     async def event_status(self, event_key: str) -> str | None:
         """``pending`` or ``done`` for a stored inbound event, None when unknown."""

@@ -147,6 +147,7 @@ class SqliteWriter(GroupCommit):
     async def close(self) -> None:
         if self._closed:
             return
+        self.release_held()
         self._closed = True
         assert self._idle is not None
         while self._pending or self._busy:  # commit everything queued so far
@@ -182,8 +183,13 @@ class SqliteWriter(GroupCommit):
 
     # -- on the event loop ----------------------------------------------------------
 
+    def _forming(self) -> bool:
+        return self._busy
+
     def _kick(self) -> None:
         """Start the next batch: run its statements here, hand the commit to the thread."""
+        if self._held and not self._busy:
+            self._take_held()  # before the flag goes down: queueing them schedules no second kick
         self._kick_scheduled = False
         while not self._busy and self._pending:
             size = self.max_batch
