@@ -26,6 +26,7 @@ from bot.ops.budgets import Budgets
 from bot.ops.metered import BudgetedModel
 from bot.runs.catalog import AgentDef
 from bot.runs.ledger import RunLedger
+from bot.store.cache import ChatState
 from bot.store.ports import ChatReads
 from bot.store.runs import RunRow, RunStore
 from bot.tracing.recorder import Tracing
@@ -78,6 +79,8 @@ def own_turns(messages: list[Message], agent: str) -> list[Message]:
     return out
 
 
+_NO_GRANTS: frozenset[str] = frozenset()
+
 _Held = tuple[tuple[Tool, ...], Tool | None]
 """What a kept toolset's key names by id: the offered tools and the session tool."""
 
@@ -119,9 +122,14 @@ class RunContexts:
         ``rerun``: what a first attempt cut off by a crash finished (its calls are not run again)."""
         chat = run.chat
         state = await self.store.chat_state(run.chat_key)
-        chat_settings = await self.store.chat_settings(chat.settings_key)
-        override = chat_settings.get("memory")
-        brief = await self._brief(run, chat, agent, query, override) if self.memory is not None else Briefing()
+        # The cached settings themselves, read at once (what a copy of them gave: no await in between).
+        chat_settings = await self.store.settings_view(chat.settings_key)
+        override, grants, chat_model = (
+            chat_settings.get("memory"),
+            chat_settings.get("grants"),
+            chat_settings.get("model"),
+        )
+        brief = await self._brief(run, chat, agent, query, override, state) if self.memory is not None else Briefing()
         budget = self.settings.store.context_chars - len(brief.summary)
         if agent.context_mode == "isolated":
             before = [m for i, m in zip(state.ids, state.messages, strict=True) if i < run.history_cutoff]
@@ -137,7 +145,7 @@ class RunContexts:
         runs_as = agent.runs_as
         # A chat agent gets only its memory tools: no MCP server is woken for it.
         offered = await self.tools.tools(agent, chat) if runs_as.uses_tools else ()
-        toolset, recall = self._toolset(agent, offered, brief.memory_on, frozenset(chat_settings.get("grants", [])))
+        toolset, recall = self._toolset(agent, offered, brief.memory_on, frozenset(grants) if grants else _NO_GRANTS)
         extra = brief.text(tools=recall)
         if handoff is not None or graph is not None:
             parts = (extra, handoff.render() if handoff is not None else "", graph.brief() if graph is not None else "")
@@ -145,7 +153,7 @@ class RunContexts:
         repair = self.settings.model.repair
         ctx = RunContext(
             chat_key=run.chat_key,
-            model=self._budgeted(run, chat, self.model_for(agent, chat_settings.get("model"))),
+            model=self._budgeted(run, chat, self.model_for(agent, chat_model)),
             repair_model=self._budgeted(run, chat, self.models.get(repair))
             if repair and self.models is not None
             else None,
@@ -211,10 +219,10 @@ class RunContexts:
         return self.tracing.tracer(run.chat_key, run.correlation_id, run.id, agent.name, own)
 
     def _brief(
-        self, run: RunRow, chat: ChatKey, agent: AgentDef, query: str, override: bool | None
+        self, run: RunRow, chat: ChatKey, agent: AgentDef, query: str, override: bool | None, state: ChatState
     ) -> Awaitable[Briefing]:
         """Memory's briefing (``self.memory`` is set; a coroutine without one of its own around it): ``chat``:
-        the run's; ``override``: the chat's ``/memory on|off``."""
+        the run's; ``override``: the chat's ``/memory on|off``; ``state``: the chat's cached state."""
         assert self.memory is not None
         memory_on = agent.long_term_memory and self.memory.applies(override, run.direct)
         return self.memory.brief(
@@ -225,6 +233,7 @@ class RunContexts:
             memory_on=memory_on,
             shared=agent.context_mode != "isolated",
             session_keys=agent.session_keys,
+            state=state,
         )
 
     def _budgeted(self, run: RunRow, chat: ChatKey, model: Model) -> Model:
