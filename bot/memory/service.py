@@ -243,7 +243,7 @@ class MemoryService:
             # summary is read, ``covered`` is 0: the whole history is counted.
             return None
         summary, upto = await self.memories.summary(chat_key)
-        fold = to_fold(list(state.ids), list(state.messages), list(state.sizes), upto, room, most)
+        fold = to_fold(state.ids, state.messages, state.sizes, upto, room, most)
         if fold is None:
             return None
         began = time.monotonic()

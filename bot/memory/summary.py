@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from agents.messages import Message
 from agents.models.base import Model, ModelError
@@ -63,25 +65,32 @@ def to_fold(
     max_messages: int,
 ) -> Fold | None:
     """The older half (by size) of the unsummarised turns when they overflow the window, cut before a user
-    turn so the window still starts with one, and never the newest turn; None when they fit."""
-    start = next((i for i, row in enumerate(ids) if row > upto_id), len(ids))
-    total = sum(sizes[start:])
-    count = len(ids) - start
+    turn so the window still starts with one, and never the newest turn; None when they fit.
+
+    ``ids`` ascend (a chat's history rows in order).  The sequences are read in place (a chat's cached deques:
+    nothing is copied but the turns folded), and only from where the summary ends: the first unsummarised row
+    is found by bisection and the newest user turn from the right end."""
+    start = bisect_right(ids, upto_id)
+    n = len(ids)
+    count = n - start
+    total = sum(islice(sizes, start, None))
     if count < 2 or (total <= room_chars and count <= max_messages):
         return None
-    newest = max((i for i in range(start, len(ids)) if messages[i].role == "user"), default=start)
+    newest = n - 1
+    while newest > start and messages[newest].role != "user":
+        newest -= 1
     if newest <= start:
         return None
     half, running, cut = total / 2, 0, start
     at_least = count - max_messages // 2 if count > max_messages else 1
-    for i in range(start, newest):
-        running += sizes[i]
-        cut = i + 1
+    for size in islice(sizes, start, newest):
+        running += size
+        cut += 1
         if running >= half and cut - start >= at_least:
             break
     while cut < newest and messages[cut].role != "user":
         cut += 1
-    return Fold(ids[cut - 1], list(messages[start:cut]))
+    return Fold(ids[cut - 1], list(islice(messages, start, cut)))
 
 
 def transcript(messages: Sequence[Message], limit: int = 12000) -> str:
