@@ -239,12 +239,10 @@ def typed(cls: type[M], values: dict[str, Any], given: set[str]) -> M:
     of exact model types, copies of dicts).
 
     ``values`` holds every field in the model's order (defaults written out, a ``default_factory``'s value made);
-    ``given`` are the fields the call names (``model_fields_set``).  Same-process A/B, type checks included:
-    :meth:`Message.user` 1.0 µs against 1.3, :meth:`~agents.models.base.ModelResponse.to_message` 1.1 against
-    1.6; calling the validator itself (``__pydantic_validator__.validate_python``, no ``__init__``) would take
-    1.0 and 1.2.  ``tests/agents/test_typed.py`` checks that each use builds the object validation makes (equal,
-    fields set, ``__dict__`` order, JSON).  Only for models whose validation checks types alone: no validators,
-    constraints, aliases, private attributes or extra fields.
+    ``given`` are the fields the call names (``model_fields_set``).  0.7 µs against 1.25 for validating a
+    three-field :class:`Message` (same-process A/B); ``tests/agents/test_typed.py`` checks that each use builds
+    the object validation makes (equal, fields set, ``__dict__`` order, JSON).  Only for models whose validation
+    checks types alone: no validators, constraints, aliases, private attributes or extra fields.
     """
     if len(values) != (_SIZES.get(cls) or _size(cls)):
         raise TypeError(f"{cls.__name__}: {sorted(values)} are not its fields")
