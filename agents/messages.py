@@ -256,9 +256,4 @@ def typed(cls: type[M], values: dict[str, Any], given: set[str]) -> M:
 
 def all_of(items: Any, kind: type) -> bool:
     """``items`` is a tuple of exactly ``kind`` instances (what a ``tuple[kind, ...]`` field holds once validated)."""
-    if type(items) is not tuple:
-        return False
-    for item in items:  # noqa: SIM110 - all() makes a generator, which costs more than the item or two checked
-        if type(item) is not kind:
-            return False
-    return True
+    return type(items) is tuple and all(type(item) is kind for item in items)
