@@ -57,20 +57,14 @@ class ModelResponse(BaseModel):
         text, calls, meta = self.text, self.tool_calls, self.provider_meta
         if (
             (text is None or type(text) is str)
-            and (calls == () or all_of(calls, ToolCall))
+            and all_of(calls, ToolCall)
             and (agent is None or type(agent) is str)
             and (meta is None or (type(meta) is dict and all(type(k) is str for k in meta)))
         ):  # what this response holds, unless changed since (it is not frozen): validated already
-            values = {
-                "role": "assistant",
-                "text": text,
-                "tool_calls": calls,
-                "tool_results": (),
-                "agent": agent,
-                "provider_meta": None if meta is None else dict(meta),  # validation copies a dict
-                "media": (),
-            }
-            return typed(Message, values, {"role", "text", "tool_calls", "agent", "provider_meta"})
+            given = {"role": "assistant", "text": text, "tool_calls": calls, "agent": agent, "provider_meta": meta}
+            if meta is not None:
+                given["provider_meta"] = dict(meta)  # validation copies a dict
+            return typed(Message, given)
         return Message(
             role="assistant",
             text=self.text,

@@ -364,17 +364,7 @@ def _reply(chat: ChatKey, text: str, reply_to: str | None, key: str) -> Outbound
     """A run's answer: ``OutboundMessage(chat=, text=, reply_to=, key=)``, built without validating again values
     that are typed already (0.7 µs instead of 1.4 a run)."""
     if type(chat) is ChatKey and type(text) is str and (reply_to is None or type(reply_to) is str):
-        values = {
-            "chat": chat,
-            "text": text,
-            "buttons": (),
-            "reply_to": reply_to,
-            "edit_of": None,
-            "kind": "text",
-            "file": None,
-            "key": key,
-        }
-        return typed(OutboundMessage, values, {"chat", "text", "reply_to", "key"})
+        return typed(OutboundMessage, {"chat": chat, "text": text, "reply_to": reply_to, "key": key})
     return OutboundMessage(chat=chat, text=text, reply_to=reply_to, key=key)
 
 
