@@ -15,8 +15,8 @@ from typing import Any
 
 from agents.context import RunContext
 from agents.handoffs import HandoffTarget, check_handoff, handoff_tools, is_handoff_call, target_of
-from agents.messages import Message, ToolCall, ToolResult, all_of, typed
-from agents.models.base import CUT_OFF, ToolDeclaration, Usage, complete
+from agents.messages import Message, ToolCall, ToolResult
+from agents.models.base import CUT_OFF, ToolDeclaration, complete
 from agents.resolutions import Answer, Resolution, ToolDecision
 from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, RunResult
 from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
@@ -244,7 +244,7 @@ class ReactRunner:
                 turn = turn.model_copy(update={"text": (turn.text or "") + CUT_OFF})
             new.append(turn)
             if not turn.tool_calls:
-                return _final(turn.text or "", tuple(new[1:]), self.name)
+                return FinalAnswer(text=turn.text or "", messages=tuple(new[1:]), agent=self.name)
             # Calls whose arguments are unusable go back to the model as errors, before anything else:
             # never to a person for confirmation, never to a tool.
             refused = self._invalid_calls(turn, tools)
@@ -279,7 +279,7 @@ class ReactRunner:
         response = await self._request(ctx, new, [], note=LIMIT_NOTE)
         text = response.text or f"I stopped after {self.max_iterations} steps without a final answer."
         new.append(Message.assistant(text, agent=self.name))
-        return _final(text, tuple(new[1:]), self.name)
+        return FinalAnswer(text=text, messages=tuple(new[1:]), agent=self.name)
 
     @staticmethod
     def _invalid_calls(turn: Message, tools: dict[str, Tool]) -> dict[str, ToolResult]:
@@ -427,11 +427,3 @@ class ReactRunner:
             messages=tuple(new[1:]),
             agent=self.name,
         )
-
-
-def _final(text: str, messages: tuple[Message, ...], agent: str) -> FinalAnswer:
-    """``FinalAnswer(text=text, messages=messages, agent=agent)``, built without validating again what is typed
-    already (the turns this run made): 0.9 µs instead of 2.2 a run."""
-    if type(text) is str and all_of(messages, Message) and type(agent) is str:
-        return typed(FinalAnswer, {"text": text, "messages": messages, "agent": agent}, usage=typed(Usage, {}))
-    return FinalAnswer(text=text, messages=messages, agent=agent)

@@ -9,7 +9,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.messages import Message, ToolCall, all_of, typed
+from agents.messages import Message, ToolCall
 
 
 class ToolDeclaration(BaseModel):
@@ -54,17 +54,6 @@ class ModelResponse(BaseModel):
     """Models that failed before this one answered (``model.fallbacks``), each with its error."""
 
     def to_message(self, *, agent: str | None = None) -> Message:
-        text, calls, meta = self.text, self.tool_calls, self.provider_meta
-        if (
-            (text is None or type(text) is str)
-            and all_of(calls, ToolCall)
-            and (agent is None or type(agent) is str)
-            and (meta is None or (type(meta) is dict and all(type(k) is str for k in meta)))
-        ):  # what this response holds, unless changed since (it is not frozen): validated already
-            given = {"role": "assistant", "text": text, "tool_calls": calls, "agent": agent, "provider_meta": meta}
-            if meta is not None:
-                given["provider_meta"] = dict(meta)  # validation copies a dict
-            return typed(Message, given)
         return Message(
             role="assistant",
             text=self.text,

@@ -26,7 +26,7 @@ from agents.context import RunContext
 from agents.graph import GraphPosition
 from agents.handoffs import HandoffContext
 from agents.loop import AgentLoop, Answered, Leg, LoopAgent, LoopSettings, Paused, Stopped, pause
-from agents.messages import Message, typed
+from agents.messages import Message
 from agents.models.base import Model, ModelError
 from agents.resolutions import Resolution
 from agents.results import InterruptRequest, RunResult
@@ -224,7 +224,9 @@ class RunManager:
                 if self.metrics is not None:
                     self.metrics.run_worked(loop.leg.agent.name, worked, time.perf_counter() - started)
             if isinstance(outcome, Answered):
-                reply = _reply(chat, outcome.answer.text or "(no answer)", run.reply_to, f"reply:{run.id}")
+                reply = OutboundMessage(
+                    chat=chat, text=outcome.answer.text or "(no answer)", reply_to=run.reply_to, key=f"reply:{run.id}"
+                )
                 if stream is not None:
                     reply = await stream.final(reply)
                 await self.finish(run, "done", outcome.messages, reply)
@@ -358,14 +360,6 @@ class _RunPorts:
 
     async def ask(self, pending: _Pending) -> None:
         await self.manager.delivery.deliver(pending.outbox_id, pending.prompt, pending.interrupt)
-
-
-def _reply(chat: ChatKey, text: str, reply_to: str | None, key: str) -> OutboundMessage:
-    """A run's answer: ``OutboundMessage(chat=, text=, reply_to=, key=)``, built without validating again values
-    that are typed already (0.7 µs instead of 1.4 a run)."""
-    if type(chat) is ChatKey and type(text) is str and (reply_to is None or type(reply_to) is str):
-        return typed(OutboundMessage, {"chat": chat, "text": text, "reply_to": reply_to, "key": key})
-    return OutboundMessage(chat=chat, text=text, reply_to=reply_to, key=key)
 
 
 def _notice(chat: ChatKey, text: str) -> OutboundMessage:
