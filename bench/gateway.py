@@ -46,7 +46,7 @@ from agents.models.base import Model, ModelResponse, ToolDeclaration, Usage
 from bot.config.settings import load_settings
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.gateway.app import Gateway
-from bot.gateway.runtime import tune_gc
+from bot.gateway.runtime import tune_process
 from bot.inbox import Inbox
 
 
@@ -238,7 +238,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         gateway = Gateway(settings, model=model, channels=[channel])
         await gateway.start()
         await _prefill(gateway, args.chats, args.history)
-        tune_gc(settings.runtime)  # as `bot run` does
+        tune_process(settings.runtime)  # as `bot run` does
         watchdog = asyncio.create_task(channel.watchdog())
         try:
             # Warm up: every chat's history is loaded once (the only reads of the run).
@@ -267,6 +267,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "synchronous": settings.store.synchronous,
         "gc_threshold": settings.runtime.gc_threshold,
+        "switch_interval_ms": settings.runtime.switch_interval_ms,
         "chats": args.chats,
         "history": args.history,
         "closed_loop_s": args.seconds,

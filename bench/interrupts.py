@@ -29,7 +29,7 @@ from agents.tools.base import tool
 from bot.config.settings import load_settings
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.gateway.app import Gateway
-from bot.gateway.runtime import tune_gc
+from bot.gateway.runtime import tune_process
 from bot.inbox import Inbox
 
 
@@ -125,7 +125,7 @@ async def run(chats: int, cycles: int, synchronous: str) -> dict[str, Any]:
         channel = Channel()
         gateway = Gateway(settings, model=InstantModel(), channels=[channel], tools=[purge])
         await gateway.start()
-        tune_gc(settings.runtime)  # as `bot run` does
+        tune_process(settings.runtime)  # as `bot run` does
         try:
             await asyncio.gather(*(cycle(gateway, channel, f"w{i}", 0) for i in range(min(chats, 20))))
             await gateway.store.flush()
@@ -164,6 +164,7 @@ async def run(chats: int, cycles: int, synchronous: str) -> dict[str, Any]:
         "bytes_written_per_cycle": round(max(0, written) / total),
         "synchronous": synchronous,
         "gc_threshold": settings.runtime.gc_threshold,
+        "switch_interval_ms": settings.runtime.switch_interval_ms,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "note": "bytes = bytes the process wrote (wchar), database and WAL included",
     }

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))  # runnable from a checkout
 from agents.models.offline import OfflineModel  # noqa: E402
 from bench.routing_classifier import cross_validation, percentile  # noqa: E402
 from bot.config.settings import load_settings  # noqa: E402
-from bot.gateway.runtime import tune_gc  # noqa: E402
+from bot.gateway.runtime import tune_process  # noqa: E402
 from bot.routing import Router  # noqa: E402
 from bot.routing.rule import RouteTarget  # noqa: E402
 from bot.runs.catalog import AgentCatalog  # noqa: E402
@@ -82,7 +82,7 @@ async def main() -> None:
     settings = load_settings(None, env={}, user_config=ROOT / "no-user.yaml", overrides=examples)
     catalog = AgentCatalog.load(settings)
     router = Router(catalog.targets(), OfflineModel())
-    tune_gc(settings.runtime)  # as `bot run` does: the collector thresholds and freeze
+    tune_process(settings.runtime)  # as `bot run` does: the collector thresholds and freeze
     config = settings.routing
     report: dict[str, Any] = {"agents": sorted(catalog.agents)}
     latencies: list[float] = []

@@ -33,7 +33,7 @@ from gateway import InstantModel, ReplyChannel, _message, _roundtrip
 
 from bot.config.settings import load_settings
 from bot.gateway.app import Gateway
-from bot.gateway.runtime import tune_gc
+from bot.gateway.runtime import tune_process
 
 
 def _mb(path: Path) -> float:
@@ -62,7 +62,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         channel = ReplyChannel()
         gateway = Gateway(settings, model=InstantModel(), channels=[channel])
         await gateway.start()
-        tune_gc(settings.runtime)
+        tune_process(settings.runtime)
         wal = data / "bot.db-wal"
         samples: dict[int, float] = {}
         largest = 0.0

@@ -128,11 +128,11 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool, role: st
             "Try: what time is it in Tokyo? / plan a weekend trip to Paris",
             err=True,
         )
-    from bot.gateway.runtime import tune_gc
+    from bot.gateway.runtime import tune_process
 
     async def start() -> None:
         await gateway.start()
-        tune_gc(settings.runtime)
+        tune_process(settings.runtime)
         # Said before anything else runs: the console's first prompt waits for the gateway's start (set last),
         # so it comes after this line.
         typer.echo(f"Ready in {time.monotonic() - began:.1f} s.", err=True)

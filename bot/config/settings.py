@@ -139,6 +139,11 @@ class RuntimeSection(_Section):
     hundreds of times per second and its full passes paused the loop for 60-130 ms."""
     gc_freeze: bool = True
     """After start-up, move what is loaded (modules, schemas, agents, tools) out of the collector's scans."""
+    switch_interval_ms: float = Field(0.2, ge=0)
+    """How long a thread that wants the GIL waits before the running one must hand it over; 0 keeps Python's
+    (5 ms).  The store's committer thread needs the GIL after each fsync, while the event loop runs Python
+    without pause: at 5 ms the committed batch waited for it, and so did every message in that batch
+    (``bench/gateway.py``: 14 % more messages a second at 0.2 ms; see :mod:`bot.gateway.runtime`)."""
 
 
 class AgentsSection(_Section):
