@@ -26,6 +26,9 @@ class Streamed:
     chunks: tuple[str, ...]
     delay_s: float = 0.0
     tool_calls: tuple[ToolCall, ...] = ()
+    gate: Callable[[int], Awaitable[None]] | None = None
+    """Awaited before chunk ``k`` (from the second on), after ``delay_s``: a test lets the next piece come once
+    what it waits for happened (the text so far is on the screen), instead of racing the clock."""
 
     def response(self, model: str) -> ModelResponse:
         return ModelResponse(text="".join(self.chunks) or None, tool_calls=self.tool_calls, model=model)
@@ -116,6 +119,8 @@ class ScriptedModel(Model):
         for k, chunk in enumerate(step.chunks):
             if k and step.delay_s:
                 await asyncio.sleep(step.delay_s)
+            if k and step.gate is not None:
+                await step.gate(k)
             yield chunk
         yield response
 

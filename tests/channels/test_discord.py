@@ -425,10 +425,13 @@ async def test_a_streamed_answer_is_one_message_edited_until_it_is_whole(make_bo
     from agents.models.scripted import Streamed
 
     whole = "## Answer\nFirst part, second part, and the end."
+    pattern = rf"^/channels/{DM_CHANNEL_ID}/messages(/\d+)?$"
+
+    async def shown(k: int) -> None:  # the next piece once the text so far is on the screen (no race with time)
+        await fake.wait_for(lambda: len(fake.called("POST", pattern)) + len(fake.called("PATCH", pattern)) >= k)
+
     bot = make_bot()
-    await bot.start(
-        ScriptedModel([Streamed(("## Answer\nFirst part, ", "second part, ", "and the end."), delay_s=0.7)])
-    )
+    await bot.start(ScriptedModel([Streamed(("## Answer\nFirst part, ", "second part, ", "and the end."), gate=shown)]))
     await fake.message("@chat tell me", dm=True)
     await fake.wait_for(lambda: any(m.get("content") == whole for m in fake.messages.values()), CEILING_S)
     created = fake.called("POST", rf"^/channels/{DM_CHANNEL_ID}/messages$")

@@ -606,7 +606,11 @@ async def test_a_streamed_answer_is_one_message_updated_until_it_is_whole(make_s
     from agents.models.scripted import Streamed
 
     whole = "First part, second part, and the end."
-    h = await make_slack(Streamed(("First part, ", "second part, ", "and the end."), delay_s=0.7))
+
+    async def shown(k: int) -> None:  # the next piece once the text so far is on the screen (no race with time)
+        await fake.wait_for(lambda: len(fake.calls_to("chat.postMessage")) + len(fake.calls_to("chat.update")) >= k)
+
+    h = await make_slack(Streamed(("First part, ", "second part, ", "and the end."), gate=shown))
     await h.message("@chat tell me")
     await fake.wait_for(lambda: any(c.params.get("text") == whole for c in fake.calls_to("chat.update")), CEILING_S)
     await h.settle()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -31,8 +31,18 @@ WHOLE = "Plan\nFirst pack the bags, then book the train.\n\n• tickets\n• sna
 WHOLE_MARKS = [("bold", "Plan"), ("underline", "Plan"), ("bold", "pack")]
 
 
+def shown_in(env: Env, *methods: str, chat_id: int = ALICE) -> Callable[[int], Awaitable[None]]:
+    """A :class:`Streamed` gate: the next piece comes once ``k`` previews reached the chat (the text so far is on
+    the screen), so a test never races the preview's timer."""
+
+    async def shown(k: int) -> None:
+        await env.fake.wait_for(lambda: sum(len(texts_of(env, m, chat_id)) for m in methods) >= k)
+
+    return shown
+
+
 async def test_a_private_chat_sees_a_native_draft_then_exactly_the_whole_answer(env: Env) -> None:
-    gateway = await env.start(ScriptedModel([Streamed(ANSWER, delay_s=0.6)]))
+    gateway = await env.start(ScriptedModel([Streamed(ANSWER, gate=shown_in(env, "sendMessageDraft"))]))
     env.fake.push(env.fake.message("@chat help me with my trip"))
     await env.reply("snacks")
     drafts = env.fake.of("sendMessageDraft")
@@ -47,7 +57,9 @@ async def test_a_private_chat_sees_a_native_draft_then_exactly_the_whole_answer(
 
 async def test_a_group_sees_one_message_edited_as_it_grows(env: Env) -> None:
     env.configure(mention_policy="all")
-    await env.start(ScriptedModel([Streamed(ANSWER, delay_s=0.6)]))
+    await env.start(
+        ScriptedModel([Streamed(ANSWER, gate=shown_in(env, "sendMessage", "editMessageText", chat_id=GROUP))])
+    )
     env.fake.push(env.fake.message("@chat help me with my trip", chat_id=GROUP))
     await env.fake.wait_for(lambda: WHOLE in texts_of(env, "editMessageText", GROUP), CEILING_S)
     previews = texts_of(env, "sendMessage", GROUP)
