@@ -143,7 +143,7 @@ class RuntimeSection(_Section):
     """How long a thread that wants the GIL waits before the running one must hand it over; 0 keeps Python's
     (5 ms).  The store's committer thread needs the GIL after each fsync, while the event loop runs Python
     without pause: at 5 ms the committed batch waited for it, and so did every message in that batch
-    (``bench/gateway.py``: 14 % more messages a second at 0.2 ms; see :mod:`bot.gateway.runtime`)."""
+    (``bench/gateway.py``: 4-14 % more messages a second at 0.2 ms; see :mod:`bot.gateway.runtime`)."""
 
 
 class AgentsSection(_Section):

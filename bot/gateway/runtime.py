@@ -14,9 +14,11 @@ interval before the loop is made to hand it over: 5 ms by default, while the fsy
 message of that batch waited with it, and the loop ran out of work: in ``bench/gateway.py`` (200 chats,
 ``synchronous=FULL``) a batch spent 1.2-1.4 ms on average between being handed to the committer and its
 ``COMMIT`` starting, and the loop was busy 82-85 % of the time.  At 0.2 ms: 0.9 busy, and 2,331 messages a
-second against 2,091 (median of 6 interleaved 10 s pairs, every pair 9-20 % ahead).  0.1 ms measured the same
-as 0.2; 0.5 ms 4 % behind it.  The cost is a forced switch each time another thread wants the GIL: a few µs,
-a few hundred times a second.
+second against 2,091 (median of 6 interleaved 10 s pairs, every pair 9-20 % ahead; in a quicker spell of the
+host 2,608 against 2,493, every pair 2-5 % ahead).  0.1 ms measured the same as 0.2; 0.5 ms 4 % behind it.
+Latency at 200 messages a second did not change (p50 2.2-2.3 ms against 2.1-2.5, p99 4.5-5.7 against
+4.5-6.0).  The cost is a forced switch each time another thread wants the GIL: a few µs, a few hundred times a
+second.
 """
 
 from __future__ import annotations
