@@ -13,7 +13,7 @@ from typing import Any
 from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage
 from channels.console import ConsoleChannel
 from tests.conftest import RecordingInbox
-from tests.waiting import CEILING_S
+from tests.waiting import CEILING_S, eventually
 
 CHAT = ChatKey(channel="console", chat_id="local")
 
@@ -111,7 +111,11 @@ async def test_an_answer_prints_as_the_model_writes_it(make_settings: Any) -> No
     out = _Timed()
     console = ConsoleChannel(stdin=io.StringIO("tell me a story\n"), stdout=out, interactive=False)
     settings = make_settings(channels={"console": {"enabled": True}}, routing={"strategy": "rule"})
-    model = ScriptedModel([Streamed(("Once ", "upon ", "a time."), delay_s=0.3)])
+
+    async def printed(k: int) -> None:  # the next piece once the last one is on the terminal (no race with time)
+        await eventually(lambda: len([p for _, p in out.pieces if p.strip()]) >= k, what=f"{k} pieces printed")
+
+    model = ScriptedModel([Streamed(("Once ", "upon ", "a time."), delay_s=0.3, gate=printed)])
     gateway = Gateway(settings, model=model, channels=[console])
     console._join = gateway.settled
     await gateway.start()

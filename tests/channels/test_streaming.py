@@ -80,7 +80,9 @@ async def test_an_answer_complete_at_once_is_sent_as_before(env: Env) -> None:
 
 async def test_a_tool_call_after_some_text_ends_the_preview_and_the_answer_follows(env: Env) -> None:
     lookup = Streamed(
-        ("Let me check the ", "weather first."), delay_s=0.4, tool_calls=(ToolCall(id="c1", name="get_time", args={}),)
+        ("Let me check the ", "weather first."),
+        tool_calls=(ToolCall(id="c1", name="get_time", args={}),),
+        gate=shown_in(env, "sendMessageDraft"),  # a preview is up before the tool call ends it
     )
     model = ScriptedModel([lookup, Streamed(("It is ", "sunny."), delay_s=0.4)])
     await env.start(model, tools=[_time_tool()])
@@ -116,7 +118,8 @@ async def test_a_long_streamed_answer_fills_the_preview_then_continues(env: Env)
 async def test_a_429_during_edits_delays_them_and_the_final_text_arrives(env: Env) -> None:
     env.configure(mention_policy="all")
     env.fake.fail("editMessageText", status=429, retry_after=1)
-    await env.start(ScriptedModel([Streamed(ANSWER, delay_s=0.6)]))
+    preview = shown_in(env, "sendMessage", chat_id=GROUP)  # the answer comes after a preview: its edits get the 429
+    await env.start(ScriptedModel([Streamed(ANSWER, gate=lambda k: preview(1))]))
     env.fake.push(env.fake.message("@chat help me with my trip", chat_id=GROUP))
     await env.fake.wait_for(lambda: WHOLE in texts_of(env, "editMessageText", GROUP), CEILING_S)
     assert [m["text"] for (chat, _), m in env.fake.messages.items() if chat == GROUP] == [WHOLE]
