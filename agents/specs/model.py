@@ -86,6 +86,13 @@ Regex = Annotated[str, AfterValidator(_regex), WithJsonSchema({"type": "string",
 Version = Annotated[str, BeforeValidator(_number_to_str), WithJsonSchema({"type": ["string", "number"]})]
 
 
+def _comma_list(value: Any) -> Any:
+    # `keywords: "fix, patch"` is what people write for a list in YAML: read it as one.
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True)
 
@@ -109,15 +116,17 @@ class McpPolicy(_Strict):
 class Triggers(_Strict):
     """What the rule router scores: (10 per keyword + 20 per pattern) × priority / 100."""
 
-    keywords: tuple[Text, ...] = ()
-    """Case-insensitive words or phrases; Latin ones match whole words, CJK ones match anywhere."""
-    patterns: tuple[Regex, ...] = ()
+    keywords: Annotated[tuple[Text, ...], BeforeValidator(_comma_list)] = ()
+    """Case-insensitive words or phrases; Latin ones match whole words and their forms ("crashes", "errors" for
+    crash, error), CJK ones match anywhere. A list, or one string of comma-separated words."""
+    patterns: Annotated[tuple[Regex, ...], BeforeValidator(_comma_list)] = ()
     """Python regular expressions, matched case-insensitively anywhere in the message.
 
     Checked at load: a pattern that could take exponential or quadratic time on a long
     message is refused (bound its repeats: ``[^,]{1,80}``, ``.{0,200}``)."""
     priority: int = Field(50, ge=0, le=100)
-    """Weight of this agent's score in percent (built-in subagents use 100)."""
+    """Which agent wins when two are about equally likely (the higher); with a model, hybrid also takes a trigger
+    score (10 a keyword + 20 a pattern, times priority/100) of ``rule.confidence_threshold`` without asking it."""
 
     @cached_property
     def compiled(self) -> tuple[re.Pattern[str], ...]:
@@ -270,7 +279,11 @@ class AgentSpec(_Strict):
     title: str = ""
     """A human-readable name for lists and menus."""
     description: str = ""
-    """What the agent is for; the LLM router reads it to choose an agent."""
+    """What the agent is for: the router compares every message with it by meaning, in any language, and the
+    LLM router reads it."""
+    examples: Annotated[tuple[Text, ...], BeforeValidator(lambda v: (v,) if isinstance(v, str) else v)] = ()
+    """Sample requests this agent should get, in your users' words (5-10 varied ones route best): messages
+    close to one of them in meaning, in any language, come here."""
     model: str | None = None
     """A model name overriding the gateway's ``model.name`` for this agent."""
     scope: Scope = "project"
@@ -288,7 +301,10 @@ class AgentSpec(_Strict):
     def _known_runner(cls, value: str) -> str:
         if value not in RUNNER_NAMES:
             names = [repr(name) for name in RUNNER_NAMES]
-            raise ValueError(f"Input should be {', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0])
+            close = difflib.get_close_matches(value, list(RUNNER_NAMES), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            known = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+            raise ValueError(f"Input should be {known}{hint}")
         return value
 
     context_mode: ContextMode = Field("isolated", alias="contextMode")

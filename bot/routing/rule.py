@@ -18,6 +18,7 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agents.specs.patterns import pattern_window
+from bot.routing.words import StemIndex
 from bot.runs.catalog import RouteTarget as RouteTarget  # the agents as the catalog shows them to the routers
 
 YIELD_ABOVE = 2048
@@ -47,6 +48,8 @@ class RuleResult:
     latency_us: float
     runner_up: float = 0.0
     """The second-highest score (0 when one agent or none matched)."""
+    hits: dict[str, RuleMatch] = field(default_factory=dict)
+    """Every agent whose triggers matched, by name (the best one too)."""
 
 
 def is_cjk(text: str) -> bool:
@@ -166,6 +169,7 @@ class RuleRouter:
                 literal = required_literal(pat)
                 entry = (compiled, i, pat, pattern_window(pat) or sys.maxsize)
                 (self._unfiltered if literal is None else self._by_literal[literal]).append(entry)
+        self._stems = StemIndex((word, i, kw) for word, entries in self._words.items() for i, kw in entries)
         self._none = not (self._words or self._phrases or self._substrings or self._by_literal or self._unfiltered)
         """No keyword nor pattern: every text scores nothing, so none is read."""
 
@@ -206,10 +210,14 @@ class RuleRouter:
         folded = text.casefold()
         keyword_hits: list[tuple[int, str]] = []
         words = self._words
-        for token in set(_WORD.findall(folded)):
+        tokens = set(_WORD.findall(folded))
+        for token in tokens:
             entries = words.get(token)
             if entries:
                 keyword_hits.extend(entries)
+        if self._stems:  # "crashes", "errors" for the keywords crash, error
+            keyword_hits.extend(self._stems.hits(tokens, words.keys()))
+            keyword_hits = list(dict.fromkeys(keyword_hits))  # "bug" and "bugs" are one keyword
         if pause:
             yield
         for phrase, i, kw in self._phrases:
@@ -241,22 +249,26 @@ class RuleRouter:
             raw[i] += PATTERN_SCORE
         best: RuleMatch | None = None
         runner_up = 0.0
+        hits: dict[str, RuleMatch] = {}
         if raw:
             weight = self._weight
+            for i, points in raw.items():
+                target = self.targets[i]
+                hits[target.name] = RuleMatch(
+                    agent=target.name,
+                    score=points * weight[i],
+                    confidence=min(100.0, points * weight[i]),
+                    keywords=sorted({kw for j, kw in keyword_hits if j == i}),
+                    patterns=[pat for j, pat in pattern_hits if j == i],
+                    priority=target.priority,
+                )
             # Ties: higher priority, then the order the agents were loaded in.
             top = min(raw, key=lambda i: (-raw[i] * weight[i], -weight[i], i))
             score = raw[top] * weight[top]
             runner_up = max((raw[i] * weight[i] for i in raw if i != top), default=0.0)
             if score > 0:
-                best = RuleMatch(
-                    agent=self.targets[top].name,
-                    score=score,
-                    confidence=min(100.0, score),
-                    keywords=sorted({kw for i, kw in keyword_hits if i == top}),
-                    patterns=[pat for i, pat in pattern_hits if i == top],
-                    priority=self.targets[top].priority,
-                )
-        return RuleResult(best, (time.perf_counter() - started) * 1e6, runner_up)
+                best = hits[self.targets[top].name]
+        return RuleResult(best, (time.perf_counter() - started) * 1e6, runner_up, hits)
 
 
 def _has_phrase(text: str, phrase: str) -> bool:
@@ -288,6 +300,7 @@ def targets_from(specs: Sequence[object]) -> list[RouteTarget]:
                 keywords=tuple(getattr(triggers, "keywords", ()) or ()),
                 patterns=tuple(getattr(triggers, "patterns", ()) or ()),
                 priority=int(getattr(triggers, "priority", 50)),
+                examples=tuple(getattr(spec, "examples", ()) or ()),
             )
         )
     return out

@@ -38,6 +38,8 @@ class RouteTarget:
     keywords: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ()
     priority: int = 50
+    examples: tuple[str, ...] = ()
+    """Sample requests from the agent's file (``examples:``); corrections admins make are added by the router."""
 
 
 @dataclass
@@ -104,6 +106,7 @@ class AgentDef:
             keywords=tuple(triggers.keywords) if triggers else (),
             patterns=tuple(triggers.patterns) if triggers else (),
             priority=triggers.priority if triggers else 50,
+            examples=tuple(self.spec.examples) if self.spec is not None else (),
         )
 
 
