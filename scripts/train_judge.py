@@ -57,8 +57,17 @@ def rows_for(directory: Path, variant: str, encoder: UseEncoder, cache: dict[str
         rule = rules.route(text[:ROUTE_CHARS])
         best, values = factors(evidence, rule, classifier, len(text))  # type: ignore[misc]
         out.append(
-            {"set": directory.name, "variant": variant, "label": label, "text": text, "candidate": best.name,
-             "values": values, "evidence": evidence, "rules": rule, "classifier": classifier}
+            {
+                "set": directory.name,
+                "variant": variant,
+                "label": label,
+                "text": text,
+                "candidate": best.name,
+                "values": values,
+                "evidence": evidence,
+                "rules": rule,
+                "classifier": classifier,
+            }
         )
     return out
 
@@ -97,9 +106,7 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def score(rows: list[dict[str, Any]], judge: Judge) -> list[str]:
-    return [
-        judge.decide(r["evidence"], r["rules"], r["classifier"], len(r["text"])).agent for r in rows
-    ]
+    return [judge.decide(r["evidence"], r["rules"], r["classifier"], len(r["text"])).agent for r in rows]
 
 
 def report(rows: list[dict[str, Any]], predicted: list[str]) -> dict[str, Any]:
@@ -132,8 +139,11 @@ def main() -> None:
         for i, agent in zip(held, score([rows[i] for i in held], judge), strict=True):
             predicted[i] = agent
     artefact = fit(rows)
-    artefact["trained_on"] = {f"{d.name}/{v}": sum(1 for r in rows if r["set"] == d.name and r["variant"] == v)
-                              for d in DEV for v in ("examples", "plain")}
+    artefact["trained_on"] = {
+        f"{d.name}/{v}": sum(1 for r in rows if r["set"] == d.name and r["variant"] == v)
+        for d in DEV
+        for v in ("examples", "plain")
+    }
     result = {"cv": report(rows, predicted), "in_sample": report(rows, score(rows, Judge(artefact)))}
     artefact["cv"] = {k: v["accuracy"] for k, v in result["cv"].items()}
     if not args.no_write:

@@ -108,9 +108,7 @@ def main() -> None:
         HEAD_PATH.write_text(json.dumps(artefact, indent=1) + "\n", encoding="utf-8")
         scale = np.abs(unit).max(axis=1)
         quantised = np.round(unit / scale[:, None] * 127).astype(np.int8)
-        np.savez_compressed(
-            CORPUS_PATH, vectors=quantised, scale=scale.astype(np.float32), labels=y.astype(np.uint8)
-        )
+        np.savez_compressed(CORPUS_PATH, vectors=quantised, scale=scale.astype(np.float32), labels=y.astype(np.uint8))
         report["written"] = str(HEAD_PATH.relative_to(ROOT))
     print(json.dumps(report))
 

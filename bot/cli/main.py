@@ -322,71 +322,30 @@ def trace(
 
 @app.command()
 def route(
-    text: Annotated[str | None, typer.Argument(help="The message to route (omit with --stdin).")] = None,
+    text: Annotated[str | None, typer.Argument(help="The message to route (omit with --stdin or --eval).")] = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="Route one message per input line.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per message.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per message (every factor).")] = False,
     strategy: Annotated[str | None, typer.Option(help="rule | llm | hybrid (default: configured).")] = None,
+    eval_file: Annotated[
+        Path | None,
+        typer.Option("--eval", help="Measure routing on FILE.tsv (label TAB message per line): accuracy, "
+                     "per-agent precision and recall, confusion matrix, misroutes."),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Dry-run routing: which agent would answer, by which method, how sure, and why. Nothing runs."""
+    from bot.cli.route import route_messages
+
     settings = _settings(config)
     if strategy is not None and strategy not in ("rule", "llm", "hybrid"):
         typer.echo("--strategy must be rule, llm or hybrid", err=True)
         raise typer.Exit(2)
-    if not stdin and text is None:
-        typer.echo("give a TEXT or --stdin", err=True)
+    if not stdin and text is None and eval_file is None:
+        typer.echo("give a TEXT, --stdin or --eval FILE.tsv", err=True)
         raise typer.Exit(2)
     messages = [line.rstrip("\n") for line in sys.stdin] if stdin else [text or ""]
-    raise typer.Exit(asyncio.run(_route_all(settings, [m for m in messages if m.strip()], strategy, as_json)))
-
-
-async def _route_all(settings: Settings, messages: list[str], strategy: str | None, as_json: bool) -> int:
-    from bot.gateway.parts import build_model
-    from bot.routing import Router, parse_target
-    from bot.runs.catalog import AgentCatalog
-
-    catalog = AgentCatalog.load(settings)
-    for error in catalog.errors:
-        typer.echo(f"agent file skipped: {error}", err=True)
-    model = build_model(settings)
-    router = Router(catalog.targets(), model)
-    try:
-        for text in messages:
-            targeting = parse_target(text, set(catalog.agents))
-            if targeting.agent is not None:
-                out = {
-                    "text": text,
-                    "agent": targeting.agent,
-                    "method": "explicit",
-                    "confidence": 100.0,
-                    "matched_keywords": [],
-                    "matched_patterns": [],
-                }
-            else:
-                chosen = targeting.strategy or strategy or settings.routing.strategy
-                decision = router.apply_fallback(
-                    await router.decide(targeting.text, settings.routing, chosen), settings.routing
-                )
-                out = {
-                    "text": text,
-                    "agent": decision.agent,
-                    "method": decision.method,
-                    "confidence": round(decision.confidence, 1),
-                    "matched_keywords": decision.matched_keywords,
-                    "matched_patterns": decision.matched_patterns,
-                }
-                if not as_json:
-                    out["strategy"] = chosen
-                    out["latency_ms"] = round(decision.latency_us / 1000, 3)
-                    if decision.note:
-                        out["note"] = decision.note
-            if as_json:
-                typer.echo(json.dumps(out, ensure_ascii=False))
-            else:
-                typer.echo("\n".join(f"{k}: {v}" for k, v in out.items() if k != "text"))
-    finally:
-        await model.aclose()
-    return 0
+    found = [m for m in messages if m.strip()]
+    raise typer.Exit(asyncio.run(route_messages(settings, found, strategy, as_json, eval_file)))
 
 
 def main() -> None:

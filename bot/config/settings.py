@@ -18,9 +18,9 @@ import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
@@ -151,20 +151,36 @@ class AgentsSection(_Section):
     user_dir: Path = Path("~/.config/bot/agents")
 
 
+def _share(value: Any) -> Any:
+    # A confidence is a share, 0-1; a percentage (80, as configurations before wave 4 wrote it) is read as one.
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 1:
+        return value / 100
+    return value
+
+
+Share = Annotated[float, BeforeValidator(_share), Field(ge=0, le=1)]
+
+
 class RuleRouting(_Section):
-    confidence_threshold: float = Field(80, ge=0, le=100)
-    """hybrid: a rule decision at least this confident stands; below it, the model is asked."""
+    confidence_threshold: Share = 0.8
+    """hybrid: an offline decision at least this sure (0-1) stands; below it, the model is asked."""
+    meaning: bool = True
+    """Route by meaning too (a local sentence encoder, loaded on a thread at start: the agents' descriptions,
+    examples and corrections, in any language); false: triggers and the classifier only."""
+    encoder: str = "use"
+    """The sentence encoder: ``use`` (the multilingual Universal Sentence Encoder shipped in a wheel)."""
     agent_min_score: float = Field(20, ge=0)
-    """What a file agent's triggers must score (a pattern, or two keywords at priority 100) to beat the built-ins."""
+    """Without the encoder: what a file agent's triggers must score (a pattern 20, a keyword 10, whatever the
+    priority) to beat the built-ins."""
     agent_margin: float = Field(10, ge=0)
     """...and this much more than the next file agent's."""
     learned: bool = True
     """chat / react / plan chosen by the shipped classifier (false: by their trigger keywords)."""
-    min_confidence: float = Field(65, ge=0, le=100)
-    """Below this, the classifier has not recognised the message (gibberish scores about 60 %): the rules
+    min_confidence: Share = 0.65
+    """Below this share the classifiers have not recognised the message (gibberish scores about 0.6): the rules
     decide nothing, and ``routing.fallback`` (or, in hybrid, the model) takes over."""
-    strong_priority: int = Field(80, ge=0, le=100)  # a file agent at this trigger priority wins on one match...
-    classifier_sure: float = Field(99, ge=0, le=100)  # ...unless the classifier is this sure (%); 0 turns it off
+    strong_priority: int = Field(80, ge=0, le=100)  # without the encoder: a file agent at this priority wins on one
+    classifier_sure: Share = 0.99  # match unless the classifier is this sure (0-1); 0 turns it off
 
 
 class LlmRouting(_Section):

@@ -90,9 +90,16 @@ class Report:
             "per_agent": per_agent,
             "confusion": matrix,
             "misroutes": [
-                {"label": o.label, "agent": o.agent, "method": o.method, "confidence": o.confidence,
-                 "text": o.text if len(o.text) <= 160 else o.text[:157] + "…", "note": o.note}
-                for o in outcomes if o.agent != o.label
+                {
+                    "label": o.label,
+                    "agent": o.agent,
+                    "method": o.method,
+                    "confidence": o.confidence,
+                    "text": o.text if len(o.text) <= 160 else o.text[:157] + "…",
+                    "note": o.note,
+                }
+                for o in outcomes
+                if o.agent != o.label
             ],
         }
         missing = sorted(set(unknown))
@@ -103,8 +110,11 @@ class Report:
 
 def render(summary: dict[str, Any]) -> str:
     """The report as text for a terminal."""
-    lines = [f"{summary['messages']} messages, accuracy {summary['accuracy']:.1%}" if summary["accuracy"] is not None
-             else "no messages"]
+    lines = [
+        f"{summary['messages']} messages, accuracy {summary['accuracy']:.1%}"
+        if summary["accuracy"] is not None
+        else "no messages"
+    ]
     if summary.get("unknown_labels"):
         lines.append(f"labels that are no agent here: {', '.join(summary['unknown_labels'])}")
     lines += ["", f"{'agent':<22} {'messages':>8} {'precision':>9} {'recall':>7}"]
@@ -114,7 +124,11 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"{agent:<22} {row['messages']:>8} {p:>9} {r:>7}")
     columns: Sequence[str] = list(summary["per_agent"])
     width = max([len(c) for c in columns] + [5])
-    lines += ["", "confusion (rows: label, columns: routed to)", " " * (width + 1) + " ".join(c[:6].rjust(6) for c in columns)]
+    lines += [
+        "",
+        "confusion (rows: label, columns: routed to)",
+        " " * (width + 1) + " ".join(c[:6].rjust(6) for c in columns),
+    ]
     for label, row in summary["confusion"].items():
         lines.append(f"{label:<{width}} " + " ".join(str(row[c]).rjust(6) for c in columns))
     if summary["misroutes"]:

@@ -125,7 +125,9 @@ class Judge:
         if data.get("format") != JUDGE_FORMAT:
             raise ValueError(f"not a {JUDGE_FORMAT} artefact: {data.get('format')!r}")
         if tuple(data["factors"]) != FACTORS:
-            raise ValueError("the judge was trained on other factors than this code computes: run scripts/train_judge.py")
+            raise ValueError(
+                "the judge was trained on other factors than this code computes: run scripts/train_judge.py"
+            )
         self.meta = {k: v for k, v in data.items() if k != "trees"}
         self.init = float(data["init"])
         self.rate = float(data["rate"])
@@ -148,9 +150,7 @@ class Judge:
             raw += self.rate * value[node]
         return 1.0 / (1.0 + math.exp(-raw))
 
-    def decide(
-        self, evidence: Evidence | None, rules: RuleResult, classifier: Sequence[float], length: int
-    ) -> Verdict:
+    def decide(self, evidence: Evidence | None, rules: RuleResult, classifier: Sequence[float], length: int) -> Verdict:
         shares = blend(classifier, evidence.head if evidence is not None else None)
         builtin = max(shares, key=shares.__getitem__)
         found = factors(evidence, rules, classifier, length) if evidence is not None else None

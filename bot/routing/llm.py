@@ -1,4 +1,8 @@
-"""The LLM router: the model picks an agent by calling one ``transfer_to_<name>`` tool."""
+"""The LLM router: the model picks an agent by calling one ``transfer_to_<name>`` tool.
+
+Each tool's description is the agent's title and description, then up to :data:`EXAMPLES_SHOWN` of its sample
+requests (its ``examples:`` and the corrections admins made, newest corrections first): the model sees what each
+agent is for the way the offline router does."""
 
 from __future__ import annotations
 
@@ -7,14 +11,20 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agents.messages import Message
 from agents.models.base import Model, ModelError, ToolDeclaration
 from bot.routing.rule import RouteTarget
 
+if TYPE_CHECKING:
+    from bot.routing.offline import Correction
+
 log = logging.getLogger(__name__)
 
 PREFIX = "transfer_to_"
+EXAMPLES_SHOWN = 8
+"""Sample requests per agent in its tool's description (the prompt stays small with 40 agents)."""
 SYSTEM = (
     "You are the router of a chat bot. Read the user's message and hand it to the one agent best suited to "
     "answer it, by calling exactly one transfer_to_<agent> function. Do not answer the message yourself."
@@ -35,13 +45,22 @@ class LlmDecision:
 class LlmRouter:
     """Asks a model to choose among the routable agents."""
 
-    def __init__(self, model: Model, targets: Sequence[RouteTarget], timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        model: Model,
+        targets: Sequence[RouteTarget],
+        timeout_s: float = 5.0,
+        corrections: Sequence[Correction] = (),
+    ) -> None:
         self.model = model
         self.timeout_s = timeout_s
+        learned: dict[str, list[str]] = {}
+        for c in reversed(corrections):
+            learned.setdefault(c.agent, []).append(c.text)
         self.tools = [
             ToolDeclaration(
                 name=transfer_tool_name(t.name),
-                description=f"{t.title or t.name}: {t.description}".strip(": "),
+                description=describe(t, learned.get(t.name, ())),
                 parameters={
                     "type": "object",
                     "properties": {"reason": {"type": "string", "description": "Why this agent fits, briefly."}},
@@ -71,3 +90,12 @@ class LlmRouter:
         if agent is None:
             return done(None, f"the router model called an unknown function {names[0]!r}")
         return done(agent, None)
+
+
+def describe(target: RouteTarget, learned: Sequence[str] = ()) -> str:
+    """The tool description of ``target``: title, description and sample requests."""
+    about = f"{target.title or target.name}: {target.description}".strip(": ")
+    samples = [*learned, *target.examples][:EXAMPLES_SHOWN]
+    if samples:
+        about += " Requests it takes, for example: " + " | ".join(s.replace("\n", " ")[:160] for s in samples)
+    return about

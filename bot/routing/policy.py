@@ -12,16 +12,21 @@ from typing import Any
 
 from bot.config.settings import RoutingSection, Settings
 from bot.events import ChatKey
-from bot.routing import RouteDecision, Router, parse_target
+from bot.routing import Correction, RouteDecision, Router, parse_target
 from bot.runs.catalog import AgentCatalog
 from bot.store.base import SettingsReader
 
 GLOBAL = "*"
 """The settings scope of global admin changes."""
+CORRECTIONS = "routing:corrections"
+"""The settings scope of the corrections admins made (``/route AGENT``): one setting per correction, its id the
+name, ``{agent, text, actor, at}`` the value. Settings are shared by every process (a change is announced) and
+their changes audited, which is what corrections need."""
 ROUTING_KEYS = (
     "enabled",
     "strategy",
     "rule.confidence_threshold",
+    "rule.meaning",
     "rule.strong_priority",
     "rule.classifier_sure",
     "llm.model",
@@ -49,6 +54,22 @@ class RoutePolicy:
         self.router = router
         self._last: tuple[RoutingSection, tuple[tuple[str, type, Any], ...], RoutingSection] | None = None
         """The configured section, the global routing changes, and the section with them on top."""
+        self._corrections: tuple[str, ...] = ()
+        """The ids of the corrections the router has (compared with the stored ones on every message)."""
+
+    async def corrections(self) -> list[Correction]:
+        """The stored corrections, oldest first."""
+        view = await self.store.settings_view(CORRECTIONS)
+        found = [Correction.from_setting(key, value) for key, value in view.items() if isinstance(value, Mapping)]
+        return sorted(found, key=lambda c: (c.at, c.id))
+
+    async def _sync_corrections(self) -> None:
+        """Give the router the stored corrections when they changed (here or in another process)."""
+        view = await self.store.settings_view(CORRECTIONS)
+        if len(view) == len(self._corrections) and (not view or tuple(view) == self._corrections):
+            return
+        self._corrections = tuple(view)
+        self.router.set_corrections(await self.corrections())
 
     async def _overrides(self) -> dict[str, Any]:
         return _routing_keys(await self.store.settings_view(GLOBAL))
@@ -115,7 +136,8 @@ class RoutePolicy:
             config = self._routing(glob)
         targeting = parse_target(text, self.catalog.agents)
         if targeting.agent is not None:
-            return RouteDecision(targeting.agent, "explicit", "explicit", 100.0, text=targeting.text)
+            return RouteDecision(targeting.agent, "explicit", "explicit", 1.0, text=targeting.text)
+        await self._sync_corrections()
         strategy = targeting.strategy
         if not strategy:  # ``_strategy`` without its coroutine and its layer (0.4 µs a message)
             strategy = (await self.store.settings_view(chat.settings_key)).get("strategy")
@@ -136,4 +158,5 @@ class RoutePolicy:
         catalog = AgentCatalog.load(self.settings)
         self.catalog.agents, self.catalog.errors = catalog.agents, catalog.errors
         self.router.set_targets(self.catalog.targets())
+        self._corrections = ()  # the new agents get the stored corrections at the next message
         return catalog.errors

@@ -1,8 +1,10 @@
 """The rule router: keywords and patterns, scored and weighted by priority.
 
-Score per agent = (10 per matched keyword + 20 per matched pattern) ×
-priority / 100; confidence = min(100, score).  Latin keywords match whole
-words (case-insensitive); CJK keywords match as substrings.  The hot path is
+Raw score per agent = 10 per matched keyword + 20 per matched pattern; the design's score multiplies it by
+priority / 100 (its confidence = min(100, score)), which the router uses only with a model (hybrid takes a
+design score of ``rule.confidence_threshold`` × 100 without asking it); offline, the raw score and the meaning
+decide (:mod:`bot.routing.judge`).  Latin keywords match whole words and their forms ("crashes" for crash,
+:mod:`bot.routing.words`), case-insensitively; CJK keywords match as substrings.  The hot path is
 built for thousands of triggers: text is tokenised once and single-word
 keywords are looked up in a dict; all patterns run in one compiled regex.
 """
@@ -39,6 +41,8 @@ class RuleMatch:
     patterns: list[str] = field(default_factory=list)
     priority: int = 50
     """The winning agent's trigger priority."""
+    raw: float = 0.0
+    """The score before priority weighs it (10 a keyword, 20 a pattern): what ``rule.agent_min_score`` reads."""
 
 
 @dataclass
@@ -261,6 +265,7 @@ class RuleRouter:
                     keywords=sorted({kw for j, kw in keyword_hits if j == i}),
                     patterns=[pat for j, pat in pattern_hits if j == i],
                     priority=target.priority,
+                    raw=float(points),
                 )
             # Ties: higher priority, then the order the agents were loaded in.
             top = min(raw, key=lambda i: (-raw[i] * weight[i], -weight[i], i))

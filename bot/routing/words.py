@@ -38,7 +38,9 @@ class WordForms:
         if len(word) < _MIN_LEN or not word.isalpha():
             found: frozenset[tuple[str, str]] = frozenset()
         else:
-            languages = CYRILLIC if "\u0400" <= word[0] <= "\u04ff" else LATIN if word[0].isascii() or _latin(word) else ()
+            languages = (
+                CYRILLIC if "\u0400" <= word[0] <= "\u04ff" else LATIN if word[0].isascii() or _latin(word) else ()
+            )
             found = frozenset((lang, self._stemmers[lang].stemWord(word)) for lang in languages)
         if len(self._memo) < MEMO_CAP:
             self._memo[word] = found

@@ -166,7 +166,11 @@ class AgentCatalog:
         settings: Settings,
         *,
         known_tools: set[str] | None = None,
+        quiet: bool = False,
     ) -> AgentCatalog:
+        """The agents of the configured directories; ``quiet``: the problems are only returned (a command that
+        prints them itself), not logged as well."""
+        warn = (lambda *args: None) if quiet else log.warning
         registry = load_agents(
             builtin_agents_dir(),
             settings.agents.user_dir.expanduser(),
@@ -174,12 +178,12 @@ class AgentCatalog:
         )
         errors = [str(e) for e in registry.errors]
         for error in errors:
-            log.warning("agent file skipped: %s", error)
+            warn("agent file skipped: %s", error)
         agents = {}
         for spec in registry.specs.values():
             if spec.runner not in RUNNERS:
                 errors.append(f"{spec.name}: runner {spec.runner!r} is not one of {', '.join(RUNNERS)}")
-                log.warning("agent file skipped: %s", errors[-1])
+                warn("agent file skipped: %s", errors[-1])
                 continue
             agents[spec.name] = agent_from_spec(spec, settings)
         for spec in registry.specs.values():
@@ -188,7 +192,7 @@ class AgentCatalog:
             if missing and spec.name in agents:
                 del agents[spec.name]
                 errors.extend(str(e) for e in missing)
-                log.warning("agent file skipped: %s", "; ".join(str(e) for e in missing))
+                warn("agent file skipped: %s", "; ".join(str(e) for e in missing))
         for agent in agents.values():
             # A handoff tool without its own description borrows the target's.
             agent.handoffs = [
