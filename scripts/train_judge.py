@@ -96,12 +96,17 @@ def export(model: Any, threshold: float = 0.5) -> dict[str, Any]:
     }
 
 
+HYPER: dict[str, Any] = {"trees": 100, "depth": 2, "rate": 0.1}
+
+
 def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     from sklearn.ensemble import GradientBoostingClassifier
 
     x = np.array([[r["values"][f] for f in FACTORS] for r in rows])
     y = np.array([r["label"] == r["candidate"] for r in rows])
-    model = GradientBoostingClassifier(n_estimators=100, max_depth=2, learning_rate=0.1, random_state=7)
+    model = GradientBoostingClassifier(
+        n_estimators=HYPER["trees"], max_depth=HYPER["depth"], learning_rate=HYPER["rate"], random_state=7
+    )
     return export(model.fit(x, y))
 
 
@@ -125,15 +130,21 @@ def report(rows: list[dict[str, Any]], predicted: list[str]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--by-set", action="store_true", help="cross-validate by dev set (a new writer's agents)")
+    parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--depth", type=int, default=2)
+    parser.add_argument("--rate", type=float, default=0.1)
     args = parser.parse_args()
+    HYPER.update(trees=args.trees, depth=args.depth, rate=args.rate)
     encoder, cache = UseEncoder(), {}
     rows = [row for d in DEV for v in ("examples", "plain") for row in rows_for(d, v, encoder, cache)]
     groups = {}
     for r in rows:
         groups.setdefault((r["set"], r["text"]), len(groups))
-    fold = [groups[(r["set"], r["text"])] % 5 for r in rows]
+    sets = sorted({r["set"] for r in rows})
+    fold = [sets.index(r["set"]) if args.by_set else groups[(r["set"], r["text"])] % 5 for r in rows]
     predicted = [""] * len(rows)
-    for k in range(5):
+    for k in range(len(sets) if args.by_set else 5):
         judge = Judge(fit([r for r, f in zip(rows, fold, strict=True) if f != k]))
         held = [i for i, f in enumerate(fold) if f == k]
         for i, agent in zip(held, score([rows[i] for i in held], judge), strict=True):

@@ -36,7 +36,7 @@ from bot.routing.meaning import CORPUS_PATH, HEAD_FORMAT, HEAD_PATH, SCALE  # no
 from bot.routing.request import request_of  # noqa: E402
 
 LABELS = ("chat", "react", "plan")
-CORPUS = ROOT / "bot" / "routing" / "corpus" / "train.tsv"
+CORPUS_DIR = ROOT / "bot" / "routing" / "corpus"
 
 
 def train(x: Any, y: Any, l2: float, steps: int = 400, rate: float = 2.0) -> tuple[Any, Any]:
@@ -67,10 +67,12 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     rows = []
-    for line in CORPUS.read_text(encoding="utf-8").splitlines():
-        if "\t" in line and not line.startswith("#"):
-            label, text = line.split("\t", 1)
-            rows.append((LABELS.index(label.strip()), text.strip()))
+    files = sorted(CORPUS_DIR.glob("*.tsv"))
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "\t" in line and not line.startswith("#"):
+                label, text = line.split("\t", 1)
+                rows.append((LABELS.index(label.strip()), text.strip()))
     started = time.perf_counter()
     encoder = UseEncoder()
     texts = [request_of(t) for _, t in rows]
@@ -99,7 +101,7 @@ def main() -> None:
         "encoder": encoder.name,
         "labels": list(LABELS),
         "scale": SCALE,
-        "corpus_sha256": hashlib.sha256(CORPUS.read_bytes()).hexdigest(),
+        "corpus_sha256": hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest(),
         "cv_accuracy": report["cv_accuracy"],
         "weights": encode_array(w.T.ravel().tolist()),
         "bias": [round(float(v), 6) for v in b],

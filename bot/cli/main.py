@@ -328,8 +328,11 @@ def route(
     strategy: Annotated[str | None, typer.Option(help="rule | llm | hybrid (default: configured).")] = None,
     eval_file: Annotated[
         Path | None,
-        typer.Option("--eval", help="Measure routing on FILE.tsv (label TAB message per line): accuracy, "
-                     "per-agent precision and recall, confusion matrix, misroutes."),
+        typer.Option(
+            "--eval",
+            help="Measure routing on FILE.tsv (label TAB message per line): accuracy, "
+            "per-agent precision and recall, confusion matrix, misroutes.",
+        ),
     ] = None,
     config: ConfigOpt = None,
 ) -> None:

@@ -72,8 +72,11 @@ async def route_messages(
     chosen = strategy or settings.routing.strategy
     if chosen in ("llm", "hybrid") and not model.understands:
         if strategy == "llm":
-            typer.echo("no model key (GEMINI_API_KEY or model.provider): the llm strategy needs a model; "
-                       "showing the offline decision", err=True)
+            typer.echo(
+                "no model key (GEMINI_API_KEY or model.provider): the llm strategy needs a model; "
+                "showing the offline decision",
+                err=True,
+            )
     logging.getLogger("bot.routing").setLevel(logging.ERROR)
     meaning = start_meaning(settings)
     router = Router(catalog.targets(), model, meaning=meaning)
@@ -98,8 +101,14 @@ async def _one(router: Router, settings: Settings, known: set[str], text: str, s
     started = time.perf_counter()
     targeting = parse_target(text, known)
     if targeting.error is not None:  # what the bot answers instead of routing (a typo in @agent or --strategy)
-        return {"text": text, "agent": None, "method": "target", "strategy": strategy, "confidence": 0.0,
-                "error": targeting.error}
+        return {
+            "text": text,
+            "agent": None,
+            "method": "target",
+            "strategy": strategy,
+            "confidence": 0.0,
+            "error": targeting.error,
+        }
     if targeting.agent is not None:
         decision = RouteDecision(targeting.agent, "explicit", "explicit", 1.0, text=targeting.text)
     else:
@@ -109,9 +118,7 @@ async def _one(router: Router, settings: Settings, known: set[str], text: str, s
     return decision_json(text, decision, (time.perf_counter() - started) * 1000)
 
 
-async def _evaluate(
-    router: Router, settings: Settings, agents: Any, strategy: str, path: Path, as_json: bool
-) -> int:
+async def _evaluate(router: Router, settings: Settings, agents: Any, strategy: str, path: Path, as_json: bool) -> int:
     try:
         rows = read_labelled(path)
     except (OSError, EvalFileError) as exc:
@@ -122,13 +129,23 @@ async def _evaluate(
     for label, text in rows:
         out = await _one(router, settings, set(agents), text, strategy)
         latencies.append(out.get("latency_ms", 0.0))
-        report.add(Outcome(label, text, out["agent"] or "(none)", out["method"], out["confidence"],
-                           out.get("note") or out.get("error") or ""))
+        report.add(
+            Outcome(
+                label,
+                text,
+                out["agent"] or "(none)",
+                out["method"],
+                out["confidence"],
+                out.get("note") or out.get("error") or "",
+            )
+        )
     summary = report.summary(unknown=[label for label, _ in rows if label not in agents])
     latencies.sort()
     if latencies:
-        summary["latency_ms"] = {"p50": latencies[len(latencies) // 2],
-                                 "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]}
+        summary["latency_ms"] = {
+            "p50": latencies[len(latencies) // 2],
+            "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        }
     typer.echo(json.dumps(summary, ensure_ascii=False, indent=1) if as_json else render(summary))
     return 0
 

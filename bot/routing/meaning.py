@@ -222,11 +222,14 @@ class Space:
         self._p99 = np.zeros(n, dtype=np.float32)
         self._neighbour_z = np.zeros((len(corpus.neighbours), n), dtype=np.float32)
         if n:
-            background = bank.best_per_agent(corpus.background)
-            self._mean = background.mean(axis=0)
-            self._std = np.maximum(background.std(axis=0), 1e-3)
-            self._p99 = np.percentile(background, 99, axis=0)
-            self._neighbour_z = (bank.best_per_agent(corpus.neighbours) - self._mean) / self._std
+            self._place(bank)
+
+    def _place(self, bank: AgentBank) -> None:
+        background = bank.best_per_agent(self.corpus.background)
+        self._mean = background.mean(axis=0)
+        self._std = np.maximum(background.std(axis=0), 1e-3)
+        self._p99 = np.percentile(background, 99, axis=0)
+        self._neighbour_z = (bank.best_per_agent(self.corpus.neighbours) - self._mean) / self._std
 
     def evidence(self, vector: Any) -> Evidence:
         corpus = self.corpus
