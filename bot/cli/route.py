@@ -70,13 +70,12 @@ async def route_messages(
         typer.echo(f"agent file skipped: {error}", err=True)
     model = build_model(settings)
     chosen = strategy or settings.routing.strategy
-    if chosen in ("llm", "hybrid") and not model.understands:
-        if strategy == "llm":
-            typer.echo(
-                "no model key (GEMINI_API_KEY or model.provider): the llm strategy needs a model; "
-                "showing the offline decision",
-                err=True,
-            )
+    if chosen == "llm" and not model.understands:
+        typer.echo(
+            "no model key (GEMINI_API_KEY or model.provider): the llm strategy needs a model; "
+            "showing the offline decision",
+            err=True,
+        )
     logging.getLogger("bot.routing").setLevel(logging.ERROR)
     meaning = start_meaning(settings)
     router = Router(catalog.targets(), model, meaning=meaning)
