@@ -2,6 +2,9 @@
 
 Precedence is builtin < user < project (and among several project dirs, later
 ones win): a file overrides an agent of the same name from an earlier layer.
+Two files of one directory with one name are a mistake, not an override: the
+first by file name is used and the other is reported (:class:`Duplicate`) and
+skipped, the same for every command that loads agents.
 The winner keeps the place where the name first appeared, so overriding ``chat``
 does not change the order agents are listed or tie-broken in by the router.
 
@@ -29,6 +32,23 @@ _GLOB_CHARS = frozenset("*?[")
 _SKIPPED_FILES = {"readme.md"}
 
 
+@dataclass(frozen=True)
+class Duplicate:
+    """A file skipped because another file of its directory, first by file name, already defines its name."""
+
+    name: str
+    kept: str
+    """The file used (the first by file name)."""
+    skipped: str
+
+
+def duplicate_reason(name: str, kept: str) -> str:
+    """The problem reported for a file whose ``name`` the file ``kept`` of the same directory already uses."""
+    return (
+        f"{name!r} is already defined in {kept} (same directory: the first file by name is used, this one is skipped)"
+    )
+
+
 @dataclass
 class AgentRegistry:
     """The agents that loaded, by name in a deterministic order, and the problems found."""
@@ -37,6 +57,8 @@ class AgentRegistry:
     errors: list[SpecError] = field(default_factory=list)
     overridden: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Per agent name, the files the winning file overrode (earlier layers first)."""
+    duplicates: list[Duplicate] = field(default_factory=list)
+    """Files skipped for a name another file of their directory defines (each is in :attr:`errors` too)."""
 
     def get(self, name: str) -> AgentSpec | None:
         return self.specs.get(name)
@@ -64,7 +86,9 @@ def _suggest(name: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _read_dir(directory: Path, scope: Scope, errors: list[SpecError], unloaded: set[str]) -> list[AgentSpec]:
+def _read_dir(
+    directory: Path, scope: Scope, errors: list[SpecError], unloaded: set[str], duplicates: list[Duplicate]
+) -> list[AgentSpec]:
     if not directory.exists():
         return []
     if not directory.is_dir():
@@ -72,7 +96,7 @@ def _read_dir(directory: Path, scope: Scope, errors: list[SpecError], unloaded: 
         return []
     specs: list[AgentSpec] = []
     defined_in: dict[str, str] = {}
-    for path in sorted(directory.glob("*.md")):
+    for path in sorted(directory.glob("*.md"), key=lambda p: p.name):  # the first by file name wins a name
         # Editor lock files and a README next to the agents are not agents.
         if path.name.startswith(".") or path.name.lower() in _SKIPPED_FILES or not path.is_file():
             continue
@@ -84,8 +108,8 @@ def _read_dir(directory: Path, scope: Scope, errors: list[SpecError], unloaded: 
                 unloaded.add(exc.name)
             continue
         if spec.name in defined_in:
-            reason = f"{spec.name!r} is already defined in {defined_in[spec.name]} (same directory)"
-            errors.append(SpecError(str(path), "name", reason))
+            errors.append(SpecError(str(path), "name", duplicate_reason(spec.name, defined_in[spec.name])))
+            duplicates.append(Duplicate(spec.name, defined_in[spec.name], str(path)))
             continue
         defined_in[spec.name] = spec.source
         specs.append(spec)
@@ -107,6 +131,7 @@ def load_agents(
     servers must exist too; glob patterns are not checked against tools.
     """
     errors: list[SpecError] = []
+    duplicates: list[Duplicate] = []
     unloaded: set[str] = set()
     # Per name, every spec that loaded for it, in precedence order; the last one wins.
     candidates: dict[str, list[AgentSpec]] = {}
@@ -115,7 +140,7 @@ def load_agents(
     for directory, scope in layers:
         if directory is None:
             continue
-        for spec in _read_dir(directory, scope, errors, unloaded):
+        for spec in _read_dir(directory, scope, errors, unloaded, duplicates):
             candidates.setdefault(spec.name, []).append(spec)
     while True:
         current = {name: stack[-1] for name, stack in candidates.items() if stack}
@@ -134,6 +159,7 @@ def load_agents(
         specs=current,
         errors=errors,
         overridden={name: tuple(s.source for s in stack[:-1]) for name, stack in candidates.items() if len(stack) > 1},
+        duplicates=duplicates,
     )
 
 

@@ -19,6 +19,7 @@ import yaml
 
 from agents.spec import (
     AgentRegistry,
+    AgentSpec,
     SpecError,
     SpecFileError,
     agent_json_schema,
@@ -28,8 +29,8 @@ from agents.spec import (
     parse_agent_text,
 )
 from bot.cli.settings import ConfigOpt, cli_settings
-from bot.cli.wizard import Answers
-from bot.config.settings import Settings
+from bot.cli.wizard import PLACEHOLDER_DESCRIPTION, Answers, title_of
+from bot.config.settings import RuleRouting, Settings
 from bot.runs.catalog import builtin_agents_dir
 from bot.runs.tool_names import known_tool_names
 
@@ -45,6 +46,8 @@ class AgentTemplate:
     description: str
     front: str
     prompt: str
+    examples: tuple[str, ...] = ()
+    """Sample requests, written after ``description:``."""
 
 
 _GENERAL_FRONT = """\
@@ -56,7 +59,7 @@ tools:
 triggers:
   keywords: []           # words that route a message here (+10 each); or address it as @name
   patterns: []           # regular expressions, case-insensitive (+20 each)
-  priority: 50           # 0-100, the weight of the score; built-in agents use 100
+  priority: 50           # 0-100: when two agents fit a message about equally, the higher wins
 """
 
 TEMPLATES: dict[str, AgentTemplate] = {
@@ -83,6 +86,13 @@ confirmation:
 """,
         "You are a debugging expert. Read the error, form hypotheses and check them with the tools (files, "
         "logs, commands). Report the most likely cause with the evidence for it, and the smallest fix.",
+        (
+            "Why does this crash with a KeyError?",
+            "Here is a traceback, what went wrong?",
+            "The tests fail since yesterday's change, can you find out why?",
+            "This script hangs after a minute, help me debug it",
+            "What does this error in the log mean?",
+        ),
     ),
     "code-review": AgentTemplate(
         "Reviews code or a change for bugs, security problems and readability.",
@@ -99,6 +109,13 @@ triggers:
 """,
         "You are a careful code reviewer. Read the code in question, then list concrete problems (bugs first, "
         "then security, then readability) with file and line, and a suggested change for each.",
+        (
+            "Can you review this change?",
+            "Look over my pull request for bugs",
+            "Is this function safe against SQL injection?",
+            "Anything wrong with this diff?",
+            "How would you make this module more readable?",
+        ),
     ),
     "documentation": AgentTemplate(
         "Writes and improves documentation: READMEs, guides, docstrings.",
@@ -115,6 +132,13 @@ confirmation:
 """,
         "You write clear documentation. Read the code or notes you are given, then write concise, accurate "
         "documentation with short sections and examples. Show the text before writing any file.",
+        (
+            "Write a README for this project",
+            "Add docstrings to the functions in utils.py",
+            "Turn these notes into a setup guide",
+            "Our install docs are out of date, update them",
+            "Explain this module in a short doc page",
+        ),
     ),
 }
 
@@ -128,12 +152,84 @@ class TemplateName(StrEnum):
     documentation = "documentation"
 
 
+_EXAMPLES_COMMENT = "# 5-10 requests in your users' words; routing compares every message with them by meaning"
+
+
+def _scalar(text: str) -> str:
+    """``text`` as a YAML value: as written when YAML reads it back as that text, else quoted."""
+    try:
+        plain = yaml.safe_load(text) == text and "#" not in text
+    except yaml.YAMLError:
+        plain = False
+    return text if plain else json.dumps(text, ensure_ascii=False)
+
+
 def render_template(template: str, name: str) -> str:
     """The text of a new agent file called ``name`` from one of :data:`TEMPLATES`."""
     t = TEMPLATES[template]
-    title = name.replace("-", " ").capitalize()
-    header = f"kind: agent\nname: {name}\ntitle: {title}\ndescription: {json.dumps(t.description)}\nversion: '1'\n"
-    return f"---\n{header}{t.front}---\n{t.prompt}\n"
+    header = f"kind: agent\nname: {_scalar(name)}\ntitle: {_scalar(title_of(name))}\n"
+    header += f"description: {json.dumps(t.description)}\n"
+    if t.examples:
+        header += f"{'examples:':<25}{_EXAMPLES_COMMENT}\n"
+        header += "".join(f"  - {json.dumps(example, ensure_ascii=False)}\n" for example in t.examples)
+    else:
+        header += f"{'examples: []':<25}{_EXAMPLES_COMMENT}\n"
+    return f"---\n{header}version: '1'\n{t.front}---\n{t.prompt}\n"
+
+
+KEYWORD_POINTS = 10
+"""What a matching keyword scores (bot.routing.rule's KEYWORD_SCORE; not imported: bot.routing is slow to load)."""
+PATTERN_POINTS = 20
+"""What a matching pattern scores (bot.routing.rule's PATTERN_SCORE)."""
+CLASSIFIED = frozenset({"chat", "react", "plan"})
+"""The agents the router's classifier picks by itself, whatever their files say."""
+
+
+def _count(n: int, what: str) -> str:
+    return f"one {what}" if n == 1 else f"{n} {what}s"
+
+
+def reach_warnings(spec: AgentSpec, rule: RuleRouting) -> list[str]:
+    """Why routing can hardly send a message to ``spec`` (empty: it can), under the settings ``rule``.
+
+    By meaning (the sentence encoder) an agent is found through its description, examples and triggers; without
+    it (``rule.meaning: false``, or while it loads) only through triggers scoring ``rule.agent_min_score``
+    (10 a keyword, 20 a pattern), or one matching trigger at ``rule.strong_priority``.
+    """
+    if spec.name in CLASSIFIED:
+        return []
+    keywords = len({keyword.casefold() for keyword in spec.triggers.keywords})
+    patterns = len(set(spec.triggers.patterns))
+    described = spec.description.strip() not in ("", PLACEHOLDER_DESCRIPTION)
+    meaning = described or bool(spec.examples)
+    if not keywords and not patterns:
+        if not meaning:
+            return [f"reached only as @{spec.name}: give it a description and examples: so routing can find it"]
+        if not rule.meaning:
+            return [
+                f"no keywords or patterns, and routing.rule.meaning is false: reached only as @{spec.name} "
+                "(or by the llm router)"
+            ]
+        return []
+    warnings = []
+    if not meaning:
+        warnings.append(
+            "routed by its trigger words only: a description and 5-10 examples: let routing find it by meaning, "
+            "in any language"
+        )
+    most = KEYWORD_POINTS * keywords + PATTERN_POINTS * patterns
+    if most < rule.agent_min_score and spec.triggers.priority < rule.strong_priority:
+        what = " and ".join(
+            [*([_count(keywords, "keyword")] if keywords else []), *([_count(patterns, "pattern")] if patterns else [])]
+        )
+        fix = "add a pattern or a second keyword" if (keywords, patterns) == (1, 0) else "add keywords or patterns"
+        if rule.meaning and not spec.examples:
+            fix += ", or examples:"
+        warnings.append(
+            f"its triggers score at most {most} ({what}), below rule.agent_min_score {rule.agent_min_score:g}: "
+            f"without the sentence encoder they never win; {fix}"
+        )
+    return warnings
 
 
 class _SpecDumper(yaml.SafeDumper):
@@ -207,17 +303,30 @@ def list_agents(config: ConfigOpt = None) -> None:
         raise typer.Exit(1)
 
 
+def _duplicate_errors(registry: AgentRegistry, name: str) -> list[SpecError]:
+    """The problems of the files that name ``name`` beside another file of their directory, as validate reports
+    them: the files skipped, then why the file used instead did not load (when it did not)."""
+    skipped = {d.skipped for d in registry.duplicates if d.name == name}
+    kept = {d.kept for d in registry.duplicates if d.name == name}
+    return [e for e in registry.errors if e.file in skipped and e.field == "name"] + [
+        e for e in registry.errors if e.file in kept - skipped
+    ]
+
+
 @agents_app.command("show")
 def show(name: Annotated[str, typer.Argument(help="The agent's name.")], config: ConfigOpt = None) -> None:
     """One agent's effective configuration (as an agent file) and its prompt."""
     registry = _load(_settings(config))
     spec = registry.get(name)
+    duplicates = _duplicate_errors(registry, name)
     if spec is None:
         typer.echo(f"no agent named {name!r}; known: {', '.join(registry.names())}", err=True)
-        for error in registry.errors:
-            if Path(error.file).stem == name:
-                typer.echo(f"  {_problem(error)}", err=True)
+        named = [e for e in registry.errors if Path(e.file).stem == name and e not in duplicates]
+        for error in [*named, *duplicates]:
+            typer.echo(f"  {_problem(error)}", err=True)
         raise typer.Exit(1)
+    for error in duplicates:  # the same lines as validate and list, and the file used is the one shown below
+        typer.echo(f"warning: {_problem(error)}", err=True)
     data = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
     front = yaml.dump(data, Dumper=_SpecDumper, sort_keys=False, allow_unicode=True, width=1000)
     typer.echo(f"---\n# {spec.scope} file: {_display(spec.source)}")
@@ -253,11 +362,15 @@ def validate(
     errors = [*errors, *mcp_problems(settings, specs, connect=mcp)]
     for error in errors:
         typer.echo(_problem(error))
+    warnings = [f"{_display(s.source)}: warning: {w}" for s in specs for w in reach_warnings(s, settings.routing.rule)]
+    for warning in warnings:
+        typer.echo(warning)
+    warned = f"; {len(warnings)} warning(s)" if warnings else ""
     if errors:
         files = len({e.file for e in errors})
-        typer.echo(f"{len(errors)} problem(s) in {files} file(s); {len(specs)} agent(s) valid.", err=True)
+        typer.echo(f"{len(errors)} problem(s) in {files} file(s); {len(specs)} agent(s) valid{warned}.", err=True)
         raise typer.Exit(1)
-    typer.echo(f"{len(specs)} agent(s) valid.")
+    typer.echo(f"{len(specs)} agent(s) valid{warned}.")
 
 
 @agents_app.command("create")
@@ -275,6 +388,10 @@ def create(
         bool, typer.Option("--yes", help="With --extended: ask nothing, take the flags as they are.")
     ] = False,
     description: Annotated[str, typer.Option(help="--extended: what the agent is for.")] = "",
+    example: Annotated[
+        list[str] | None,
+        typer.Option(help="--extended: a sample request in your users' words (repeat; 5-10 route best)."),
+    ] = None,
     runner_name: Annotated[str, typer.Option("--runner", help="--extended: chat, react, plan or graph.")] = "react",
     keyword: Annotated[list[str] | None, typer.Option(help="--extended: a trigger keyword (repeat).")] = None,
     pattern: Annotated[list[str] | None, typer.Option(help="--extended: a trigger regex (repeat).")] = None,
@@ -329,6 +446,7 @@ def create(
     if extended:
         answers = Answers(
             description=description,
+            examples=list(example or []),
             runner=runner_name,
             keywords=list(keyword or []),
             patterns=list(pattern or []),
@@ -363,7 +481,7 @@ def create(
             raise typer.Exit(2)
     else:
         text = render_template(template.value, name)
-        parse_agent_text(text, source=str(path))  # a template that does not load is a bug here, not the user's
+        spec = parse_agent_text(text, source=str(path))  # a template that does not load is a bug here, not the user's
     other_layer = _load(settings).get(name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -374,6 +492,8 @@ def create(
     typer.echo(f"created {path}")
     if other_layer is not None and Path(other_layer.source).resolve() != path.resolve():
         typer.echo(f"note: {name!r} is also defined in {_display(other_layer.source)}; builtin < user < project")
+    for warning in reach_warnings(spec, settings.routing.rule):
+        typer.echo(f"warning: {warning}", err=True)
 
 
 @agents_app.command("schema")

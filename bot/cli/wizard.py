@@ -20,8 +20,27 @@ from agents.conditions import as_condition
 from agents.specs.graph import GraphSpec
 from agents.specs.model import Guardrail, Handoff
 
+ACRONYMS = frozenset("SQL API CI CD PR UI UX DB AWS GCP K8S HTTP JSON YAML CSV PDF SEO QA DNS SSH".split())
+"""Words an agent's title keeps upper-case (``sql-helper``: "SQL helper")."""
+PLACEHOLDER_DESCRIPTION = "An assistant."
+"""The description of an agent file written without one: it says nothing routing could find the agent by."""
 JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 TRACE_EVENTS = ("llm_call", "tool_call", "handoff", "guardrail", "interrupt", "memory", "summary", "graph")
+
+
+def title_of(name: str) -> str:
+    """A title from a kebab-case name: the first word capitalised, known acronyms upper-case, the rest as written
+    (``sql-helper``: "SQL helper", ``release-manager``: "Release manager", ``ci-cd-bot``: "CI CD bot")."""
+    words = [word.upper() if word.upper() in ACRONYMS else word for word in name.split("-") if word]
+    if words and words[0].upper() not in ACRONYMS:
+        words[0] = words[0][:1].upper() + words[0][1:]
+    return " ".join(words)
+
+
+def sentence(text: str) -> str:
+    """``text`` ending in exactly one period ("Finds slow queries." and "Finds slow queries" alike); "" for none."""
+    text = text.strip().rstrip(". ")
+    return f"{text}." if text else ""
 
 
 def _split(text: str, sep: str = ",") -> list[str]:
@@ -85,11 +104,14 @@ class Answers:
     """What the wizard asks (every field has a flag of ``create``)."""
 
     description: str = ""
+    examples: list[str] = field(default_factory=list)
+    """Sample requests in the users' words: routing compares every message with them by meaning."""
     runner: str = "react"
     keywords: list[str] = field(default_factory=list)
     patterns: list[str] = field(default_factory=list)
     priority: int = 50
-    """The triggers' weight (0-100); at ``routing.rule.strong_priority`` (80) one match takes a message."""
+    """0-100: when two agents fit a message about equally, the higher wins; without the sentence encoder, at
+    ``routing.rule.strong_priority`` (80) one matching trigger takes a message."""
     handoffs: list[str] = field(default_factory=list)
     """``to`` or ``to:when``."""
     payloads: dict[str, str] = field(default_factory=dict)
@@ -116,7 +138,13 @@ class Answers:
 
     def ask(self) -> None:
         """Fill in what the flags left out, at a terminal, checking each part as it comes."""
-        self.description = self.description or typer.prompt("What is it for (one line)", default="An assistant.")
+        self.description = self.description or typer.prompt(
+            "What is it for (one line)", default=PLACEHOLDER_DESCRIPTION
+        )
+        if not self.examples:
+            self.examples = _split(
+                typer.prompt("Sample requests in your users' words (5-10, ;-separated; empty: none)", default=""), ";"
+            )
         self.runner = typer.prompt("Runner: chat, react, plan or graph", default=self.runner)
         typer.echo("🎯 Triggers (auto-routing)")
         if not self.keywords:
@@ -241,8 +269,9 @@ class Answers:
         data: dict[str, Any] = {
             "kind": "agent",
             "name": name,
-            "title": name.replace("-", " ").capitalize(),
-            "description": self.description or "An assistant.",
+            "title": title_of(name),
+            "description": self.description or PLACEHOLDER_DESCRIPTION,
+            **({"examples": self.examples} if self.examples else {}),
             "version": "1",
             "runner": self.runner,
         }
@@ -270,7 +299,8 @@ class Answers:
 
     def text(self, name: str) -> str:
         front = yaml.safe_dump(self.front(name), sort_keys=False, allow_unicode=True, width=1000)
-        prompt = self.prompt or f"You are {name}: {self.description or 'an assistant'}. Answer in the user's language."
+        what = sentence(self.description) or "an assistant."
+        prompt = self.prompt or f"You are {name}: {what} Answer in the user's language."
         return f"---\n{front}---\n{prompt}\n"
 
 

@@ -109,7 +109,9 @@ def test_validate_flags_unknown_tools_servers_and_broken_files(project: Path) ->
         project, "a.md", "---\nname: a\ntools: {allow: [read_file, teleport]}\nmcp: {servers: [ghost]}\n---\nx\n"
     )
     agent_file(project, "b.md", "---\nname: b\ncolour: red\n---\nx\n")
-    agent_file(project, "c.md", "---\nname: c\nhandoffs: [{to: chat}]\n---\nhands off to a built-in\n")
+    agent_file(
+        project, "c.md", "---\nname: c\ndescription: Passes on\nhandoffs: [{to: chat}]\n---\nhands off to a built-in\n"
+    )
     result = runner.invoke(agents_app, ["validate"])
     assert result.exit_code == 1
     assert "config/agents/a.md: tools.allow[1]: unknown tool 'teleport'" in result.output
@@ -235,7 +237,7 @@ def test_create_extended_from_flags_writes_an_agent_that_loads(project: Path) ->
 
 def test_create_extended_asks_at_a_terminal(project: Path) -> None:
     answers = "\n".join(
-        ["Summarises releases", "react", "release, changelog", "", "", "", "", "current_release", "n", "0.5", ""]
+        ["Summarises releases", "", "react", "release, changelog", "", "", "", "", "current_release", "n", "0.5", ""]
     )
     created = runner.invoke(agents_app, ["create", "notes", "--extended"], input=answers + "\n")
     assert created.exit_code == 0, created.output

@@ -87,6 +87,7 @@ def test_a_handoff_to_an_agent_that_is_not_there_is_not_written(project: Path) -
 def test_the_design_dialogue_at_a_terminal_asks_again_until_the_file_loads(project: Path) -> None:
     answers = [
         "Finds the cause of bugs",  # what it is for
+        "Why does the login test crash?; What causes this KeyError?",  # sample requests
         "react",
         "bug,error,crash",  # 🎯 triggers
         "fix.*test",
@@ -116,7 +117,8 @@ def test_the_design_dialogue_at_a_terminal_asks_again_until_the_file_loads(proje
     [handoff] = spec.handoffs
     assert handoff.payload is not None and set(handoff.payload.schema_["properties"]) == {"task", "files", "changes"}
     assert spec.guardrails[0].policy == "reject"
-    assert spec.guardrails[0].output_schema == json.loads(answers[11])
+    assert spec.guardrails[0].output_schema == json.loads(answers[12])
+    assert spec.examples == ("Why does the login test crash?", "What causes this KeyError?")
     assert spec.memory.session == ("current_task", "analyzed_files") and not spec.memory.long_term
     assert spec.tracing.events == ("llm_call", "tool_call", "handoff")
     assert "debug-analyzer" in loads(project)
