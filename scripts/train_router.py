@@ -85,7 +85,7 @@ def read_corpus(paths: Sequence[Path]) -> tuple[list[tuple[str, str]], str]:
         data = path.read_bytes()
         digest.update(data)
         for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
-            if not line.strip():
+            if not line.strip() or line.startswith("#"):  # comments mark sections (a language, a kind)
                 continue
             label, sep, text = line.partition("\t")
             if not sep or label not in LABELS:

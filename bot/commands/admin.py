@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.commands.context import CommandContext
+from bot.commands.corrections import Corrections
 from bot.commands.registry import CommandCall
 from bot.config.settings import RoutingSection
 from bot.routing import STRATEGIES
@@ -39,8 +40,15 @@ def _parse_value(raw: str) -> Any:
         return raw
 
 
+ROUTE_USAGE = (
+    "Usage: /route TEXT (a dry run: nothing is answered) | /route AGENT (the last message here was for AGENT: "
+    "it becomes an example of it) | /route corrections | /route forget ID"
+)
+
+
 def register_admin_commands(ctx: CommandContext) -> None:
     """Add the routing commands to ``ctx.commands``."""
+    corrections = Corrections(ctx)
 
     async def agents(call: CommandCall) -> str:
         lines = ["Agents (address one with @name):"]
@@ -95,14 +103,21 @@ def register_admin_commands(ctx: CommandContext) -> None:
         return "\n".join(lines)
 
     async def route(call: CommandCall) -> str:
+        argv = call.argv
         if not call.args:
-            return "Usage: /route TEXT (a dry run: nothing is answered)"
+            return ROUTE_USAGE
+        if len(argv) == 1 and argv[0].lower() in ("corrections", "examples"):
+            return await corrections.listing()
+        if len(argv) == 2 and argv[0].lower() == "forget":
+            return await corrections.forget(call.event.sender.id, argv[1])
+        if len(argv) == 1 and argv[0].lstrip("@").lower() in ctx.routes.catalog.agents:
+            return await corrections.add(call.event.chat, call.event.sender.id, argv[0].lstrip("@").lower())
         decision = await ctx.routes.decide(call.event.chat, call.args)
         lines = [
             f"strategy: {decision.strategy}",
             f"method: {decision.method}",
             f"agent: {decision.agent or '(none)'}",
-            f"confidence: {decision.confidence:.0f} %",
+            f"confidence: {decision.confidence:.2f}",
             f"matched: {', '.join(decision.matched) or '-'}" + (" (strong priority)" if decision.strong else ""),
             f"keywords: {', '.join(decision.matched_keywords) or '-'}",
             f"patterns: {', '.join(decision.matched_patterns) or '-'}",
@@ -127,7 +142,13 @@ def register_admin_commands(ctx: CommandContext) -> None:
         "strategy", strategy, "show or set the routing strategy", admin=True, usage="[rule|llm|hybrid|reset] [--global]"
     )
     ctx.commands.add("routing", routing, "routing settings and where they come from", admin=True)
-    ctx.commands.add("route", route, "dry-run routing for a text", admin=True, usage="TEXT")
+    ctx.commands.add(
+        "route",
+        route,
+        "dry-run routing for a text, or correct the last route",
+        admin=True,
+        usage="TEXT | AGENT | corrections | forget ID",
+    )
     ctx.commands.add("reload", reload, "re-read agent files", admin=True)
 
 

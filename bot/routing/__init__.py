@@ -162,24 +162,24 @@ class Router:
             llm = self._llm = LlmRouter(
                 self.llm_model, self.targets, timeout_s=timeout_s, corrections=self._corrections
             )
-        decision = await llm.route(text)
-        if decision.agent is not None:
+        chosen = await llm.route(text)
+        if chosen.agent is not None:
             factors = {"asked": "the model", **({"offline": guess.factors} if guess is not None else {})}
             return RouteDecision(
-                agent=decision.agent,
+                agent=chosen.agent,
                 method="llm",
                 strategy=strategy,
                 confidence=1.0,
                 latency_us=(time.perf_counter() - started) * 1e6,
                 text=text,
-                note=f"the model chose {decision.agent}" + (f" (offline: {guess.summary()})" if guess else ""),
+                note=f"the model chose {chosen.agent}" + (f" (offline: {guess.summary()})" if guess else ""),
                 factors=factors,
             )
         if strategy == "hybrid" and guess is not None:
-            guess.note = "; ".join(n for n in (guess.note, decision.error or "") if n)
+            guess.note = "; ".join(n for n in (guess.note, chosen.error or "") if n)
             guess.latency_us = (time.perf_counter() - started) * 1e6
             return guess
-        return self._fallback(text, strategy, decision.error or "the model chose no agent", started)
+        return self._fallback(text, strategy, chosen.error or "the model chose no agent", started)
 
     @staticmethod
     def _from_rule(text: str, strategy: str, rule: RuleResult, started: float) -> RouteDecision:

@@ -54,8 +54,8 @@ class RoutePolicy:
         self.router = router
         self._last: tuple[RoutingSection, tuple[tuple[str, type, Any], ...], RoutingSection] | None = None
         """The configured section, the global routing changes, and the section with them on top."""
-        self._corrections: tuple[str, ...] = ()
-        """The ids of the corrections the router has (compared with the stored ones on every message)."""
+        self._corrections: tuple[tuple[str, Any], ...] = ()
+        """The ids and agents of the corrections the router has (compared with the stored ones on every message)."""
 
     async def corrections(self) -> list[Correction]:
         """The stored corrections, oldest first."""
@@ -66,9 +66,12 @@ class RoutePolicy:
     async def _sync_corrections(self) -> None:
         """Give the router the stored corrections when they changed (here or in another process)."""
         view = await self.store.settings_view(CORRECTIONS)
-        if len(view) == len(self._corrections) and (not view or tuple(view) == self._corrections):
+        if not view and not self._corrections:  # most bots: no correction, nothing to compare
             return
-        self._corrections = tuple(view)
+        seen = tuple((key, value.get("agent") if isinstance(value, Mapping) else None) for key, value in view.items())
+        if seen == self._corrections:
+            return
+        self._corrections = seen
         self.router.set_corrections(await self.corrections())
 
     async def _overrides(self) -> dict[str, Any]:

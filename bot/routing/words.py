@@ -11,7 +11,7 @@ three letters open some keyword's stem) and each word's stems are remembered (up
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 import snowballstemmer
 
@@ -70,7 +70,7 @@ class StemIndex:
     def __bool__(self) -> bool:
         return bool(self._by_stem)
 
-    def hits(self, tokens: Iterable[str], exact: set[str]) -> list[tuple[int, str]]:
+    def hits(self, tokens: Iterable[str], exact: Container[str]) -> list[tuple[int, str]]:
         """(agent index, keyword) for each keyword some token inflects (tokens in ``exact`` matched already)."""
         out: list[tuple[int, str]] = []
         prefixes, by_stem = self._prefixes, self._by_stem

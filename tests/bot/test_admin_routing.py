@@ -70,15 +70,16 @@ async def test_strategy_per_chat_and_global_persist_and_audit(make_harness: Any)
 async def test_routing_show_set_validate(make_harness: Any) -> None:
     h = await make_harness(ScriptedModel([]), admins=["boss"])
     shown = (await h.say("/routing", user="boss"))[0]
-    assert "rule.confidence_threshold = 80.0 - default" in shown
+    assert "rule.confidence_threshold = 0.8 - default" in shown
     assert "strategy = rule - override" in shown
     assert "Invalid value" in (await h.say("/routing set rule.confidence_threshold 300", user="boss"))[0]
     assert "Unknown routing key" in (await h.say("/routing set colour blue", user="boss"))[0]
     assert "Unknown agent" in (await h.say("/routing set default_agent ghost", user="boss"))[0]
-    assert "set to 55.0" in (await h.say("/routing set rule.confidence_threshold 55", user="boss"))[0]
+    assert "set to 0.55" in (await h.say("/routing set rule.confidence_threshold 55", user="boss"))[0], "a percentage"
+    assert "set to 0.6" in (await h.say("/routing set rule.confidence_threshold 0.6", user="boss"))[0]
     assert "set to True" in (await h.say("/routing set notify true", user="boss"))[0]
     shown = (await h.say("/routing", user="boss"))[0]
-    assert "rule.confidence_threshold = 55.0 - admin (global)" in shown and "notify = True - admin (global)" in shown
+    assert "rule.confidence_threshold = 0.6 - admin (global)" in shown and "notify = True - admin (global)" in shown
     assert "for admins only" in (await h.say("/routing", user="u1"))[0]
     assert "back to its configured value" in (await h.say("/routing reset notify", user="boss"))[0]
 
@@ -119,6 +120,8 @@ def test_route_cli_stdin_json_on_the_dev_file(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(out) == len(rows)
-    assert set(out[0]) == {"text", "agent", "method", "confidence", "matched_keywords", "matched_patterns"}
+    assert {"text", "agent", "method", "strategy", "confidence", "matched_keywords", "matched_patterns"} <= set(out[0])
+    assert {"latency_ms", "factors"} <= set(out[0]) and 0 <= out[0]["confidence"] <= 1
+    assert {"classifier", "encoder"} <= set(out[0]["factors"]), out[0]["factors"]
     correct = sum(o["agent"] == label for o, (label, _) in zip(out, rows, strict=True))
     assert correct / len(rows) >= 0.9

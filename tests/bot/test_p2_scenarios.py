@@ -89,7 +89,8 @@ async def run(make_settings: Any, design: dict[str, Any], model: ScriptedModel, 
 
 async def test_scenario_1_auto_routing_names_the_trigger(make_harness: Any, design: dict[str, Any]) -> None:
     model = ScriptedModel(['{"can_auto_fix": false, "needs_human": true, "cause": "the session store is down"}'])
-    routing = {"strategy": "hybrid", "rule": {"learned": True}}  # the defaults: the classifier, hybrid
+    # The defaults (the classifier, hybrid) without the sentence encoder: the design's strong-priority trigger rule.
+    routing = {"strategy": "hybrid", "rule": {"learned": True, "meaning": False}}
     h = await make_harness(model, admins=["u1"], routing=routing, **design)
     replies = await h.say("There's a bug in the login flow")
     assert replies[0] == "🤖 Auto-routing to: debug-analyzer (matched: bug)", replies
@@ -97,7 +98,7 @@ async def test_scenario_1_auto_routing_names_the_trigger(make_harness: Any, desi
     assert len(model.requests) == 1, "hybrid took the strong trigger without asking the model to route"
     shown = (await h.say("/routing"))[0]
     assert "Last message here: debug-analyzer (rule, matched: bug)" in shown
-    assert "rule.strong_priority = 80" in shown and "rule.classifier_sure = 99.0" in shown
+    assert "rule.strong_priority = 80" in shown and "rule.classifier_sure = 0.99" in shown
     dry = (await h.say("/route There's a bug in the login flow"))[0]
     assert "agent: debug-analyzer" in dry and "matched: bug (strong priority)" in dry
     plain = await h.say("Show me the last 10 lines of error.log.")

@@ -94,7 +94,7 @@ def test_invalid_pattern_is_an_error_at_load() -> None:
 async def test_rule_strategy_takes_best_score_above_zero() -> None:
     router = Router(TARGETS, ScriptedModel([]))
     d = await router.decide("what time is it", config(), "rule")
-    assert (d.agent, d.method, d.confidence) == ("react", "rule", 10)
+    assert (d.agent, d.method, d.confidence) == ("react", "rule", 0.1), "the design's score 10, as a share"
     d = await router.decide("nothing matches here", config(), "rule")
     assert d.agent is None and d.method == "fallback"
 
@@ -114,7 +114,7 @@ async def test_hybrid_uses_rule_above_threshold_and_llm_below() -> None:
 async def test_hybrid_with_the_offline_model_trusts_any_rule_match() -> None:
     router = Router(TARGETS, OfflineModel())
     weak = await router.decide("plan my team offsite", config(), "hybrid")
-    assert (weak.agent, weak.method, weak.confidence) == ("plan", "rule", 10.0)
+    assert (weak.agent, weak.method, weak.confidence) == ("plan", "rule", 0.1)
     # No rule at all: hybrid is rule without a model that understands text; the stand-in is never asked.
     nothing = await router.decide("zzz qqq", config(), "hybrid")
     assert nothing.method == "fallback"
@@ -212,7 +212,7 @@ async def test_the_classifier_tells_the_built_ins_apart() -> None:
     for text, agent in cases.items():
         d = await router.decide(text, learned(), "rule")
         assert (d.agent, d.method) == (agent, "rule"), (text, d)
-        assert d.confidence >= 65 and d.note.startswith("classifier: chat ")
+        assert d.confidence >= 0.65 and d.note.startswith("classifier: chat "), d
 
 
 async def test_a_file_agent_needs_a_minimum_score_and_a_margin() -> None:
@@ -235,10 +235,10 @@ async def test_a_strong_priority_trigger_wins_unless_the_classifier_is_very_sure
     router = Router([*TARGETS, analyzer], ScriptedModel([]))
     taken = await router.decide("There's a bug in the login flow", learned(), "rule")
     assert (taken.agent, taken.matched_keywords, taken.strong) == ("debug-analyzer", ["bug"], True)
-    assert "react 96%" in taken.note and "priority 80 wins below 99 %" in taken.note, taken.note
+    assert "react 96%" in taken.note and "priority 80 wins below 99%" in taken.note, taken.note
     assert (await router.decide("There's a bug in the login flow", learned(), "hybrid")).agent == "debug-analyzer"
     sure = await router.decide("Show me the last 10 lines of error.log.", learned(), "rule")
-    assert sure.agent == "react" and "loses to the classifier's 99 %" in sure.note, sure.note
+    assert sure.agent == "react" and "loses to the classifier's 99%" in sure.note, sure.note
     lower = Router([*TARGETS, RouteTarget("debug-analyzer", keywords=("bug",), priority=79)], ScriptedModel([]))
     assert (await lower.decide("There's a bug in the login flow", learned(), "rule")).agent == "react"
     off = await router.decide("There's a bug in the login flow", learned(rule={"classifier_sure": 0}), "rule")
