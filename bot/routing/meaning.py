@@ -164,14 +164,17 @@ class Corpus:
     def __init__(self, vectors: Any, labels: Any) -> None:
         background = np.arange(len(vectors)) % BACKGROUND_EVERY == 0
         self.background = vectors[background]
-        self.neighbours = vectors[~background]
-        self.labels = labels[~background]
+        order = np.argsort(labels[~background], kind="stable")  # each label's neighbours in one slice
+        self.neighbours = np.ascontiguousarray(vectors[~background][order])
+        self.labels = labels[~background][order]
+        self.slices = [(int(np.searchsorted(self.labels, k)), int(np.searchsorted(self.labels, k, side="right")))
+                       for k in range(3)]
         # How close everyday messages come to each built-in's nearest neighbour: the z-score's scale.
         cosines = self.background @ self.neighbours.T
         self.builtin_mean = np.zeros(3, dtype=np.float32)
         self.builtin_std = np.ones(3, dtype=np.float32)
-        for label in range(3):
-            best = cosines[:, self.labels == label].max(axis=1)
+        for label, (lo, hi) in enumerate(self.slices):
+            best = cosines[:, lo:hi].max(axis=1)
             self.builtin_mean[label], self.builtin_std[label] = best.mean(), max(float(best.std()), 1e-3)
 
     @classmethod
@@ -235,8 +238,8 @@ class Space:
         corpus = self.corpus
         cosines = corpus.neighbours @ vector
         builtin_z = tuple(
-            float((cosines[corpus.labels == label].max() - corpus.builtin_mean[label]) / corpus.builtin_std[label])
-            for label in range(3)
+            float((cosines[lo:hi].max() - corpus.builtin_mean[label]) / corpus.builtin_std[label])
+            for label, (lo, hi) in enumerate(corpus.slices)
         )
         agents: list[AgentEvidence] = []
         if self.bank.names:
