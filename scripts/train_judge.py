@@ -33,7 +33,7 @@ from bot.routing.encoder import UseEncoder  # noqa: E402
 from bot.routing.evaluate import read_labelled  # noqa: E402
 from bot.routing.judge import FACTORS, JUDGE_FORMAT, JUDGE_PATH, Judge, factors  # noqa: E402
 from bot.routing.meaning import AgentBank, BuiltinHead, Corpus, Space  # noqa: E402
-from bot.routing.request import request_of  # noqa: E402
+from bot.routing.request import ask_of, request_of  # noqa: E402
 from bot.routing.rule import RuleRouter, targets_from  # noqa: E402
 
 DEV = sorted(p for p in (ROOT / "tests" / "data" / "routing").glob("dev*") if (p / "messages.tsv").exists())
@@ -53,7 +53,7 @@ def rows_for(directory: Path, variant: str, encoder: UseEncoder, cache: dict[str
         if request not in cache:
             cache[request] = encoder.encode([request])[0]
         evidence = space.evidence(cache[request])
-        classifier = CLASSIFIER.probabilities(request)[1:]
+        classifier = CLASSIFIER.probabilities(ask_of(request))[1:]
         rule = rules.route(text[:ROUTE_CHARS])
         best, values = factors(evidence, rule, classifier, len(text))  # type: ignore[misc]
         out.append(

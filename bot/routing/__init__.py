@@ -22,7 +22,7 @@ from bot.routing.classifier import IntentClassifier
 from bot.routing.decision import RouteDecision, Targeting, routing_notice
 from bot.routing.llm import LlmRouter, transfer_tool_name
 from bot.routing.offline import BUILTIN_SURE, Correction, Meaning, MeaningView
-from bot.routing.request import request_of
+from bot.routing.request import ask_of, request_of
 from bot.routing.rule import RouteTarget, RuleResult, RuleRouter, targets_from
 
 __all__ = [
@@ -137,7 +137,7 @@ class Router:
         view = self.view if config.rule.meaning else None
         if view is not None and (correction := view.exact(text)) is not None:
             return verdicts.corrected(text, strategy, started, correction, 1.0, view.meaning.state)
-        index, *shares = self.classifier.probabilities(request)
+        index, *shares = self.classifier.probabilities(ask_of(request))
         space = view.space() if view is not None else None
         if view is not None and space is not None and (view.agents or view.corrections or max(shares) < BUILTIN_SURE):
             return verdicts.by_meaning(self, view, space, text, request, config, strategy, started, rule, shares)
