@@ -33,6 +33,7 @@ from bench.routing_classifier import cross_validation, percentile  # noqa: E402
 from bot.config.settings import load_settings  # noqa: E402
 from bot.gateway.runtime import tune_process  # noqa: E402
 from bot.routing import Router  # noqa: E402
+from bot.routing.offline import Meaning  # noqa: E402
 from bot.routing.rule import RouteTarget  # noqa: E402
 from bot.runs.catalog import AgentCatalog  # noqa: E402
 
@@ -77,14 +78,18 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--cv", action="store_true")
+    parser.add_argument("--no-meaning", action="store_true", help="triggers and the classifier only (no encoder)")
     args = parser.parse_args()
     examples = {"agents": {"dirs": [str(ROOT / "config" / "agents")]}}
     settings = load_settings(None, env={}, user_config=ROOT / "no-user.yaml", overrides=examples)
     catalog = AgentCatalog.load(settings)
-    router = Router(catalog.targets(), OfflineModel())
+    meaning = None if args.no_meaning else Meaning.start(settings.routing.rule.encoder)
+    router = Router(catalog.targets(), OfflineModel(), meaning=meaning)
+    if meaning is not None and not router.prepare(300):
+        raise SystemExit(f"the sentence encoder is {meaning.state}")
     tune_process(settings.runtime)  # as `bot run` does: the collector thresholds and freeze
     config = settings.routing
-    report: dict[str, Any] = {"agents": sorted(catalog.agents)}
+    report: dict[str, Any] = {"agents": sorted(catalog.agents), "encoder": meaning.state if meaning else "off"}
     latencies: list[float] = []
     for path in args.files or FILES:
         result, spent = await evaluate(router, config, rows_of(path))
@@ -93,7 +98,8 @@ async def main() -> None:
     # The design's debug-analyzer (one keyword of bug, error, crash… at a strong priority) beside them: which of
     # the labelled messages it takes from the built-ins (rule.strong_priority / rule.classifier_sure decide).
     analyzer = RouteTarget("debug-analyzer", keywords=DEBUG_KEYWORDS, priority=config.rule.strong_priority)
-    with_analyzer = Router([*catalog.targets(), analyzer], OfflineModel())
+    with_analyzer = Router([*catalog.targets(), analyzer], OfflineModel(), meaning=meaning)
+    with_analyzer.prepare(300)
     report["with_debug_analyzer"] = {}
     for path in args.files or FILES:
         result, _ = await evaluate(with_analyzer, config, rows_of(path))

@@ -51,6 +51,7 @@ class Corrections:
         if same is None and len(stored) >= MAX_CORRECTIONS:
             oldest = stored[0]
             await self.ctx.audit(actor, CORRECTIONS, oldest.id, {"agent": oldest.agent, "text": oldest.text}, None)
+        await self.ctx.routes.sync_corrections()  # effective at once (other processes: at their next message)
         was = f" (it was for @{same.agent})" if same is not None else ""
         return (
             f"Noted{was}: {_quoted(text)} is now an example of @{agent} (correction {key}); messages like it go there"
@@ -76,6 +77,7 @@ class Corrections:
             known = ", ".join(sorted(stored)[:10]) or "none"
             return f"There is no correction {key!r} (known: {known}). /route corrections lists them."
         await self.ctx.audit(actor, CORRECTIONS, key, {"agent": found.agent, "text": found.text}, None)
+        await self.ctx.routes.sync_corrections()
         return f"Forgot correction {key}: {_quoted(found.text)} is no longer an example of @{found.agent}."
 
 

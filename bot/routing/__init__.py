@@ -21,7 +21,7 @@ from bot.routing import verdicts
 from bot.routing.classifier import IntentClassifier
 from bot.routing.decision import RouteDecision, Targeting, routing_notice
 from bot.routing.llm import LlmRouter, transfer_tool_name
-from bot.routing.offline import BUILTIN_SURE, Correction, Meaning, MeaningView
+from bot.routing.offline import BUILTIN_SURE, Correction, Meaning, MeaningView, normalised
 from bot.routing.request import ask_of, request_of
 from bot.routing.rule import RouteTarget, RuleResult, RuleRouter, targets_from
 
@@ -64,6 +64,7 @@ class Router:
         self.agent_rules = RuleRouter([])
         self.view: MeaningView | None = None
         self._corrections: list[Correction] = []
+        self._exact: dict[str, Correction] = {}
         self.set_targets(targets)
 
     def set_targets(self, targets: list[RouteTarget]) -> None:
@@ -76,13 +77,14 @@ class Router:
             RuleRouter([t for t in self.targets if t.name not in learned]) if self.learned else self.rules
         )
         self.view = MeaningView(self.meaning, self.targets, learned) if self.meaning is not None else None
-        if self.view is not None:
-            self.view.set_corrections(self._corrections)
+        self.set_corrections(self._corrections)
         self._llm: LlmRouter | None = None  # built on first use, for these targets
 
     def set_corrections(self, corrections: Sequence[Correction]) -> None:
-        """The corrections admins made (stored, shared by every process): examples of their agents from now on."""
-        self._corrections = list(corrections)
+        """The corrections admins made (stored, shared by every process): examples of their agents from now on
+        (the very message, case and spacing aside, goes there at once, with or without the encoder)."""
+        self._corrections = [c for c in corrections if c.agent in self.names]
+        self._exact = {normalised(c.text): c for c in self._corrections}
         if self.view is not None:
             self.view.set_corrections(self._corrections)
         self._llm = None  # the model is shown them too
@@ -125,6 +127,9 @@ class Router:
         """The offline decision (None: nothing recognised) and the triggers' scores."""
         rules = self.agent_rules if config.rule.learned and self.learned else self.rules
         rule = rules.route(text) if rules.at_once(text) else await rules.route_async(text)
+        if self._exact and (correction := self._exact.get(normalised(text))) is not None:
+            state = self.meaning.state if self.meaning is not None else "none"
+            return verdicts.corrected(text, strategy, started, correction, 1.0, state), rule
         if not (config.rule.learned and self.learned):  # the built-ins by their trigger keywords
             return (self._from_rule(text, strategy, rule, started) if rule.best else None), rule
         return self._judge(text, config, strategy, started, rule), rule
@@ -135,8 +140,6 @@ class Router:
         """The decision by meaning when the encoder is ready, else by triggers and the classifier."""
         request = request_of(text)
         view = self.view if config.rule.meaning else None
-        if view is not None and (correction := view.exact(text)) is not None:
-            return verdicts.corrected(text, strategy, started, correction, 1.0, view.meaning.state)
         index, *shares = self.classifier.probabilities(ask_of(request))
         space = view.space() if view is not None else None
         if view is not None and space is not None and (view.agents or view.corrections or max(shares) < BUILTIN_SURE):

@@ -113,7 +113,6 @@ class MeaningView:
         self.agents = [t for t in targets if t.name not in builtins]
         self.known = {t.name for t in targets}
         self.corrections: list[Correction] = []
-        self._exact: dict[str, Correction] = {}
         self._space: Space | None = None
         self._correction_vectors: Any = None
         self._building = False
@@ -125,12 +124,7 @@ class MeaningView:
             return
         with self._lock:
             self.corrections = kept
-            self._exact = {normalised(c.text): c for c in kept}
             self._space = None  # the file agents' corrections are utterances of theirs: placed again
-
-    def exact(self, text: str) -> Correction | None:
-        """The correction of exactly this message (case and spacing aside), if an admin made one."""
-        return self._exact.get(normalised(text)) if self._exact else None
 
     def space(self) -> Space | None:
         """The agents in the space, or None while the encoder loads or while they are being placed (on a thread:

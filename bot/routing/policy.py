@@ -63,7 +63,7 @@ class RoutePolicy:
         found = [Correction.from_setting(key, value) for key, value in view.items() if isinstance(value, Mapping)]
         return sorted(found, key=lambda c: (c.at, c.id))
 
-    async def _sync_corrections(self) -> None:
+    async def sync_corrections(self) -> None:
         """Give the router the stored corrections when they changed (here or in another process)."""
         view = await self.store.settings_view(CORRECTIONS)
         if not view and not self._corrections:  # most bots: no correction, nothing to compare
@@ -140,7 +140,7 @@ class RoutePolicy:
         targeting = parse_target(text, self.catalog.agents)
         if targeting.agent is not None:
             return RouteDecision(targeting.agent, "explicit", "explicit", 1.0, text=targeting.text)
-        await self._sync_corrections()
+        await self.sync_corrections()
         strategy = targeting.strategy
         if not strategy:  # ``_strategy`` without its coroutine and its layer (0.4 µs a message)
             strategy = (await self.store.settings_view(chat.settings_key)).get("strategy")
