@@ -85,6 +85,15 @@ def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` on top, section by section (``routing={"rule": {"learned": True}}`` keeps the
+    other ``routing.rule`` defaults of the tests)."""
+    out = dict(base)
+    for key, value in overrides.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 @pytest.fixture
 def make_settings(tmp_path: Path, migrated_db: Path) -> Callable[..., Settings]:
     """Settings from the built-in defaults with the data dir in ``tmp_path`` plus overrides.
@@ -98,17 +107,15 @@ def make_settings(tmp_path: Path, migrated_db: Path) -> Callable[..., Settings]:
         # Routing by trigger keywords: most tests send arbitrary text and script one kind of agent; the tests of
         # routing turn the classifier on (routing.rule.learned) themselves. Summaries without a model call, so
         # scripts hold only the calls they are about (the tests of summaries choose their summariser).
+        # Routing by meaning off: its encoder loads on a thread, and a test must not route one way before it is
+        # ready and another after; the tests of meaning turn it on and wait for it (Router.prepare).
         base: dict[str, Any] = {
             "store": {"data_dir": str(tmp_path / "data")},
             "agents": {"dirs": []},
-            "routing": {"rule": {"learned": False}},
+            "routing": {"rule": {"learned": False, "meaning": False}},
             "memory": {"summary": {"model": "extractive"}},
         }
-        for key, value in overrides.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                base[key] = {**base[key], **value}
-            else:
-                base[key] = value
+        base = _merged(base, overrides)
         settings = load_settings(None, env={}, user_config=tmp_path / "no-user.yaml", overrides=base)
         database = Path(settings.store.data_dir) / "bot.db"
         if settings.store.url is None and not database.exists():

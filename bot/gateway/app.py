@@ -49,7 +49,6 @@ from bot.ops.budgets import Budgets
 from bot.ops.metrics import Metrics
 from bot.pairing import Pairing
 from bot.routing import Router
-from bot.routing.offline import start_meaning
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog
 from bot.runs.manager import RunManager, ToolPool
@@ -226,11 +225,7 @@ class Gateway:
             {t.name for t in [*self.tools, *self.memory.tools()]} | {SESSION_TOOL},
             set(self.settings.mcp.servers),
         )
-        self.router = Router(
-            self.catalog.targets(),
-            self.models.get(self.settings.routing.llm.model or None),
-            meaning=start_meaning(self.settings),
-        )
+        self.router = Router.for_settings(self.catalog.targets(), self.models, self.settings)
         self.routes = RoutePolicy(self.settings, self.store, self.catalog, self.router)
         self.mcp = McpPool(self.settings, self.delivery.send, self.clock)
         self.tool_pool = ToolPool(self.tools, self.mcp)

@@ -15,13 +15,13 @@ from collections.abc import Collection, Sequence
 from typing import Literal, Protocol
 
 from agents.models.base import Model
-from bot.config.settings import RoutingSection
+from bot.config.settings import RoutingSection, Settings
 from bot.routing import decision as _decision
 from bot.routing import verdicts
 from bot.routing.classifier import IntentClassifier
 from bot.routing.decision import RouteDecision, Targeting, routing_notice
 from bot.routing.llm import LlmRouter, transfer_tool_name
-from bot.routing.offline import BUILTIN_SURE, Correction, Meaning, MeaningView, normalised
+from bot.routing.offline import BUILTIN_SURE, Correction, Meaning, MeaningView, normalised, start_meaning
 from bot.routing.request import ask_of, request_of
 from bot.routing.rule import RouteTarget, RuleResult, RuleRouter, targets_from
 
@@ -36,6 +36,12 @@ __all__ = [
     "targets_from",
     "transfer_tool_name",
 ]
+
+
+class Models(Protocol):
+    """The models by name (:class:`bot.models.ModelCatalog`)."""
+
+    def get(self, name: str | None) -> Model: ...
 
 
 def parse_target(text: str, known: Collection[str]) -> Targeting:
@@ -66,6 +72,12 @@ class Router:
         self._corrections: list[Correction] = []
         self._exact: dict[str, Correction] = {}
         self.set_targets(targets)
+
+    @classmethod
+    def for_settings(cls, targets: list[RouteTarget], models: Models, settings: Settings) -> Router:
+        """The gateway's router: ``routing.llm.model`` (the main model when empty) and, per ``routing.rule.meaning``,
+        the process's :class:`Meaning` (its encoder starts loading now, on a thread)."""
+        return cls(targets, models.get(settings.routing.llm.model or None), meaning=start_meaning(settings))
 
     def set_targets(self, targets: list[RouteTarget]) -> None:
         self.targets = list(targets)

@@ -167,8 +167,9 @@ class Corpus:
         order = np.argsort(labels[~background], kind="stable")  # each label's neighbours in one slice
         self.neighbours = np.ascontiguousarray(vectors[~background][order])
         self.labels = labels[~background][order]
-        self.slices = [(int(np.searchsorted(self.labels, k)), int(np.searchsorted(self.labels, k, side="right")))
-                       for k in range(3)]
+        self.slices = [
+            (int(np.searchsorted(self.labels, k)), int(np.searchsorted(self.labels, k, side="right"))) for k in range(3)
+        ]
         # How close everyday messages come to each built-in's nearest neighbour: the z-score's scale.
         cosines = self.background @ self.neighbours.T
         self.builtin_mean = np.zeros(3, dtype=np.float32)

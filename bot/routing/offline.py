@@ -95,7 +95,7 @@ def start_meaning(settings: Any) -> Meaning | None:
     """The process's :class:`Meaning` when ``routing.rule.meaning`` is on (its encoder starts loading on a
     thread), else None; a missing artefact or package turns it off with a warning instead of stopping the bot."""
     rule = settings.routing.rule
-    if not rule.meaning:
+    if not (rule.meaning and rule.learned):  # without the classifier (rule.learned: false) routing is by keywords
         return None
     try:
         return Meaning.start(rule.encoder)

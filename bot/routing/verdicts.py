@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bot.config.settings import RoutingSection
 from bot.routing.decision import RouteDecision
@@ -14,8 +14,24 @@ from bot.routing.meaning import Space
 from bot.routing.offline import Correction, MeaningView
 from bot.routing.rule import RuleResult
 
-if TYPE_CHECKING:
-    from bot.routing import Router
+
+class Router(Protocol):
+    """What a verdict needs of :class:`bot.routing.Router` (no import: the router imports this module)."""
+
+    @property
+    def classifier(self) -> Any: ...
+
+    def _fallback(
+        self,
+        text: str,
+        strategy: str,
+        note: str,
+        started: float,
+        *,
+        rule: RuleResult | None = ...,
+        method: Any = ...,
+        factors: dict[str, object] | None = ...,
+    ) -> RouteDecision: ...
 
 
 def _elapsed(started: float) -> float:

@@ -166,7 +166,7 @@ async def main() -> None:
             "store": {"data_dir": data_dir},
             "agents": {"dirs": [os.environ["AGENTS_DIR"]] if os.environ.get("AGENTS_DIR") else []},
             "log": {"level": "WARNING"},
-            "routing": {"rule": {"learned": False}},
+            "routing": {"rule": {"learned": False, "meaning": False}},
             "jobs": {"min_interval_s": 0},
         },
     )

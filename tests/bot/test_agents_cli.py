@@ -11,7 +11,8 @@ import yaml
 from typer.testing import CliRunner
 
 from agents.spec import parse_agent_text
-from bot.cli.agents import TEMPLATES, TemplateName, agents_app, known_tool_names
+from bot.cli.agent_templates import TEMPLATES, TemplateName
+from bot.cli.agents import agents_app, known_tool_names
 
 runner = CliRunner()
 

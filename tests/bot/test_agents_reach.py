@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agents.spec import AgentSpec, load_agents, parse_agent_text
-from bot.cli.agents import TEMPLATES, agents_app, reach_warnings, render_template
+from bot.cli.agent_templates import TEMPLATES, reach_warnings, render_template
+from bot.cli.agents import agents_app
 from bot.cli.wizard import title_of
 from bot.config.settings import RuleRouting
 

@@ -60,8 +60,9 @@ async def test_corrections_survive_a_restart_and_reach_another_process(make_harn
 
 
 async def test_nothing_to_correct_and_usage(make_harness: Any) -> None:
-    h = await make_harness(ScriptedModel(["chat answer"]), admins=["boss"], routing=ROUTING,
-                           agents={"dirs": [str(AGENTS)]})
+    h = await make_harness(
+        ScriptedModel(["chat answer"]), admins=["boss"], routing=ROUTING, agents={"dirs": [str(AGENTS)]}
+    )
     assert "no routed message here to correct" in (await h.say("/route debugger", user="boss"))[0]
     await h.say("@chat hello there", user="boss")
     assert "no routed message here to correct" in (await h.say("/route debugger", user="boss"))[0], "@name: not routed"

@@ -28,6 +28,7 @@ from bot.routing.classifier import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "bot" / "routing" / "corpus" / "train.tsv"
+CORPUS_FILES = sorted((ROOT / "bot" / "routing" / "corpus").glob("*.tsv"))
 DEV = ROOT / "tests" / "data" / "routing-dev.tsv"
 
 # Clear-cut messages written for this test: in neither the training corpus nor the dev set.
@@ -110,12 +111,13 @@ def test_loads_the_packaged_artefact(clf: IntentClassifier) -> None:
 
 def test_artefact_was_trained_on_the_current_corpus(clf: IntentClassifier) -> None:
     corpus = clf.meta["corpus"]
-    assert corpus["sha256"] == hashlib.sha256(CORPUS.read_bytes()).hexdigest()
-    assert corpus["lines"] == sum(1 for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip())
+    assert corpus["sha256"] == hashlib.sha256(b"".join(p.read_bytes() for p in CORPUS_FILES)).hexdigest()
+    rows = [line for p in CORPUS_FILES for line in p.read_text(encoding="utf-8").splitlines()]
+    assert corpus["lines"] == sum(1 for line in rows if line.strip() and not line.startswith("#"))
 
 
 def test_the_dev_set_and_these_examples_are_not_in_the_training_corpus() -> None:
-    corpus = _messages(CORPUS)
+    corpus = set().union(*(_messages(p) for p in CORPUS_FILES))
     assert not corpus & _messages(DEV)
     assert not corpus & {_key(text) for texts in CLEAR_CUT.values() for text in texts}
 

@@ -44,7 +44,8 @@ async def test_hybrid_asks_the_model_only_when_unsure(openai_server: FakeOpenAI)
         assert asked == len(unsure) == len(openai_server.requests)
         assert 0 < asked <= 35, f"{asked} model calls for 100 messages"
         if openai_server.requests:
-            tools = {t["function"]["name"]: t["function"]["description"] for t in openai_server.requests[0].body["tools"]}
+            sent = openai_server.requests[0].body["tools"]
+            tools = {t["function"]["name"]: t["function"]["description"] for t in sent}
             debugger = tools[transfer_tool_name("debugger")]
             assert "Figures out why my code crashes" in debugger and "Requests it takes, for example:" in debugger
     finally:

@@ -18,7 +18,6 @@ from bot.routing.request import request_of
 from bot.routing.rule import RouteTarget, RuleRouter
 from bot.runs.catalog import AgentCatalog
 
-
 ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT / "tests" / "data" / "routing" / "dev"
 LOAD_S = 300  # a loaded CI machine: the encoder takes about 1.5 s alone
@@ -103,7 +102,7 @@ async def test_long_texts_are_routed_by_their_request(meaning: Meaning) -> None:
     )
     assert len(story) > 400 and (await route(router, story)).agent == "chat", "not a plan for its length"
     log = "\n".join(f"2026-12-07 10:0{i}:00 ERROR worker-{i} connection reset by peer at pool.py:88" for i in range(9))
-    crash = f"{log}\nTraceback (most recent call last):\n  File \"app.py\", line 3\nValueError: bad\nwhy does it crash?"
+    crash = f'{log}\nTraceback (most recent call last):\n  File "app.py", line 3\nValueError: bad\nwhy does it crash?'
     assert request_of(crash) == "why does it crash?"
     d = await route(router, crash)
     assert d.agent == "debugger" and d.factors["request"] == "why does it crash?"
@@ -143,7 +142,10 @@ async def test_without_the_encoder_priority_does_not_weigh_the_threshold() -> No
     d = await router.decide("draft the release notes for 2.3", RULE, "rule")
     assert d.agent == "release-manager" and d.factors["encoder"] == "none"
     assert d.factors["triggers"]["release-manager"] == {
-        "keywords": [], "patterns": [r"\brelease notes?\b"], "raw": 20.0, "design_score": 12.0
+        "keywords": [],
+        "patterns": [r"\brelease notes?\b"],
+        "raw": 20.0,
+        "design_score": 12.0,
     }
     assert 0 <= d.confidence <= 1
 
