@@ -39,6 +39,7 @@ CORPUS_PATH = Path(__file__).with_name("model") / "corpus-v1.npz"
 BACKGROUND_EVERY = 5
 """Every fifth corpus message is background (z-scores); the others are neighbours."""
 NEIGHBOURS = 10
+NEIGHBOUR_EVERY = 2
 SCALE = 10.0
 """Unit vectors are scaled by this before the head (its weights were trained on the scaled vectors)."""
 
@@ -162,11 +163,13 @@ class Corpus:
     """The shipped corpus vectors, split into background and neighbours (see the module docstring)."""
 
     def __init__(self, vectors: Any, labels: Any) -> None:
-        background = np.arange(len(vectors)) % BACKGROUND_EVERY == 0
+        index = np.arange(len(vectors))
+        background = index % BACKGROUND_EVERY == 0
         self.background = vectors[background]
-        order = np.argsort(labels[~background], kind="stable")  # each label's neighbours in one slice
-        self.neighbours = np.ascontiguousarray(vectors[~background][order])
-        self.labels = labels[~background][order]
+        kept = ~background & (index % NEIGHBOUR_EVERY == NEIGHBOUR_EVERY - 1)
+        order = np.argsort(labels[kept], kind="stable")  # each label's neighbours in one slice
+        self.neighbours = np.ascontiguousarray(vectors[kept][order])
+        self.labels = labels[kept][order]
         self.slices = [
             (int(np.searchsorted(self.labels, k)), int(np.searchsorted(self.labels, k, side="right"))) for k in range(3)
         ]
