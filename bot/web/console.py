@@ -28,7 +28,7 @@ from bot.events import ChatKey
 from bot.http import HttpServer
 from bot.ops.metrics import Sample
 from bot.pairing import PairingDesk
-from bot.routing import STRATEGIES
+from bot.routing import STRATEGIES, corrections
 from bot.routing.policy import GLOBAL
 from bot.web.actions import ConsoleActions
 from bot.web.auth import LoginLimiter, Sessions, WebUserSession
@@ -100,6 +100,7 @@ class WebConsole:
         add.add_get(f"{r}/chats", self._viewing(self._chats))
         add.add_get(f"{r}/chats/{{key}}", self._viewing(self._chat))
         add.add_get(f"{r}/runs/{ident}", self._viewing(self._run))
+        add.add_post(f"{r}/runs/{ident}/reroute", self._acting(self._reroute))
         add.add_get(f"{r}/routing", self._viewing(self._routing))
         add.add_post(f"{r}/routing/strategy", self._acting(self._strategy))
         add.add_post(f"{r}/routing/dry-run", self._acting(self._dry_run, admin=False))
@@ -386,11 +387,34 @@ class WebConsole:
             strategy_origin=origin,
         )
 
-    async def _run(self, request: web.Request, session: WebUserSession) -> web.StreamResponse:
+    async def _run(
+        self, request: web.Request, session: WebUserSession, *, status: int = 200, **values: Any
+    ) -> web.StreamResponse:
         run = await self.data.run(request.match_info["id"])
         if run is None:
             return self._render("error.html", session, status=404, title="No such run", text="It may have expired.")
-        return await self._page("run.html", session, "chats", title=f"Run {run.id}", run=run)
+        agents = list(self.data.routes.catalog.agents)
+        response = await self._page(
+            "run.html", session, "chats", title=f"Run {run.id}", run=run, agents=agents, **values
+        )
+        response.set_status(status)
+        return response
+
+    async def _reroute(self, request: web.Request, session: WebUserSession) -> web.StreamResponse:
+        """The run's message was for another agent: it becomes an example of it (as ``/route AGENT`` in the chat)."""
+        form = await request.post()  # read once by the guard; aiohttp keeps it
+        agent = str(form.get("agent", "")).strip()
+        run = await self.data.run(request.match_info["id"])
+        if run is None or not run.routed:
+            return await self._run(request, session, status=422, flash="This run has no routed message to correct.")
+        if agent not in self.data.routes.catalog.agents:
+            return await self._run(request, session, status=422, flash=f"Unknown agent {agent!r}.")
+        done = await corrections.store(
+            self.data.routes, self.actions.runs.change_setting, session.actor, agent, run.routed
+        )
+        note = "already an example of" if done.unchanged else "now an example of"
+        message = f"The message is {note} @{agent} (correction {done.correction.id}): messages like it go there."
+        return await self._run(request, session, flash=message, flash_ok=True)
 
     # -- routing and agents ------------------------------------------------------------------
 

@@ -84,6 +84,8 @@ class RunLine:
     user_id: str
     created: str
     events: list[dict[str, str]] = field(default_factory=list)
+    routed: str = ""
+    """The message the router chose the agent for (its route trace event), which the *Re-route* button corrects."""
 
 
 class ConsoleRuns(RunRepo, InterruptRepo, Protocol):
@@ -196,6 +198,8 @@ class ConsoleData:
         await self.tracing.flush()
         events = await self.tracing.events(str(c), str(chat))
         line.events = timeline(events)
+        route = next((e for e in events if e.type == "route"), None)
+        line.routed = str(route.data.get("routed") or "") if route is not None else ""
         return line
 
     # -- routing -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pathlib import Path
 import aiohttp
 
 from agents.models.scripted import ScriptedModel, call, calls
+from bot.events import ChatKey
 from tests.bot.test_graphs import files
 from tests.bot.test_plans_and_questions import plan, respond
 from tests.channels.test_telegram import ALICE, approve
@@ -331,3 +332,31 @@ def test_the_console_benchmark_runs_and_prints_one_json_line() -> None:
     )
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     assert figures["pending"] == 5 and figures["answers"]["count"] == 3
+
+
+async def test_a_run_s_message_re_routed_from_its_trace(env: WebEnv, client_for: Callable[..., Browserless]) -> None:
+    """The run page's *Re-route* button makes the routed message an example of another agent (as /route AGENT)."""
+    model = ScriptedModel(["some answer", "the planner's answer"])
+    gateway = await env.start(model)
+    env.fake.push(env.fake.message("sort out the offsite for the team"))
+    await env.reply("some answer")
+    await gateway.settled()
+    web = client_for(gateway)
+    await web.login()
+    chat = f"telegram:{ALICE}"
+    _s, text, _r = await web.get(f"/web/chats/{chat}")
+    run_id = re.search(r'/web/runs/([A-Za-z0-9]+)"', text)
+    assert run_id is not None
+    status, text, _r = await web.get(f"/web/runs/{run_id.group(1)}")
+    assert status == 200 and "sort out the offsite for the team" in text and "Re-route" in text
+    assert (await web.post(f"/web/runs/{run_id.group(1)}/reroute", {"agent": "ghost"}))[0] == 422
+    status, text, _r = await web.post(f"/web/runs/{run_id.group(1)}/reroute", {"agent": "plan"})
+    assert status == 200 and "now an example of @plan" in text, text
+    [stored] = await gateway.routes.corrections()
+    assert (stored.agent, stored.text) == ("plan", "sort out the offsite for the team")
+    audit = await gateway.runs.audit_log()
+    assert (audit[0]["scope"], audit[0]["name"]) == ("routing:corrections", stored.id)
+    decision = await gateway.routes.decide(ChatKey(channel="telegram", chat_id=str(ALICE)), "sort out the offsite")
+    assert decision.agent != "plan", "not this message: the correction is of the routed one"
+    decision = await gateway.routes.decide(ChatKey(channel="telegram", chat_id=str(ALICE)), stored.text)
+    assert decision.agent == "plan" and decision.factors["correction"]["id"] == stored.id
