@@ -41,6 +41,10 @@ SettingsSource = Callable[[dict[str, Any]], Settings]
 """Settings from every configured layer with these overrides on top (``load_settings(config, overrides=…)``)."""
 
 
+ENCODER_WAIT_S = 120.0
+"""How long a trial waits for the sentence encoder (loaded once per process) before routing without it."""
+
+
 @dataclass
 class EvalOptions:
     models: list[ModelChoice] = field(default_factory=list)
@@ -190,6 +194,9 @@ class Runner:
             return trial
         try:
             await gateway.start()
+            # Routing is part of what a suite checks (expect: {agent: …}): route by meaning from the first turn,
+            # not by triggers until the encoder happens to be ready (an evaluation may wait; a gateway does not).
+            await asyncio.to_thread(gateway.router.prepare, ENCODER_WAIT_S)
             seat = Seat(gateway, channel, Sender(id=case.user, name=case.user), self.clock, chat_id=case.id)
             for index, turn in enumerate(case.turns, 1):
                 result, turn_log = await self._turn(gateway, seat, turn, index, model, workspace)

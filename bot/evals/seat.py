@@ -25,6 +25,7 @@ from bot.config.settings import Settings
 from bot.events import Action, Attachment, Button, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.inbox import Inbox
 from bot.ops.budgets import Budgets
+from bot.routing import Router
 from bot.store.repos import SqlRepos
 from bot.store.runs import RunStore
 from bot.tracing.event import TraceEvent
@@ -52,6 +53,9 @@ class GatewayUnderTest(Protocol):
 
     @property
     def repos(self) -> SqlRepos: ...
+
+    @property
+    def router(self) -> Router: ...
 
     async def start(self) -> None: ...
 

@@ -25,8 +25,8 @@ from bot.ids import new_id
 from bot.inbox import Receipt
 from bot.interrupts.console import console_offers, console_refusal
 from bot.interrupts.text import encode_payload
-from bot.routing import STRATEGIES
-from bot.routing.policy import GLOBAL
+from bot.routing import STRATEGIES, corrections
+from bot.routing.policy import GLOBAL, RoutePolicy
 from bot.store.ports import ChatStore
 from bot.store.rows import InterruptRow
 from bot.store.runs import RunStore
@@ -235,6 +235,18 @@ class ConsoleActions:
         await self.runs.change_setting(session.actor, scope, "strategy", old, new)
         where = "globally" if scope == GLOBAL else f"for {scope}"
         return Outcome(True, f"Strategy {where}: {new or 'override removed'}.")
+
+    async def reroute(self, session: WebUserSession, routes: RoutePolicy, agent: str, text: str) -> Outcome:
+        """A run's routed ``text`` was for ``agent``: store the correction, audited like ``/route AGENT``."""
+        if not text:
+            return Outcome(False, "This run has no routed message to correct.", 422)
+        if agent not in routes.catalog.agents:
+            return Outcome(False, f"Unknown agent {agent!r}.", 422)
+        done = await corrections.store(routes, self.runs.change_setting, session.actor, agent, text)
+        note = "already an example of" if done.unchanged else "now an example of"
+        return Outcome(
+            True, f"The message is {note} @{agent} (correction {done.correction.id}): messages like it go there."
+        )
 
     async def audit(self, session: WebUserSession | str, scope: str, name: str, old: Any, new: Any) -> None:
         actor = session if isinstance(session, str) else session.actor

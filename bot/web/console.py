@@ -28,7 +28,7 @@ from bot.events import ChatKey
 from bot.http import HttpServer
 from bot.ops.metrics import Sample
 from bot.pairing import PairingDesk
-from bot.routing import STRATEGIES, corrections
+from bot.routing import STRATEGIES
 from bot.routing.policy import GLOBAL
 from bot.web.actions import ConsoleActions
 from bot.web.auth import LoginLimiter, Sessions, WebUserSession
@@ -403,18 +403,10 @@ class WebConsole:
     async def _reroute(self, request: web.Request, session: WebUserSession) -> web.StreamResponse:
         """The run's message was for another agent: it becomes an example of it (as ``/route AGENT`` in the chat)."""
         form = await request.post()  # read once by the guard; aiohttp keeps it
-        agent = str(form.get("agent", "")).strip()
         run = await self.data.run(request.match_info["id"])
-        if run is None or not run.routed:
-            return await self._run(request, session, status=422, flash="This run has no routed message to correct.")
-        if agent not in self.data.routes.catalog.agents:
-            return await self._run(request, session, status=422, flash=f"Unknown agent {agent!r}.")
-        done = await corrections.store(
-            self.data.routes, self.actions.runs.change_setting, session.actor, agent, run.routed
-        )
-        note = "already an example of" if done.unchanged else "now an example of"
-        message = f"The message is {note} @{agent} (correction {done.correction.id}): messages like it go there."
-        return await self._run(request, session, flash=message, flash_ok=True)
+        text = run.routed if run is not None else ""
+        outcome = await self.actions.reroute(session, self.data.routes, str(form.get("agent", "")).strip(), text)
+        return await self._run(request, session, status=outcome.status, flash=outcome.message, flash_ok=outcome.ok)
 
     # -- routing and agents ------------------------------------------------------------------
 
