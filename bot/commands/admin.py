@@ -17,6 +17,7 @@ from bot.commands.registry import CommandCall
 from bot.config.settings import RoutingSection
 from bot.routing import STRATEGIES
 from bot.routing.policy import GLOBAL, ROUTING_KEYS
+from bot.tracing.steps import confidence_shown
 
 
 def _get(section: RoutingSection, dotted: str) -> Any:
@@ -161,7 +162,7 @@ async def last_route(ctx: CommandContext, chat_key: str) -> str:
     if route is None:
         return ""
     matched = [*(route.data.get("keywords") or []), *(route.data.get("patterns") or [])]
-    how = f"matched: {', '.join(map(str, matched))}" if matched else f"{route.data.get('confidence', 0):.0f} %"
+    how = f"matched: {', '.join(map(str, matched))}" if matched else confidence_shown(route.data.get("confidence"))
     return f"{route.agent} ({route.data.get('method')}, {how})"
 
 

@@ -92,9 +92,15 @@ def step_of(event: TraceEvent) -> Step:
     return Step(event, icon, visible(title), took, shown_fields)
 
 
+def confidence_shown(value: object) -> str:
+    """A route's confidence as a percentage: a share (0-1) since wave 4, a percentage in older traces."""
+    number = float(value) if isinstance(value, int | float) else 0.0
+    return f"{number * 100 if number <= 1 else number:.0f} %"
+
+
 def _route(event: TraceEvent, d: dict[str, Any]) -> tuple[str, str, list[Detail]]:
     matched = [*(d.get("keywords") or []), *(d.get("patterns") or [])]
-    how = f"matched: {', '.join(map(str, matched))}" if matched else f"{d.get('confidence', 0):.0f} %"
+    how = f"matched: {', '.join(map(str, matched))}" if matched else confidence_shown(d.get("confidence"))
     return (
         "🎯",
         f"route → {event.agent or 'nobody'} ({d.get('method')}, {how})",
