@@ -153,11 +153,12 @@ class Router:
         request = request_of(text)
         view = self.view if config.rule.meaning else None
         index, *shares = self.classifier.probabilities(ask_of(request))
+        asked = verdicts.Asked(text, request, config, strategy, started, rule, shares)
         space = view.space() if view is not None else None
         if view is not None and space is not None and (view.agents or view.corrections or max(shares) < BUILTIN_SURE):
-            return verdicts.by_meaning(self, view, space, text, request, config, strategy, started, rule, shares)
+            return verdicts.by_meaning(self, view, space, asked)
         state = view.meaning.state if view is not None else ("off" if self.meaning is not None else "none")
-        return verdicts.by_triggers(self, text, request, config, strategy, started, rule, index, shares, state)
+        return verdicts.by_triggers(self, asked, index, state)
 
     async def by_model(
         self, text: str, config: RoutingSection, strategy: str, started: float, guess: RouteDecision | None = None

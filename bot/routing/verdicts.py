@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.config.settings import RoutingSection
@@ -32,6 +33,22 @@ class Router(Protocol):
         method: Any = ...,
         factors: dict[str, object] | None = ...,
     ) -> RouteDecision: ...
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One message as the offline decision sees it."""
+
+    text: str
+    request: str
+    """What the encoder reads (:func:`bot.routing.request.request_of`)."""
+    config: RoutingSection
+    strategy: str
+    started: float
+    rule: RuleResult
+    """The file agents' trigger scores."""
+    shares: Sequence[float]
+    """The character n-gram classifier's chat, react and plan shares."""
 
 
 def _elapsed(started: float) -> float:
@@ -70,18 +87,9 @@ def corrected(
     )
 
 
-def by_meaning(
-    router: Router,
-    view: MeaningView,
-    space: Space,
-    text: str,
-    request: str,
-    config: RoutingSection,
-    strategy: str,
-    started: float,
-    rule: RuleResult,
-    shares: Sequence[float],
-) -> RouteDecision | None:
+def by_meaning(router: Router, view: MeaningView, space: Space, asked: Asked) -> RouteDecision | None:
+    text, request, config, strategy, started = asked.text, asked.request, asked.config, asked.strategy, asked.started
+    rule, shares = asked.rule, asked.shares
     encoder = view.meaning.encoder
     assert encoder is not None
     vector = encoder.encode([request])[0]
@@ -156,20 +164,11 @@ def _note(verdict: Verdict, factors: dict[str, Any]) -> str:
     return note
 
 
-def by_triggers(
-    router: Router,
-    text: str,
-    request: str,
-    config: RoutingSection,
-    strategy: str,
-    started: float,
-    rule: RuleResult,
-    index: int,
-    shares: Sequence[float],
-    state: str,
-) -> RouteDecision | None:
+def by_triggers(router: Router, asked: Asked, index: int, state: str) -> RouteDecision | None:
     """Without the encoder: a file agent's triggers (whatever its priority) when they score enough, else the
     classifier (the wave 3 rule, without priority weighting the threshold)."""
+    text, request, config, strategy, started = asked.text, asked.request, asked.config, asked.strategy, asked.started
+    rule, shares = asked.rule, asked.shares
     rules = config.rule
     best = rule.best
     factors: dict[str, Any] = {"encoder": state, "classifier": _rounded(dict(zip(BUILTINS, shares, strict=True)))}
