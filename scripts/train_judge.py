@@ -20,6 +20,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,13 +39,20 @@ from bot.routing.rule import RuleRouter, targets_from  # noqa: E402
 
 DEV = sorted(p for p in (ROOT / "tests" / "data" / "routing").glob("dev*") if (p / "messages.tsv").exists())
 ROUTE_CHARS = 8192
+VARIANTS = ("examples", "plain", "few2")
 
 
 def rows_for(directory: Path, variant: str, encoder: UseEncoder, cache: dict[str, Any]) -> list[dict[str, Any]]:
-    registry = load_agents(ROOT / "no-builtins", ROOT / "no-user", [directory / f"agents-{variant}"])
+    """``variant``: ``examples``, ``plain``, or ``fewN`` (the agents with only their first N examples: people write
+    2 or 3 as often as 8, and the judge should know those too)."""
+    folder = "examples" if variant.startswith("few") else variant
+    registry = load_agents(ROOT / "no-builtins", ROOT / "no-user", [directory / f"agents-{folder}"])
     if registry.errors:
         raise SystemExit(f"{directory.name}/{variant}: {registry.errors}")
     targets = targets_from(list(registry.specs.values()))
+    if variant.startswith("few"):
+        keep = int(variant.removeprefix("few"))
+        targets = [replace(t, examples=t.examples[:keep]) for t in targets]
     space = Space(AgentBank(encoder, targets), CORPUS, HEAD)
     rules = RuleRouter(targets)
     out = []
@@ -137,7 +145,7 @@ def main() -> None:
     args = parser.parse_args()
     HYPER.update(trees=args.trees, depth=args.depth, rate=args.rate)
     encoder, cache = UseEncoder(), {}
-    rows = [row for d in DEV for v in ("examples", "plain") for row in rows_for(d, v, encoder, cache)]
+    rows = [row for d in DEV for v in VARIANTS for row in rows_for(d, v, encoder, cache)]
     groups = {}
     for r in rows:
         groups.setdefault((r["set"], r["text"]), len(groups))
@@ -153,7 +161,7 @@ def main() -> None:
     artefact["trained_on"] = {
         f"{d.name}/{v}": sum(1 for r in rows if r["set"] == d.name and r["variant"] == v)
         for d in DEV
-        for v in ("examples", "plain")
+        for v in VARIANTS
     }
     result = {"cv": report(rows, predicted), "in_sample": report(rows, score(rows, Judge(artefact)))}
     artefact["cv"] = {k: v["accuracy"] for k, v in result["cv"].items()}
