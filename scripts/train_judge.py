@@ -19,8 +19,8 @@ import argparse
 import json
 import sys
 from collections import Counter
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -159,9 +159,7 @@ def main() -> None:
             predicted[i] = agent
     artefact = fit(rows)
     artefact["trained_on"] = {
-        f"{d.name}/{v}": sum(1 for r in rows if r["set"] == d.name and r["variant"] == v)
-        for d in DEV
-        for v in VARIANTS
+        f"{d.name}/{v}": sum(1 for r in rows if r["set"] == d.name and r["variant"] == v) for d in DEV for v in VARIANTS
     }
     result = {"cv": report(rows, predicted), "in_sample": report(rows, score(rows, Judge(artefact)))}
     artefact["cv"] = {k: v["accuracy"] for k, v in result["cv"].items()}
