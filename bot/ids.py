@@ -79,6 +79,16 @@ def new_id(length: int = 10) -> str:
     return _SOURCE.new_id(length)
 
 
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+"""What codes people read aloud and type are made of (pairing, account links): no 0/O or 1/I."""
+
+
+def new_code(length: int = 8) -> str:
+    """A code of ``length`` symbols, each drawn uniformly from all 32 of :data:`CODE_ALPHABET` (5 bits each:
+    8 symbols are 40 bits)."""
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(length))
+
+
 def new_nonce() -> str:
     return _SOURCE.new_id(6)
 

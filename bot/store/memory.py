@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.ids import new_id
+from bot.ids import new_code, new_id
 from bot.store.cache import ChatState, Lru
 from bot.store.fulltext import fts5_alternatives, fts5_query, grams, owner_token, tsquery
 from bot.store.ops import Step, steps_of, utcnow
@@ -27,8 +27,6 @@ from bot.store.values import Change
 
 SEARCH = "search"
 """PostgreSQL's searched text: the stored ``tsvector`` column of migration 0008 (GIN-indexed)."""
-
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +81,7 @@ class MemoryStore:
 
     async def issue_code(self, identity: str, minutes: float) -> str:
         """A one-time code that links the account redeeming it to ``identity``'s person (replaces older ones)."""
-        code = "".join(CODE_ALPHABET[ord(c) % len(CODE_ALPHABET)] for c in new_id(8))
+        code = new_code(8)
         now = self.store.clock.utcnow()
         await self.store.write(
             [

@@ -11,18 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.ids import new_id
+from bot import ids
 from bot.store.ops import Step
 from bot.store.rows import timestamp
 from bot.store.sql import SqlStore
 
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-"""No 0/O or 1/I: a code is read aloud and typed."""
 CODE_LENGTH = 8
 
 
 def new_code() -> str:
-    return "".join(CODE_ALPHABET[ord(c) % len(CODE_ALPHABET)] for c in new_id(CODE_LENGTH))
+    return ids.new_code(CODE_LENGTH)
 
 
 def normal_code(text: str) -> str:

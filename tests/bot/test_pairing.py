@@ -111,3 +111,18 @@ async def test_reply_and_ignore_keep_their_meaning(make_harness: Any) -> None:
     h = await make_harness(ScriptedModel([]), allow=["u1"], channels={"console": {"unknown_senders": "reply"}})
     [told] = await h.say("hi", user="u9")
     assert "Your user id is u9" in told and "allow_from" in told and not CODE.search(told)
+
+
+def test_codes_use_every_symbol_of_their_alphabet_uniformly() -> None:
+    """Pairing and link codes: 8 symbols of 32, each equally likely (40 bits), not 24 of them (36 bits)."""
+    from collections import Counter
+
+    from bot.ids import CODE_ALPHABET
+    from bot.store.pairing import new_code
+
+    assert len(set(CODE_ALPHABET)) == 32
+    counts = Counter("".join(new_code() for _ in range(2_000)))
+    assert set(counts) == set(CODE_ALPHABET)
+    # 16,000 symbols: 500 expected each; a symbol drawn twice as often (the old modulo bias) would exceed 800.
+    assert max(counts.values()) < 700 and min(counts.values()) > 300
+

@@ -129,3 +129,14 @@ async def test_recall_finds_the_linked_person_matches_then_newest(make_store: Ca
     assert person.startswith("person:") and [h.text for h in hits] == ["我下周去东京出差", "Works as a nurse in Lyon"]
     assert await memories.recall("nobody:1", query_terms("cat"), 5) == ("nobody:1", [])
     assert await memories.recall("nobody:1", [], 5) == ("nobody:1", [])
+
+
+async def test_link_codes_draw_every_symbol_of_their_alphabet(make_store: Callable[..., Any]) -> None:
+    """Link codes use all 32 symbols (40 bits in 8), not the 24 a modulo over the id alphabet reached."""
+    from bot.ids import CODE_ALPHABET
+
+    memories = MemoryStore(await make_store())
+    seen: set[str] = set()
+    for i in range(60):  # 480 symbols: every one of 32 shows with near certainty (miss chance < 1e-12)
+        seen |= set(await memories.issue_code(f"telegram:{i}", 10))
+    assert seen == set(CODE_ALPHABET)
