@@ -1,5 +1,6 @@
 """Slack mrkdwn: ``*bold*``, ``_italic_``, ``~strike~``, `` `code` ``, ``<url|label>``, ``>`` quotes;
-headings bold, list items with bullets, tables as code blocks; ``&``, ``<``, ``>`` escaped in text."""
+headings bold, list items with bullets, tables as code blocks; ``&``, ``<``, ``>`` escaped in text; a link
+only to a web, mail or phone address (never ``<!channel|…>``, ``<!subteam^…|…>`` or ``<@U…|…>``)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ _SLACK_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 # Slack code has no escape for a backtick; a look-alike keeps the span intact.
 BACKTICK_LOOKALIKE = "\u02cb"
 ZWSP = "\u200b"
+LINKABLE = re.compile(r"(?i)(?:https?|mailto|tel|ftp)://?\S|(?:mailto|tel):\S")
+"""A link target Slack may get as ``<target|label>``.  Anything else (``!channel``, ``!subteam^…``, ``@U…``,
+``#C…``, which Slack reads as mentions in their ``<…|label>`` forms too) is shown as text: a model's answer
+must never ping a whole channel."""
 
 
 def to_slack_mrkdwn(text: str) -> str:
@@ -62,6 +67,10 @@ def _slack(nodes: Sequence[Node]) -> str:
                 pieces.append(f"_{_slack(ch)}_")
             case Code(text=t):
                 pieces.append(f"`{t.translate(_SLACK_ESCAPES).replace('`', BACKTICK_LOOKALIKE)}`")
+            case Link(children=ch, url=url) if not LINKABLE.match(url):
+                label, shown = plain_nodes(ch), _slack_fence_safe(url.translate(_SLACK_ESCAPES))
+                text = _slack_fence_safe(label.translate(_SLACK_ESCAPES))
+                pieces.append(shown if label == url else f"{text} ({shown})")
             case Link(children=ch, url=url):
                 label = plain_nodes(ch).translate(_SLACK_ESCAPES)
                 target = url.translate(_SLACK_ESCAPES).replace("|", "%7C")

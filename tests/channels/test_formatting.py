@@ -178,6 +178,16 @@ def test_to_telegram(source: str, text: str, entities: list[tuple[str, ...]]) ->
     [
         ("a & b < c > d", "a &amp; b &lt; c &gt; d"),
         ("<!channel> hi", "&lt;!channel&gt; hi"),
+        # Link targets Slack reads as mentions are shown as text, never as <!channel|…> (a mass ping).
+        ("[all good](!channel)", "all good (!channel)"),
+        ("[ok](!here)", "ok (!here)"),
+        ("[team](!subteam^S123|@devs)", "team (!subteam^S123|@devs)"),
+        ("[you](@U123|x)", "you (@U123|x)"),
+        ("[general](#C123)", "general (#C123)"),
+        ("[!channel](!channel)", "!channel"),
+        ("[x](javascript:alert(1))", "x (javascript:alert(1))"),
+        ("[mail](mailto:a@b.c)", "<mailto:a@b.c|mail>"),
+        ("[HTTP](HTTP://x.com)", "<HTTP://x.com|HTTP>"),
         ("**bold** _it_ *it*", "*bold* _it_ _it_"),
         ("**bold _both_**", "*bold _both_*"),
         ("`x < 1`", "`x &lt; 1`"),
