@@ -113,5 +113,15 @@ class AccessPolicy:
 
     @staticmethod
     def may_answer(requester: str, sender: Sender) -> bool:
-        """Only the person who was asked, or an admin, answers a pending request."""
+        """Only the person who asked (the requester), or an admin, answers, stops or cancels a request, pending or
+        running: in a group, nobody cuts short another member's request."""
         return sender.id == requester or sender.is_admin
+
+    @staticmethod
+    def may_change_chat(sender: Sender, direct: bool) -> bool:
+        """What changes a chat for everyone in it (clearing its shared history with ``/reset`` or ``/new``, a tool
+        "always allowed" there): in a direct chat its one person, in a group an admin."""
+        return direct or sender.is_admin
+
+    ONLY_REQUESTER = "Only the person who asked (or an admin) can {what} this request."
+    ONLY_ADMIN_IN_GROUP = "In a group only an admin can {what}; it would change this chat for everyone."

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from bot.access import AccessPolicy
 from bot.commands.context import CommandContext
 from bot.commands.registry import CommandCall
 from bot.store.ops import utcnow
 from bot.tracing.recorder import timeline
+
+CANCEL_OWN = " (/cancel stops a request of your own.)"
 
 
 def _age(seconds: float) -> str:
@@ -37,6 +40,8 @@ def register_builtin_commands(ctx: CommandContext) -> None:
         return f"You are {ev.sender.id}{name}, {role}, in chat {ev.chat}."
 
     async def reset(call: CommandCall) -> str:
+        if not AccessPolicy.may_change_chat(call.event.sender, call.event.is_direct):
+            return AccessPolicy.ONLY_ADMIN_IN_GROUP.format(what="clear its history") + CANCEL_OWN
         cancelled = await ctx.interrupts.cancel(call.event.chat, call.event.sender)
         await ctx.store.clear_history(str(call.event.chat))
         if ctx.memory is not None:
@@ -52,8 +57,8 @@ def register_builtin_commands(ctx: CommandContext) -> None:
         row = await ctx.runs.pending(str(call.event.chat))
         if row is None:
             return "Nothing to cancel."
-        if row.requester != call.event.sender.id and not call.event.sender.is_admin:
-            return "Only the person who was asked (or an admin) can cancel this request."
+        if not AccessPolicy.may_answer(row.requester, call.event.sender):
+            return AccessPolicy.ONLY_REQUESTER.format(what="cancel")
         await ctx.interrupts.cancel(call.event.chat, call.event.sender)
         return "Cancelled."
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from bot.access import AccessPolicy
 from bot.commands.admin import last_route
+from bot.commands.builtin import CANCEL_OWN
 from bot.commands.context import CommandContext
 from bot.commands.registry import CommandCall
 from bot.config.settings import ConfigError
@@ -29,6 +31,8 @@ def register_session_commands(
 
     async def new(call: CommandCall) -> str:
         chat = call.event.chat
+        if not AccessPolicy.may_change_chat(call.event.sender, call.event.is_direct):
+            return AccessPolicy.ONLY_ADMIN_IN_GROUP.format(what="start a new conversation") + CANCEL_OWN
         cancelled = await ctx.interrupts.cancel(chat, call.event.sender)
         await ctx.store.clear_history(str(chat))
         if ctx.memory is not None:
@@ -83,8 +87,8 @@ def register_session_commands(
         row = await ctx.runs.pending(str(call.event.chat))
         if row is None:
             return "Nothing is running here."
-        if row.requester != call.event.sender.id and not call.event.sender.is_admin:
-            return "Only the person who was asked (or an admin) can stop this request."
+        if not AccessPolicy.may_answer(row.requester, call.event.sender):
+            return AccessPolicy.ONLY_REQUESTER.format(what="stop")
         await ctx.interrupts.cancel(call.event.chat, call.event.sender)
         return "Stopped: the request waiting here is cancelled."
 

@@ -139,11 +139,23 @@ class Supervisor:
         admission = await self.access.admit(event)
         if not admission.allowed or not await self.mark(turn):
             return
-        if self.turns.stop(turn.chat):
-            await self.notice(turn.chat, "🚫 Stopped the running request.")
-        else:
-            cancelled = await self.interrupts.cancel(turn.chat, admission.sender)
-            await self.notice(turn.chat, "Cancelled." if cancelled else "Nothing to cancel.")
+        sender, chat = admission.sender, turn.chat
+        requester = self.turns.requester(chat)
+        if requester is not None:
+            if not AccessPolicy.may_answer(requester, sender):
+                await self.notice(chat, AccessPolicy.ONLY_REQUESTER.format(what="stop"))
+            elif self.turns.stop(chat):
+                await self.notice(chat, "🚫 Stopped the running request.")
+                return
+            else:  # it ended meanwhile
+                await self.notice(chat, "Nothing is running here any more.")
+            return
+        row = await self.runs.pending(turn.chat_key)
+        if row is not None and not AccessPolicy.may_answer(row.requester, sender):
+            await self.notice(chat, AccessPolicy.ONLY_REQUESTER.format(what="cancel"))
+            return
+        cancelled = await self.interrupts.cancel(chat, sender)
+        await self.notice(chat, "Cancelled." if cancelled else "Nothing to cancel.")
 
     async def tracked(self, turn: Turn, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the chat's own task, which ``/cancel`` may cancel while it runs.
@@ -152,7 +164,9 @@ class Supervisor:
         ``/cancel`` asked for ends here; any other (shutdown) goes on.
         """
         chat = turn.chat
-        task = self.turns.start(chat)
+        # A press resumes the run of the person who was asked: the run is theirs, whoever pressed.
+        requester = turn.pending.requester if turn.pending is not None else await self._press_requester(turn)
+        task = self.turns.start(chat, requester)
         try:
             await work
         except EventNotStored as exc:  # its first write failed: the platform was told "not stored", nothing ran
@@ -175,6 +189,14 @@ class Supervisor:
                 await self.notice(chat, CRASHED)
         finally:
             self.turns.end(chat)
+
+    async def _press_requester(self, turn: Turn) -> str:
+        """Whose request a press runs on: the pending request's asker (the presser otherwise)."""
+        if isinstance(turn.event, Action):
+            row = await self.runs.pending(turn.chat_key)
+            if row is not None:
+                return row.requester
+        return turn.sender.id
 
     async def _end_running(self, chat_key: str, status: str, notice: str | None = None) -> bool:
         """End the chat's running run(s) with ``status`` (and ``notice``); whether there was one."""

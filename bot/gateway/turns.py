@@ -22,6 +22,7 @@ class ChatTurns:
     def __init__(self, bot_name: str) -> None:
         self.bot_names = frozenset({bot_name.lower()})
         self._busy: dict[ChatKey, asyncio.Task[object]] = {}
+        self._requesters: dict[ChatKey, str] = {}
         self._stopping: set[ChatKey] = set()
 
     def is_urgent(self, event: InboundEvent) -> bool:
@@ -34,16 +35,22 @@ class ChatTurns:
     def busy(self, chat: ChatKey) -> bool:
         return chat in self._busy
 
-    def start(self, chat: ChatKey) -> asyncio.Task[object]:
-        """The current task runs ``chat``'s request (until :meth:`end`)."""
+    def start(self, chat: ChatKey, requester: str) -> asyncio.Task[object]:
+        """The current task runs ``chat``'s request, made by ``requester`` (until :meth:`end`)."""
         task = asyncio.current_task()
         assert task is not None
         self._busy[chat] = task
+        self._requesters[chat] = requester
         return task
+
+    def requester(self, chat: ChatKey) -> str | None:
+        """Who made the request running in ``chat`` (None: nothing runs there)."""
+        return self._requesters.get(chat) if chat in self._busy else None
 
     def end(self, chat: ChatKey) -> None:
         """``chat``'s request is over, stopped or not."""
         self._busy.pop(chat, None)
+        self._requesters.pop(chat, None)
         self._stopping.discard(chat)
 
     def stopping(self, chat: ChatKey) -> bool:

@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 NOT_PENDING = "This request is no longer pending."
 NOT_YOURS = "Only the person who was asked (or an admin) can answer this."
+GRANT_IS_ADMINS = (
+    "In a group only an admin can always allow a tool (it would skip confirmations for everyone); Approve runs it once."
+)
 NOT_SAVED = "⚠️ I could not save your answer, so nothing was run; the request is still open. Please answer again."
 DENIED_EXPIRED = "denied: not confirmed in time"
 DENIED_SUPERSEDED = "denied: the user moved on to a new request"
@@ -118,6 +121,8 @@ class InterruptService:
             return NOT_PENDING, None, ""
         if not self._may_answer(row, action.sender):
             return NOT_YOURS, row, press.choice
+        if press.choice == "g" and not await self._may_grant(row, action.sender):
+            return GRANT_IS_ADMINS, row, press.choice
         if action.console is not None:
             return console_refusal(row, press.choice, action.console), row, press.choice
         if press.choice not in {value for _label, value in row.choices}:
@@ -214,6 +219,15 @@ class InterruptService:
             task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
         return tell
+
+    async def _may_grant(self, row: InterruptRow, sender: Sender) -> bool:
+        """Whether ``sender`` may "always allow": it turns confirmations off for everyone in the chat, so in a
+        group it is an admin's press."""
+        group = row.payload.get("group")
+        if group is None and not sender.is_admin:  # a row from before the flag: the run knows its chat
+            run = await self.runs.paused_run(row.run_id)
+            group = run is None or not run.direct
+        return AccessPolicy.may_change_chat(sender, not group)
 
     @staticmethod
     def _may_answer(row: InterruptRow, sender: Sender) -> bool:

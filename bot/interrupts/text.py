@@ -66,24 +66,27 @@ def yes_no(text: str) -> bool | None:
     return None
 
 
-def tool_confirm_choices(calls: list[dict[str, Any]], grantable: list[str]) -> list[tuple[str, str]]:
-    """(label, choice) pairs for a tool confirmation: all, none, each alone, always allow."""
+def tool_confirm_choices(
+    calls: list[dict[str, Any]], grantable: list[str], *, group: bool = False
+) -> list[tuple[str, str]]:
+    """(label, choice) pairs for a tool confirmation: all, none, each alone, always allow (in a ``group``, an
+    admin's button: it turns confirmations off for everyone there)."""
     choices = [("✅ Approve", "a"), ("❌ Deny", "d")]
     if len(calls) > 1:
         choices = [("✅ Approve all", "a"), ("❌ Deny all", "d")]
         choices += [(f"Only {i}: {c['name']}", f"o{i}") for i, c in enumerate(calls, 1)]
     if grantable:
         names = ", ".join(grantable)
-        choices.append((f"Always allow {names} here", "g"))
+        choices.append((f"Always allow {names} here" + (" (admins)" if group else ""), "g"))
     return choices
 
 
-def prompt_choices(request: InterruptRequest) -> list[tuple[str, str]]:
+def prompt_choices(request: InterruptRequest, *, group: bool = False) -> list[tuple[str, str]]:
     """The buttons of a pause's prompt (a tool confirmation offers "always" only when every tool can be granted)."""
     if request.kind == "tool_confirm":
         calls = list(request.payload.get("calls", []))
         names = {c["name"] for c in calls}
-        return tool_confirm_choices(calls, grantable(names) if not names & NEVER_GRANTED else [])
+        return tool_confirm_choices(calls, grantable(names) if not names & NEVER_GRANTED else [], group=group)
     return [(c.label, c.value) for c in request.choices]
 
 

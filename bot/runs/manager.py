@@ -245,10 +245,12 @@ class RunManager:
         """Commit the run's state, the interrupt row and the prompt's outbox entry together (not sent yet)."""
         chat = run.chat
         interrupt_id, nonce = new_id(), new_nonce()
-        choices = prompt_choices(request)
+        choices = prompt_choices(request, group=not run.direct)
         own = agent.confirm_timeout_s if request.kind == "tool_confirm" and isinstance(agent, AgentDef) else None
         timeout = own or self.settings.interrupts.timeout_for(request.kind)
         shown, payload = request.prompt, request.payload
+        if not run.direct and request.kind == "tool_confirm":
+            payload = {**payload, "group": True}  # "always allow" is then an admin's (InterruptService._check)
         limit = self.text_limits.get(chat.channel)
         if request.kind == "tool_confirm" and limit is not None and len(shown) + 60 > limit:
             # Too long to see at once: a preview, "Show all" and Deny; Approve only once all of it was shown.
