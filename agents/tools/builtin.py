@@ -17,11 +17,12 @@ BUILTIN = "builtin"
 
 def builtin_tools(config: ToolsConfig, *, hidden: Sequence[Path] = ()) -> list[Tool]:
     """Every built-in tool the configuration enables (``run_command`` only when enabled and sandboxed), less
-    the disabled ones.  ``hidden``: the bot's own files, which ``run_command``'s sandbox masks."""
+    the disabled ones.  ``hidden``: the bot's own files, which the file tools refuse and ``run_command``'s
+    sandbox masks."""
     tools = [
         *time_tools(),
         *http_tools(config.http),
-        *file_tools(config.workspace, config.max_file_bytes),
+        *file_tools(config.workspace, config.max_file_bytes, hidden=hidden),
         *command_tools(config.run_command, config.workspace, hidden=hidden),
     ]
     return [t for t in tools if t.name not in config.disabled]

@@ -4,7 +4,12 @@ Every path is taken relative to the workspace and resolved (symbolic links
 followed) before use; the result must stay inside the workspace, so ``../``
 traversal, absolute paths elsewhere and links pointing out are refused.
 Writing never goes through a link: the folder is resolved and checked, and
-the file itself is opened without following a link (``O_NOFOLLOW``).
+the file itself is opened without following a link (``O_NOFOLLOW``).  A file
+with several hard links is neither read nor written: a hard link shares its
+content with a file that may lie outside the workspace (the bot's database, say),
+and only the opened file (``fstat``) says so, without a race.  The bot's own
+files (``hidden``: its data, configuration, ``.env``) are refused, and left out
+of listings, even when they lie inside the workspace.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from agents.tools.base import Tool, ToolError, tool
 
@@ -22,9 +29,16 @@ MAX_LISTED = 500
 class Workspace:
     """The folder the tools may touch; created on first use."""
 
-    def __init__(self, root: Path, max_bytes: int) -> None:
+    def __init__(self, root: Path, max_bytes: int, hidden: Sequence[Path] = ()) -> None:
         self.root = root.expanduser().resolve()
         self.max_bytes = max_bytes
+        resolved = (p.expanduser().resolve() for p in hidden)
+        self.hidden = tuple(p for p in resolved if p == self.root or p.is_relative_to(self.root))
+        """The bot's own files inside the workspace (or the workspace itself): never read, written or listed."""
+
+    def is_hidden(self, target: Path) -> bool:
+        """``target`` (a resolved path) is one of the bot's own files or inside one of its folders."""
+        return any(target == h or target.is_relative_to(h) for h in self.hidden)
 
     def ensure(self) -> None:
         try:
@@ -42,6 +56,10 @@ class Workspace:
     def _inside(self, target: Path, path: str) -> None:
         if target != self.root and not target.is_relative_to(self.root):
             raise ToolError(f"{path!r} is outside the workspace; use a path relative to the workspace folder")
+        if self.is_hidden(target):
+            raise ToolError(
+                f"{path!r} is one of the bot's own files (its data, configuration or secrets); not for tools"
+            )
 
     def resolve(self, path: str) -> Path:
         """The real path of ``path`` (which need not exist), refused if outside the workspace."""
@@ -64,6 +82,7 @@ class Workspace:
             raise ToolError(f"cannot resolve {path!r}: {exc}") from None
         self._inside(folder, path)
         target = folder / joined.name
+        self._inside(target, path)  # one of the bot's own files?
         if target.is_symlink():
             raise ToolError(f"{path!r} is a symbolic link; writing through links is not allowed")
         if target.is_dir():
@@ -74,13 +93,29 @@ class Workspace:
         return str(target.relative_to(self.root)) if target != self.root else "."
 
 
-def _read(target: Path, limit: int) -> tuple[bytes, int]:
+SEVERAL_LINKS = "it has {n} hard links, so it may be the same file as one outside the workspace; it is not {verb}"
+
+
+def open_regular(target: Path, verb: str = "read") -> BinaryIO:
+    """``target`` opened for reading: a regular file with one link (checked on the opened file, no race), not a
+    symbolic link, never blocking (a FIFO).  :class:`ToolError` otherwise; ``verb`` says what is refused."""
     fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as handle:
+    handle = os.fdopen(fd, "rb")
+    try:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise ToolError("not a regular file")
-        return handle.read(limit), info.st_size
+        if info.st_nlink > 1:
+            raise ToolError(SEVERAL_LINKS.format(n=info.st_nlink, verb=verb))
+    except BaseException:
+        handle.close()
+        raise
+    return handle
+
+
+def _read(target: Path, limit: int) -> tuple[bytes, int]:
+    with open_regular(target) as handle:
+        return handle.read(limit), os.fstat(handle.fileno()).st_size
 
 
 def _write(target: Path, data: bytes) -> None:
@@ -97,8 +132,8 @@ def _write(target: Path, data: bytes) -> None:
         handle.write(data)
 
 
-def _listing(target: Path) -> str:
-    entries = sorted(target.iterdir(), key=lambda p: p.name)
+def _listing(target: Path, ws: Workspace) -> str:
+    entries = sorted((p for p in target.iterdir() if not ws.is_hidden(p)), key=lambda p: p.name)
     lines = []
     for entry in entries[:MAX_LISTED]:
         try:
@@ -116,8 +151,9 @@ def _listing(target: Path) -> str:
     return "\n".join(lines) or "(empty)"
 
 
-def file_tools(root: Path, max_bytes: int) -> list[Tool]:
-    ws = Workspace(root, max_bytes)
+def file_tools(root: Path, max_bytes: int, *, hidden: Sequence[Path] = ()) -> list[Tool]:
+    """``read_file``, ``write_file`` and ``list_dir`` in ``root``; ``hidden``: the bot's own files, refused."""
+    ws = Workspace(root, max_bytes, hidden)
 
     @tool(risk="low")
     async def read_file(path: str) -> str:
@@ -164,7 +200,7 @@ def file_tools(root: Path, max_bytes: int) -> list[Tool]:
         if not target.is_dir():
             raise ToolError(f"no folder {path!r} in the workspace")
         try:
-            return await asyncio.to_thread(_listing, target)
+            return await asyncio.to_thread(_listing, target, ws)
         except OSError as exc:
             raise ToolError(f"cannot list {path!r}: {exc.strerror}") from None
 

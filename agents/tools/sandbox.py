@@ -7,8 +7,9 @@ its configuration, files anywhere else.  Under bubblewrap (``bwrap``, Debian's
 network unless ``network: true``), so the bot's processes do not exist for it;
 a read-only view of the system directories only (``/usr``, ``/bin``, ``/lib*``,
 ``/etc``, the Python installation), with the bot's data and configuration
-masked where they would show through; a private ``/tmp``; the workspace as its
-only writable directory; an unprivileged user; a clean environment (bwrap itself
+masked where they would show through (under a system directory, and inside the
+workspace: an empty read-only folder or an empty file in their place); a private
+``/tmp``; the workspace as its only writable directory; an unprivileged user; a clean environment (bwrap itself
 is started with it, so even ``/proc/1/environ`` inside holds nothing of the
 bot's); and it dies with the bot.  When the command exits, everything it left
 running in the background dies with it (the namespace's init exits).
@@ -66,7 +67,8 @@ class Bubblewrap:
     executable: str
     network: bool = False
     hidden: Sequence[Path] = ()
-    """The bot's own files (data dir, config): masked wherever a system directory would show them."""
+    """The bot's own files (data dir, config, ``.env``): masked wherever a system directory or the workspace
+    would show them.  Only those that exist are masked (a mount point would be made on the host)."""
     name: str = field(default="bwrap", init=False)
 
     def argv(self, command: Sequence[str], workspace: Path, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -79,17 +81,29 @@ class Bubblewrap:
             if Path(root).exists() and not any(Path(root).is_relative_to(m) for m in mounted):
                 args += ["--ro-bind", root, root]
                 mounted.append(Path(root))
-        for path in self.hidden:
-            if path.exists() and any(path.is_relative_to(m) for m in mounted):
-                args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+        args += _masks([p for p in self.hidden if any(p.is_relative_to(m) for m in mounted)])
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
-        args += ["--bind", str(workspace), str(workspace), "--chdir", str(workspace), "--"]
+        args += ["--bind", str(workspace), str(workspace)]
+        # Later mounts win: what of the bot's lies inside the workspace is covered after the workspace is bound.
+        args += _masks([p for p in self.hidden if p == workspace or p.is_relative_to(workspace)])
+        args += ["--chdir", str(workspace), "--"]
         search = ":".join([PATH, *(f"{root}/bin" for root in _python_roots())])
         inner = {**env, "PATH": search, "HOME": str(workspace), "TMPDIR": "/tmp"}
         inner.pop("USER", None)
         inner.pop("LOGNAME", None)
         # bwrap is started with the command's own (clean) environment: /proc/1/environ inside is bwrap's.
         return [*args, *command], inner
+
+
+def _masks(paths: Sequence[Path]) -> list[str]:
+    """bwrap arguments covering each existing path: a folder by an empty read-only tmpfs, a file by /dev/null."""
+    args: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        elif path.exists():
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
 
 
 def _python_roots() -> list[str]:

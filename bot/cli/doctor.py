@@ -3,9 +3,10 @@
 Checks, in order: the configuration (every layer, secrets written in files), the channels (their secrets,
 each platform's answer to its token: ``getMe``, ``auth.test`` and the app token, a Discord login; webhook
 settings), the HTTP server's port, the database (reachable, migrations current), Redis when configured, the
-models (a 1-token call to the main model and each fallback, the router's, the summariser's; an embedding of
-one word), the MCP servers (started, their tools listed) and the agent files. Exit 0 when all pass, 1 when
-any fails. Network checks are bounded by ``--timeout`` each; nothing is changed anywhere.
+tools' workspace (it must not hold the bot's own files), the models (a 1-token call to the main model and each
+fallback, the router's, the summariser's; an embedding of one word), the MCP servers (started, their tools
+listed) and the agent files. Exit 0 when all pass, 1 when any fails. Network checks are bounded by
+``--timeout`` each; nothing is changed anywhere.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dotenv import dotenv_values
 
 from agents.messages import Message
 from agents.models.base import Generation, ModelError
+from bot.config.own import WORKSPACE_FIX, workspace_path, workspace_problem
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings, load_settings
 from bot.models import ModelCatalog, parse_spec
 from bot.store.migrate import current_revision, head_revision
@@ -66,7 +68,7 @@ async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, 
         env = {**(files.values if files is not None else {}), **os.environ}
     lines = [_layers(settings, config, env)]
     lines += [Line(False, f"config: {w}", "move the value to the environment") for w in settings.warnings]
-    checks: list[Check] = [_channels, _http, _web, _store, _redis, _models, _mcp, _agents]
+    checks: list[Check] = [_channels, _http, _web, _store, _redis, _workspace, _models, _mcp, _agents]
     for check in checks:
         try:
             lines += await asyncio.wait_for(check(settings), timeout_s * 4)
@@ -221,6 +223,14 @@ async def _redis(settings: Settings) -> list[Line]:
     finally:
         await client.aclose()
     return [Line(True, f"bus: Redis at {shown} answers")]
+
+
+async def _workspace(settings: Settings) -> list[Line]:
+    """The tools' workspace must not hold the bot's own files (``bot run`` refuses to start when it does)."""
+    problem = workspace_problem(settings)
+    if problem is not None:
+        return [Line(False, f"workspace: {problem}", WORKSPACE_FIX)]
+    return [Line(True, f"workspace: {workspace_path(settings)} (the bot's own files are outside it)")]
 
 
 async def _models(settings: Settings) -> list[Line]:

@@ -315,6 +315,12 @@ class Settings(_Section):
     _origins: dict[str, str] = {}
     _warnings: list[str] = []
     _env_files: EnvFiles | None = None
+    _project: Path | None = None
+
+    @property
+    def project_file(self) -> Path | None:
+        """The project file these settings read (``--config``, or ``config/bot.yaml``), None when there was none."""
+        return self._project
 
     @property
     def env_files(self) -> EnvFiles | None:
@@ -418,6 +424,7 @@ def load_settings(
     settings._origins = {k: v for k, v in origins.items() if v != "default"}
     settings._warnings = warnings
     settings._env_files = files
+    settings._project = project.absolute() if project is not None else None
     problem = store_url_problem(settings.store.url)
     if problem is not None:
         raise ConfigError(f"invalid configuration:\n  {settings.origin('store.url')}: store.url: {problem}")

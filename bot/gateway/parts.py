@@ -10,7 +10,8 @@ from pathlib import Path
 from agents.models.base import Model
 from agents.tools.base import Tool
 from bot.clock import Clock
-from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings
+from bot.config.own import WORKSPACE_FIX, own_paths, workspace_problem
+from bot.config.settings import ConfigError, Settings
 from bot.models import ModelCatalog
 from bot.runs.catalog import AgentCatalog
 from channels.base import BuildContext, Channel
@@ -26,10 +27,14 @@ def build_model(settings: Settings) -> Model:
 
 
 def builtin_tools(settings: Settings) -> list[Tool]:
-    """The built-in toolset, configured by the ``tools`` section (``run_command``'s sandbox masks the bot's files)."""
+    """The built-in toolset, configured by the ``tools`` section: the file tools refuse the bot's own files and
+    ``run_command``'s sandbox masks them.  A workspace that holds them is refused (:class:`ConfigError`)."""
     from agents.tools import builtin_toolset
     from agents.tools.sandbox import SandboxUnavailable
 
+    problem = workspace_problem(settings)
+    if problem is not None:
+        raise ConfigError(f"{problem}; {WORKSPACE_FIX}")
     try:
         return list(builtin_toolset(settings.tools, hidden=own_files(settings)).tools)
     except SandboxUnavailable as exc:
@@ -37,10 +42,8 @@ def builtin_tools(settings: Settings) -> list[Tool]:
 
 
 def own_files(settings: Settings) -> list[Path]:
-    """What a sandboxed command must not see: the data dir (database), configuration files, agent files."""
-    paths = [settings.store.data_dir, USER_CONFIG.expanduser().parent, PROJECT_CONFIG.parent, settings.agents.user_dir]
-    paths += settings.agents.dirs
-    return [Path(p).expanduser() for p in paths]
+    """What no tool may see: the data dir (database), configuration files, ``.env`` files, agent files."""
+    return [own.path for own in own_paths(settings)]
 
 
 def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers: set[str]) -> None:

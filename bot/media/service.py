@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
+import os
 from importlib import import_module
 from pathlib import Path
 
 from agents.models.base import Model
 from agents.tools.base import Tool, ToolContext, ToolError, tool
-from agents.tools.files import Workspace
+from agents.tools.files import Workspace, open_regular
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.channels import sections
+from bot.config.own import own_paths
 from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundFile, OutboundMessage
@@ -101,7 +102,8 @@ class MediaService:
     # -- send_file
 
     def tools(self) -> list[Tool]:
-        workspace = Workspace(Path(self.settings.tools.workspace), SEND_MAX_BYTES)
+        hidden = [own.path for own in own_paths(self.settings)]
+        workspace = Workspace(Path(self.settings.tools.workspace), SEND_MAX_BYTES, hidden)
 
         @tool(risk="medium")
         async def send_file(ctx: ToolContext, path: str, caption: str = "", as_photo: bool | None = None) -> str:
@@ -110,16 +112,18 @@ class MediaService:
             source = workspace.resolve(path)
             if not source.is_file():
                 raise ToolError(f"{path!r} is not a file in the workspace")
-            size = source.stat().st_size
-            if size == 0 or size > SEND_MAX_BYTES:
-                raise ToolError(f"{path!r} is {size} bytes; files of 1 byte to 50 MB can be sent")
-            with source.open("rb") as handle:
-                found = sniff(handle.read(HEAD_BYTES))
-            photo = found.kind == "image" and size <= PHOTO_MAX_BYTES if as_photo is None else as_photo
-            # A copy: what was approved is what goes out, even if the workspace file changes meanwhile.
+            # A copy, made from the file opened and checked (one link, regular, its size): what was approved is
+            # what goes out, even if the workspace file changes meanwhile.
             self.root.mkdir(parents=True, exist_ok=True)
             copy = self.root / f"out-{new_id(12)}"
-            await asyncio.to_thread(shutil.copyfile, source, copy)
+            try:
+                size, head = await asyncio.to_thread(_copy_checked, source, copy)
+            except ToolError as exc:
+                raise ToolError(f"cannot send {path!r}: {exc}") from None
+            except OSError as exc:
+                raise ToolError(f"cannot send {path!r}: {exc.strerror or exc}") from None
+            found = sniff(head)
+            photo = found.kind == "image" and size <= PHOTO_MAX_BYTES if as_photo is None else as_photo
             outbound = OutboundFile(path=str(copy.resolve()), name=source.name, kind="photo" if photo else "document")
             message = OutboundMessage(chat=ChatKey.parse(ctx.chat_key), text=caption, file=outbound)
             ref = await self.delivery.send(message)
@@ -128,3 +132,21 @@ class MediaService:
             return f"sent {workspace.shown(source)} as a {'photo' if photo else 'document'}"
 
         return [send_file]
+
+
+def _copy_checked(source: Path, copy: Path) -> tuple[int, bytes]:
+    """Copy ``source`` to ``copy`` from the opened file once it passed the checks (a regular file with one hard
+    link, 1 byte to 50 MB); its size and first bytes.  :class:`ToolError` when it may not be sent."""
+    with open_regular(source, "sent") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0 or size > SEND_MAX_BYTES:
+            raise ToolError(f"it is {size} bytes; files of 1 byte to 50 MB can be sent")
+        head = handle.read(HEAD_BYTES)
+        handle.seek(0)
+        with copy.open("xb") as out:
+            while chunk := handle.read(min(1 << 20, SEND_MAX_BYTES + 1 - out.tell())):
+                out.write(chunk)
+        if copy.stat().st_size > SEND_MAX_BYTES:  # it grew meanwhile
+            copy.unlink()
+            raise ToolError(f"it grew past {SEND_MAX_BYTES} bytes while it was copied")
+    return size, head
