@@ -10,8 +10,11 @@ Phases, each a checkpoint when the run pauses:
   and questions pause *inside* the step and resume there);
 - ``replan``: after each step, ``{"action": "plan", "steps": [...]}`` for the
   remaining steps or ``{"action": "respond", "answer": "..."}``.
-At most ``max_steps`` steps run; past that the answer is assembled from the
-completed steps and says so.
+At most ``max_steps`` steps run: a plan is cut to the steps that can still run
+(the prompt says so, and the rest are listed as not done in the answer), so the
+plan shown for approval is exactly what runs.  A re-plan whose remaining steps
+are not all among the approved ones is a new plan version, approved again (as
+``approval`` asks); a re-plan that only drops approved steps goes on.
 """
 
 from __future__ import annotations
@@ -42,13 +45,15 @@ REPLAN_SCHEMA: dict[str, Any] = {
     "required": ["action"],
 }
 PLANNER = (
-    "You are a planner. Break the user's request into a short list of concrete steps (at most 7), each one an "
-    'instruction an assistant with tools can carry out. Reply with JSON: {"steps": ["..."]}.'
+    "You are a planner. Break the user's request into a short list of concrete steps (at most {limit}), each one "
+    'an instruction an assistant with tools can carry out. Reply with JSON: {{"steps": ["..."]}}.'
 )
 REPLANNER = (
     "You are a re-planner. Given the goal, the plan and the results of the completed steps, either reply "
     '{"action": "respond", "answer": "..."} with the final answer for the user (in their language) when '
-    'the goal is reached, or {"action": "plan", "steps": [...]} with the steps that remain.'
+    'the goal is reached, or {"action": "plan", "steps": [...]} with the steps that remain. Keep the remaining '
+    "steps word for word unless the results require a change: the user approved them as written, and a changed "
+    "plan is shown to them for approval again."
 )
 Approval = Literal["always", "never"] | int
 
@@ -100,8 +105,11 @@ class PlanExecuteRunner:
         if phase == "approval":
             choice = resolution.choice
             if choice == "approve":
+                state["approved"] = list(state["plan"])
                 return await self._execute(ctx, state)
             if choice == "reject":
+                if state["done"]:
+                    return self._partial(state, note="The revised plan was rejected")
                 return self._final(state, "Plan rejected; nothing was done.")
             decided = (
                 resolution if isinstance(resolution, PlanDecision) else PlanDecision(answer=answer_text(resolution))
@@ -125,24 +133,45 @@ class PlanExecuteRunner:
         if feedback and state["plan"]:
             request += f"\n\nCurrent plan:\n{_text(state['plan'])}\n\nRevise it with this feedback: {feedback}"
         try:
-            steps = await self._structured(ctx, request, PLANNER, PLAN_SCHEMA)
+            steps = await self._structured(ctx, request, PLANNER.format(limit=self.max_steps), PLAN_SCHEMA)
         except PlanError as exc:
             return self._final(state, f"I could not make a plan: {exc}")
-        state.update(phase="approval", plan=[str(s) for s in steps["steps"]], version=state["version"] + 1)
+        self._fit(state, steps["steps"])
+        state.update(phase="approval", version=state["version"] + 1)
         if self._needs_approval(state["plan"]):
-            return InterruptRequest(
-                kind="plan_approval",
-                prompt=f"📋 Plan (v{state['version']}):\n{_text(state['plan'])}",
-                choices=(
-                    Choice(label="✅ Approve", value="approve"),
-                    Choice(label="✏️ Edit", value="edit"),
-                    Choice(label="❌ Reject", value="reject"),
-                ),
-                payload={"plan": state["plan"], "version": state["version"]},
-                state=state,
-                agent=self.name,
-            )
+            return self._ask_approval(state, "Plan")
+        state["approved"] = list(state["plan"])
         return await self._execute(ctx, state)
+
+    def _fit(self, state: dict[str, Any], steps: list[Any]) -> None:
+        """``steps`` as the plan, cut to the steps that may still run (the rest kept apart, never run)."""
+        room = max(0, self.max_steps - state["executed"])
+        found = [str(s) for s in steps]
+        state["plan"], state["beyond"] = found[:room], found[room:]
+
+    def _ask_approval(self, state: dict[str, Any], title: str) -> InterruptRequest:
+        state["phase"] = "approval"
+        prompt = f"📋 {title} (v{state['version']}):\n{_text(state['plan'])}"
+        if state["done"]:
+            done = "\n".join(f"✓ {d['step']}" for d in state["done"])
+            prompt = f"Done so far:\n{done}\n\n{prompt}"
+        if state.get("beyond"):
+            prompt += (
+                f"\n\n(The planner proposed {len(state['plan']) + len(state['beyond'])} steps; at most "
+                f"{self.max_steps} run, so only these {len(state['plan'])} would.)"
+            )
+        return InterruptRequest(
+            kind="plan_approval",
+            prompt=prompt,
+            choices=(
+                Choice(label="✅ Approve", value="approve"),
+                Choice(label="✏️ Edit", value="edit"),
+                Choice(label="❌ Reject", value="reject"),
+            ),
+            payload={"plan": state["plan"], "version": state["version"]},
+            state=state,
+            agent=self.name,
+        )
 
     def _needs_approval(self, plan: list[str]) -> bool:
         if self.approval == "always":
@@ -191,8 +220,6 @@ class PlanExecuteRunner:
 
     async def _execute(self, ctx: RunContext, state: dict[str, Any]) -> RunResult:
         while state["plan"]:
-            if state["executed"] >= self.max_steps:
-                return self._partial(state)
             step = state["plan"][0]
             state.update(phase="execute", current=step)
             brief = self._brief(state, step)
@@ -206,6 +233,8 @@ class PlanExecuteRunner:
                 return self._partial(state, note=str(exc))
             if decision is not None:
                 return decision
+        if state.get("beyond"):
+            return self._partial(state)
         return await self._respond_from_results(ctx, state)
 
     def _brief(self, state: dict[str, Any], step: str) -> str:
@@ -242,8 +271,15 @@ class PlanExecuteRunner:
         decision = await self._structured(ctx, request, REPLANNER, REPLAN_SCHEMA)
         if decision["action"] == "respond" and decision.get("answer"):
             return self._final(state, str(decision["answer"]))
-        state["plan"] = [str(s) for s in decision.get("steps") or []]
-        return None
+        # Steps nobody approved do not run unasked: a checkpoint from before "approved" counts its plan approved.
+        approved = list(state.get("approved", state["plan"]))
+        self._fit(state, decision.get("steps") or [])
+        kept = all(step in approved for step in state["plan"])
+        if kept or not self._needs_approval(state["plan"]):
+            state["approved"] = approved if kept else list(state["plan"])
+            return None
+        state["version"] += 1
+        return self._ask_approval(state, "Revised plan")
 
     async def _respond_from_results(self, ctx: RunContext, state: dict[str, Any]) -> RunResult:
         summary = "\n".join(f"• {d['step']}: {d['result']}" for d in state["done"])
@@ -251,11 +287,11 @@ class PlanExecuteRunner:
 
     def _partial(self, state: dict[str, Any], note: str = "") -> FinalAnswer:
         done = "\n".join(f"• {d['step']}: {d['result']}" for d in state["done"]) or "(nothing)"
-        left = _text(state["plan"])
+        left_text = _text([*state["plan"], *state.get("beyond", [])])
         why = note or f"I reached the limit of {self.max_steps} steps"
         text = f"⚠️ {why}, so this is a partial answer.\nDone so far:\n{done}"
-        if left:
-            text += f"\nNot done:\n{left}"
+        if left_text:
+            text += f"\nNot done:\n{left_text}"
         return self._final(state, text)
 
     def _final(self, state: dict[str, Any], text: str) -> FinalAnswer:

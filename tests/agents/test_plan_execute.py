@@ -45,7 +45,7 @@ async def test_plan_approve_steps_replan_respond() -> None:
         [
             plan("Find a venue", "Book it"),
             "Venue: Hall A",
-            replan("Book Hall A"),
+            replan("Book it"),
             "Booked",
             respond("Offsite booked at Hall A."),
         ]
@@ -59,9 +59,66 @@ async def test_plan_approve_steps_replan_respond() -> None:
     state = json.loads(json.dumps(paused.state))
     done = await runner.resume(ctx(model, emitted=progress), state, PlanDecision(choice="approve"))
     assert isinstance(done, FinalAnswer) and done.text == "Offsite booked at Hall A."
-    assert progress == ["✅ Step 1/2: Find a venue", "✅ Step 2/2: Book Hall A"]
+    assert progress == ["✅ Step 1/2: Find a venue", "✅ Step 2/2: Book it"], "approved steps kept: no new prompt"
     assert model.requests[2].response_schema == REPLAN_SCHEMA
     assert "Do this step now: Find a venue" in (model.requests[1].messages[-1].text or "")
+    model.assert_complete()
+
+
+async def test_a_revised_plan_is_approved_again_before_its_new_steps_run() -> None:
+    model = ScriptedModel(
+        [
+            plan("Find a venue", "Book it"),
+            "Venue: Hall A",
+            replan("Book Hall A", "Wire the deposit"),
+            "Booked",
+            replan("Wire the deposit"),
+            "Wired",
+            respond("Booked and paid."),
+        ]
+    )
+    runner = PlanExecuteRunner()
+    paused = await runner.run(ctx(model), Message.user("Plan my team offsite"))
+    assert isinstance(paused, InterruptRequest)
+    revised = await runner.resume(ctx(model), json.loads(json.dumps(paused.state)), PlanDecision(choice="approve"))
+    assert isinstance(revised, InterruptRequest) and revised.kind == "plan_approval", "new steps: asked again"
+    assert "✓ Find a venue" in revised.prompt and "Revised plan (v2):\n1. Book Hall A\n2. Wire the deposit" in (
+        revised.prompt
+    )
+    assert len(model.requests) == 3, "nothing of the revised plan ran before its approval"
+    done = await runner.resume(ctx(model), json.loads(json.dumps(revised.state)), PlanDecision(choice="approve"))
+    assert isinstance(done, FinalAnswer) and done.text == "Booked and paid."
+    model.assert_complete()
+
+
+async def test_a_rejected_revision_stops_with_what_was_done() -> None:
+    model = ScriptedModel([plan("Find a venue"), "Venue: Hall A", replan("Wire 5,000 EUR to Hall A")])
+    runner = PlanExecuteRunner()
+    paused = await runner.run(ctx(model), Message.user("Plan my team offsite"))
+    assert isinstance(paused, InterruptRequest)
+    revised = await runner.resume(ctx(model), paused.state, PlanDecision(choice="approve"))
+    assert isinstance(revised, InterruptRequest)
+    done = await runner.resume(ctx(model), revised.state, PlanDecision(choice="reject"))
+    assert isinstance(done, FinalAnswer)
+    assert "revised plan was rejected" in done.text and "Find a venue: Venue: Hall A" in done.text
+    model.assert_complete()
+
+
+async def test_the_plan_shown_is_the_plan_that_runs_when_it_is_too_long() -> None:
+    steps = [f"step {i}" for i in range(1, 101)]
+    model = ScriptedModel([plan(*steps)])
+    runner = PlanExecuteRunner(max_steps=10)
+    paused = await runner.run(ctx(model), Message.user("x"))
+    assert isinstance(paused, InterruptRequest)
+    assert "10. step 10" in paused.prompt and "step 11" not in paused.prompt
+    assert "proposed 100 steps; at most 10 run, so only these 10 would" in paused.prompt
+    assert "at most 10" in (model.requests[0].system or "")
+    for i in range(1, 11):
+        model.add(f"r{i}", replan(*steps[i:]))
+    done = await runner.resume(ctx(model), paused.state, PlanDecision(choice="approve"))
+    assert isinstance(done, FinalAnswer)
+    assert "limit of 10 steps" in done.text and "step 10: r10" in done.text and "step 11" in done.text
+    assert sum(1 for r in model.requests if "Do this step now" in (r.messages[-1].text or "")) == 10
     model.assert_complete()
 
 
