@@ -9,6 +9,8 @@ from bot.store.ops import utcnow
 from bot.tracing.recorder import timeline
 
 CANCEL_OWN = " (/cancel stops a request of your own.)"
+PAGE_LINES = 20
+"""Scheduled messages listed per ``/pending`` page."""
 
 
 def _age(seconds: float) -> str:
@@ -63,19 +65,32 @@ def register_builtin_commands(ctx: CommandContext) -> None:
         return "Cancelled."
 
     async def pending(call: CommandCall) -> str:
+        args = call.argv
+        if args and (not args[0].isdigit() or int(args[0]) < 1):
+            return "Usage: /pending [PAGE]"
+        page = int(args[0]) if args else 1
         lines = []
         row = await ctx.runs.pending(str(call.event.chat))
-        if row is not None:
+        if row is not None and page == 1:
             age = _age((utcnow() - row.created_at).total_seconds())
-            first = row.prompt.splitlines()[0] if row.prompt else row.kind
+            first = row.prompt.splitlines()[0][:200] if row.prompt else row.kind
             lines.append(f"• {row.kind} ({age} ago, asked {row.requester}): {first} (shown again below)")
-        for r in await ctx.scheduled.pending(str(call.event.chat)):
+        scheduled = await ctx.scheduled.pending(str(call.event.chat))
+        pages = max(1, -(-len(scheduled) // PAGE_LINES))
+        if page > pages:
+            return f"There are {pages} page{'s' if pages != 1 else ''} of pending messages here; /pending {pages}."
+        for r in scheduled[(page - 1) * PAGE_LINES : page * PAGE_LINES]:
             when = f"{r['due_at']:%Y-%m-%d %H:%M} UTC"
-            lines.append(f"• scheduled {r['id']} at {when}: {r['text'][:80]} (/cancel {r['id']})")
+            text = " ".join(r["text"].split())
+            text = text if len(text) <= 80 else text[:79] + "…"
+            lines.append(f"• scheduled {r['id']} at {when}: {text} (/cancel {r['id']})")
+        if pages > 1:
+            more = f", /pending {page + 1} for the next" if page < pages else ""
+            lines.append(f"Page {page} of {pages} ({len(scheduled)} scheduled messages{more}).")
         if not lines:
             return "Nothing is pending in this chat."
         await ctx.notice(call.event.chat, "Pending:\n" + "\n".join(lines))
-        if row is not None:
+        if row is not None and page == 1:
             await ctx.interrupts.show_again(row)  # with its buttons, under the list: answer it there
         return ""
 
@@ -119,6 +134,6 @@ def register_builtin_commands(ctx: CommandContext) -> None:
     ctx.commands.add(
         "cancel", cancel, "cancel the pending request, the running one, or a scheduled message", usage="[ID]"
     )
-    ctx.commands.add("pending", pending, "what is waiting for an answer here")
+    ctx.commands.add("pending", pending, "what is waiting for an answer here", usage="[PAGE]")
     ctx.commands.add("permissions", permissions, "tools always allowed here; revoke them", usage="[revoke TOOL]")
     ctx.commands.add("trace", trace, "how your last request was handled: agents, tools, pauses", usage="[N]")

@@ -23,6 +23,10 @@ class JobsSection(_Section):
     """A chat's time zone until ``/timezone`` sets one (an IANA name)."""
     max_per_chat: int = Field(20, ge=0)
     max_per_user: int = Field(50, ge=0)
+    max_reminders_per_chat: int = Field(50, ge=0)
+    """Pending one-off messages (the ``schedule_message`` tool) a chat may have at once."""
+    max_reminders_per_user: int = Field(100, ge=0)
+    """…and one person may have asked for, over all chats."""
     min_interval_s: float = Field(300, ge=0)
     """The shortest time allowed between two fires of a job (cron expressions are checked over their next
     fires)."""

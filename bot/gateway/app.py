@@ -185,7 +185,8 @@ class Gateway:
 
     def _build_services(self, tools: Sequence[Tool] | None) -> None:
         """Scheduled messages, media, jobs, the tools agents may be offered, memory."""
-        self.scheduled = ScheduledMessages(self.repos.scheduled, self.delivery, self.clock, self.fences)
+        caps = (self.settings.jobs.max_reminders_per_chat, self.settings.jobs.max_reminders_per_user)
+        self.scheduled = ScheduledMessages(self.repos.scheduled, self.delivery, self.clock, self.fences, caps)
         self.media = MediaService(self.settings, self.model, self.delivery, self.clock)
         self.jobs = (
             JobService(

@@ -50,9 +50,16 @@ def parse_when(at: str | None, in_minutes: float | None, now: datetime) -> datet
 
 class ScheduledMessages:
     def __init__(
-        self, messages: ScheduledRepo, delivery: Delivery, clock: Clock = SYSTEM_CLOCK, fences: Fences = NO_FENCES
+        self,
+        messages: ScheduledRepo,
+        delivery: Delivery,
+        clock: Clock = SYSTEM_CLOCK,
+        fences: Fences = NO_FENCES,
+        limits: tuple[int, int] = (50, 100),
     ) -> None:
-        """``fences``: a message is sent for its chat only while this process holds the chat's partition."""
+        """``fences``: a message is sent for its chat only while this process holds the chat's partition;
+        ``limits``: how many may be pending per chat and per person."""
+        self.limits = limits
         self.fences = fences
         self.messages = messages
         self.delivery = delivery
@@ -83,8 +90,21 @@ class ScheduledMessages:
     # -- rows -----------------------------------------------------------------------------------
 
     async def add(self, chat_key: str, text: str, due: datetime, by: str) -> str:
+        """Store a message to send at ``due``; :class:`~agents.tools.base.ToolError` when the chat or the person
+        has as many pending as :attr:`limits` allow (a model looping on the tool cannot flood a chat)."""
         sid = new_id(8)
-        await self.messages.add(sid, chat_key, text, due, by, self.clock.utcnow())
+        refused = await self.messages.add(sid, chat_key, text, due, by, self.clock.utcnow(), self.limits)
+        if refused is not None:
+            in_chat, of_person = refused
+            if in_chat >= self.limits[0]:
+                raise ToolError(
+                    f"this chat has {in_chat} scheduled messages pending, the most it may have "
+                    "(jobs.max_reminders_per_chat); /pending lists them, /cancel ID removes one"
+                )
+            raise ToolError(
+                f"you have {of_person} scheduled messages pending, the most one person may have "
+                "(jobs.max_reminders_per_user)"
+            )
         self._schedule(sid, due)
         return sid
 

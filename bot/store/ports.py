@@ -213,7 +213,11 @@ class TraceRepo(Protocol):
 class ScheduledRepo(Protocol):
     """Scheduled messages (:class:`~bot.store.scheduled.SqlScheduled`)."""
 
-    async def add(self, sid: str, chat_key: str, text: str, due: datetime, by: str, at: datetime) -> None: ...
+    async def add(
+        self, sid: str, chat_key: str, text: str, due: datetime, by: str, at: datetime, limits: tuple[int, int]
+    ) -> tuple[int, int] | None:
+        """Store a pending message unless the chat or ``by`` has ``limits`` (per chat, per person) pending
+        already; None when stored, else those (chat, person) counts."""
 
     async def pending(self, chat_key: str | None = None) -> list[tuple[str, str, str, datetime]]:
         """(id, chat, text, due) of the pending messages (of one chat, or all), the soonest first."""

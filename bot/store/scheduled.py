@@ -15,16 +15,33 @@ class SqlScheduled:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
 
-    async def add(self, sid: str, chat_key: str, text: str, due: datetime, by: str, at: datetime) -> None:
-        await self.store.write(
+    async def add(
+        self, sid: str, chat_key: str, text: str, due: datetime, by: str, at: datetime, limits: tuple[int, int]
+    ) -> tuple[int, int] | None:
+        """Store a pending message unless the chat or the person already has ``limits`` (per chat, per person)
+        pending: checked in the insert itself, so calls made at once cannot all pass.  None when stored, else the
+        (chat, person) counts that refused it."""
+        per_chat, per_person = limits
+        result = await self.store.write(
             [
                 Step(
                     "INSERT INTO scheduled_messages (id, chat_key, text, due_at, status, created_by, created_at) "
-                    "VALUES (?, ?, ?, ?, 'pending', ?, ?)",
-                    (sid, chat_key, text, due, by, at),
+                    "SELECT ?, ?, ?, ?, 'pending', ?, ? "
+                    "WHERE (SELECT COUNT(*) FROM scheduled_messages WHERE chat_key = ? AND status = 'pending') < ? "
+                    "AND (SELECT COUNT(*) FROM scheduled_messages WHERE created_by = ? AND status = 'pending') < ?",
+                    (sid, chat_key, text, due, by, at, chat_key, per_chat, by, per_person),
+                    guard=True,
                 )
             ]
         )
+        if result.ok:
+            return None
+        rows = await self.store.read(
+            "SELECT (SELECT COUNT(*) FROM scheduled_messages WHERE chat_key = ? AND status = 'pending'), "
+            "(SELECT COUNT(*) FROM scheduled_messages WHERE created_by = ? AND status = 'pending')",
+            (chat_key, by),
+        )
+        return int(rows[0][0]), int(rows[0][1])
 
     async def pending(self, chat_key: str | None = None) -> list[tuple[str, str, str, datetime]]:
         sql = "SELECT id, chat_key, text, due_at FROM scheduled_messages WHERE status = 'pending'"

@@ -87,8 +87,15 @@ class FakeScheduled:
         self.rows: dict[str, dict[str, Any]] = {}
         self.outbox: list[tuple[str, str]] = []
 
-    async def add(self, sid: str, chat_key: str, text: str, due: datetime, by: str, at: datetime) -> None:
+    async def add(
+        self, sid: str, chat_key: str, text: str, due: datetime, by: str, at: datetime, limits: tuple[int, int]
+    ) -> tuple[int, int] | None:
+        live = [r for r in self.rows.values() if r["status"] == "pending"]
+        counts = sum(r["chat_key"] == chat_key for r in live), sum(r["by"] == by for r in live)
+        if counts[0] >= limits[0] or counts[1] >= limits[1]:
+            return counts
         self.rows[sid] = {"chat_key": chat_key, "text": text, "due": due, "status": "pending", "by": by}
+        return None
 
     async def pending(self, chat_key: str | None = None) -> list[tuple[str, str, str, datetime]]:
         rows = [

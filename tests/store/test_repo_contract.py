@@ -75,9 +75,10 @@ async def test_trace_rows_by_request_and_chat(repos: Callable[[str], Any]) -> No
 
 async def test_scheduled_messages_are_sent_or_cancelled_once(repos: Callable[[str], Any]) -> None:
     scheduled: ScheduledRepo = repos("scheduled")
-    await scheduled.add("s2", "console:a", "later", NOW + timedelta(hours=2), "u1", NOW)
-    await scheduled.add("s1", "console:a", "soon", NOW + timedelta(hours=1), "u1", NOW)
-    await scheduled.add("s3", "console:b", "other", NOW + timedelta(hours=3), "u2", NOW)
+    room = (50, 100)
+    await scheduled.add("s2", "console:a", "later", NOW + timedelta(hours=2), "u1", NOW, room)
+    await scheduled.add("s1", "console:a", "soon", NOW + timedelta(hours=1), "u1", NOW, room)
+    await scheduled.add("s3", "console:b", "other", NOW + timedelta(hours=3), "u2", NOW, room)
     assert [r[0] for r in await scheduled.pending()] == ["s1", "s2", "s3"]
     assert [r[0] for r in await scheduled.pending("console:b")] == ["s3"]
     assert await scheduled.get("s1") == ("console:a", "soon")
@@ -87,6 +88,20 @@ async def test_scheduled_messages_are_sent_or_cancelled_once(repos: Callable[[st
     first = await scheduled.send("s2", "console:a", '{"text": "later"}')
     assert first is not None and await scheduled.send("s2", "console:a", '{"text": "later"}') is None
     assert [r[0] for r in await scheduled.pending()] == ["s3"]
+
+
+async def test_scheduled_messages_are_capped_per_chat_and_per_person(repos: Callable[[str], Any]) -> None:
+    scheduled: ScheduledRepo = repos("scheduled")
+    due = NOW + timedelta(hours=1)
+    assert await scheduled.add("a1", "console:a", "x", due, "u1", NOW, (2, 3)) is None
+    assert await scheduled.add("a2", "console:a", "x", due, "u2", NOW, (2, 3)) is None
+    assert await scheduled.add("a3", "console:a", "x", due, "u1", NOW, (2, 3)) == (2, 1), "the chat is full"
+    assert await scheduled.add("b1", "console:b", "x", due, "u1", NOW, (2, 3)) is None
+    assert await scheduled.add("c1", "console:c", "x", due, "u1", NOW, (2, 3)) is None
+    assert await scheduled.add("d1", "console:d", "x", due, "u1", NOW, (2, 3)) == (0, 3), "the person is"
+    assert await scheduled.cancel("console:a", "a1")
+    assert await scheduled.add("a4", "console:a", "x", due, "u2", NOW, (2, 3)) is None, "room again"
+    assert sorted(r[0] for r in await scheduled.pending()) == ["a2", "a4", "b1", "c1"]
 
 
 async def test_jobs_limits_claims_and_fires(repos: Callable[[str], Any]) -> None:
