@@ -3,6 +3,9 @@
 Interactive on a TTY (a ``you>`` prompt); otherwise one message per input line,
 each reply printed before the next line is read.  Buttons print as numbered
 choices (``[1] Approve  [2] Deny``); typing the number or the label presses it.
+What is printed has its control characters shown, not obeyed
+(:func:`channels.terminal.terminal_safe`): a file a tool read cannot clear the
+screen or paint a fake prompt.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage,
 from bot.inbox import Inbox
 from channels.base import BuildContext, ChannelSection
 from channels.setup import ChannelSetup
+from channels.terminal import terminal_safe
 
 
 class ConsoleSettings(ChannelSection):
@@ -164,12 +168,13 @@ class ConsoleChannel:
             return self._print_growing(message)
         ref = f"console-{next(self._ids)}"
         prefix = "bot (edited)> " if message.edit_of else "bot> "
-        out = [prefix + message.text if message.text else prefix.rstrip()]
+        out = [prefix + terminal_safe(message.text) if message.text else prefix.rstrip()]
         if message.file is not None:  # a terminal shows where the file is
-            out.append(f"  📎 {message.file.name} ({message.file.kind}): {message.file.path}")
+            file = message.file
+            out.append(f"  📎 {terminal_safe(file.name)} ({file.kind}): {terminal_safe(file.path)}")
         flat = [b for row in message.buttons for b in row]
         if flat:
-            out.append("  ".join(f"[{i}] {b.label}" for i, b in enumerate(flat, 1)))
+            out.append("  ".join(f"[{i}] {terminal_safe(b.label)}" for i, b in enumerate(flat, 1)))
             self._buttons, self._prompt_ref = flat, ref
         elif message.edit_of is not None and message.edit_of == self._prompt_ref:
             self._buttons, self._prompt_ref = [], None
@@ -185,11 +190,11 @@ class ConsoleChannel:
         ref = message.edit_of or f"console-{next(self._ids)}"
         printed = self._printed.get(ref)
         if printed is None:
-            chunk = ("\r" if self.interactive else "") + "bot> " + message.text
+            chunk = ("\r" if self.interactive else "") + "bot> " + terminal_safe(message.text)
         elif message.text.startswith(printed):
-            chunk = message.text[len(printed) :]
+            chunk = terminal_safe(message.text[len(printed) :])
         else:  # the final answer differs from what was shown (a guardrail repaired it): show it whole
-            chunk = "\nbot> " + message.text
+            chunk = "\nbot> " + terminal_safe(message.text)
         if message.kind == "draft":
             self._printed[ref] = message.text
         else:

@@ -1,5 +1,7 @@
 """Logging set-up: a filter that keeps secrets out of every log line, the correlation id of the request being
-handled on each record, and ``log.format: json`` (one JSON object per line)."""
+handled on each record, and ``log.format: json`` (one JSON object per line).  A log line can carry what someone
+wrote (a file name, a platform's error): its control characters are shown, not obeyed by the terminal that
+shows the line or the log file (:func:`channels.terminal.terminal_safe`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.tracing.context import CORRELATION
+from channels.terminal import terminal_safe
 
 REDACTED = "***"
 
@@ -66,11 +69,18 @@ class JsonFormatter(logging.Formatter):
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
             out["exception"] = record.exc_text
-        return json.dumps(out, ensure_ascii=False)
+        return terminal_safe(json.dumps(out, ensure_ascii=False))  # still JSON: only characters inside strings
+
+
+class TextFormatter(logging.Formatter):
+    """:data:`FORMAT`, with control characters shown (line breaks of a traceback stay)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record))
 
 
 def formatter(kind: str) -> logging.Formatter:
-    return JsonFormatter() if kind == "json" else logging.Formatter(FORMAT)
+    return JsonFormatter() if kind == "json" else TextFormatter(FORMAT)
 
 
 def setup_logging(

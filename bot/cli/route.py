@@ -15,6 +15,7 @@ from bot.config.settings import Settings
 from bot.routing import Correction, Router, parse_target
 from bot.routing.decision import RouteDecision
 from bot.routing.evaluate import EvalFileError, Outcome, Report, read_labelled, render
+from channels.terminal import terminal_safe
 
 ENCODER_WAIT_S = 120.0
 
@@ -87,10 +88,10 @@ async def route_messages(
             return await _evaluate(router, settings, catalog.agents.keys(), chosen, eval_file, as_json)
         for text in messages:
             out = await _one(router, settings, set(catalog.agents), text, chosen)
-            if as_json:
-                typer.echo(json.dumps(out, ensure_ascii=False))
+            if as_json:  # what was typed or read is shown, never obeyed by the terminal
+                typer.echo(terminal_safe(json.dumps(out, ensure_ascii=False)))
             else:
-                typer.echo("\n".join(f"{k}: {_shown(v)}" for k, v in out.items() if k != "text"))
+                typer.echo(terminal_safe("\n".join(f"{k}: {_shown(v)}" for k, v in out.items() if k != "text")))
     finally:
         await model.aclose()
     return 0
@@ -145,7 +146,7 @@ async def _evaluate(router: Router, settings: Settings, agents: Any, strategy: s
             "p50": latencies[len(latencies) // 2],
             "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         }
-    typer.echo(json.dumps(summary, ensure_ascii=False, indent=1) if as_json else render(summary))
+    typer.echo(terminal_safe(json.dumps(summary, ensure_ascii=False, indent=1) if as_json else render(summary)))
     return 0
 
 

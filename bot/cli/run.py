@@ -22,6 +22,7 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import Settings
 from bot.events import Action, Button, ChatKey, InboundMessage, OutboundMessage, Sender, event_key
 from bot.tracing.steps import block, run_lines, step_of
+from channels.terminal import terminal_safe
 
 CHAT = ChatKey(channel="console", chat_id="local")
 """The console's chat: the agent sees its own earlier turns there, as in ``bot chat``."""
@@ -62,8 +63,9 @@ class Printer:
         self.messages = 0
 
     def say(self, *lines: str) -> None:
+        """Print ``lines``: answers, tool output and names the model chose, with control characters shown."""
         for line in lines:
-            self.out.write(line + "\n")
+            self.out.write(terminal_safe(line) + "\n")
         self.out.flush()
 
     async def catch_up(self, gateway: Any, key: str, channel: RunChannel) -> tuple[str, list[Button]] | None:

@@ -148,3 +148,38 @@ def test_the_offline_demo_flows_in_the_console(tmp_path: Path) -> None:
     assert "Plan (v1)" in out and "weekend trip to Paris is done" in out
     assert "what matters most to you?" in out and "You chose “Price”" in out
     assert "Overall goal" not in out and "Do this step now" not in out, "no internal prompt echoed"
+
+
+NOTES = "Meeting at 10.\n\x1b[2J\x1b[H\x1b]0;root@bank\x07\x1b[31mPassword: \x1b[0m\r\u202eevil\x9b31m\tend\n"
+
+
+def test_a_file_read_on_the_console_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    workspace = tmp_path / "data" / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "notes.txt").write_text(NOTES)
+    result = _run_bot(["chat"], "read notes.txt\n", tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Meeting at 10." in out, out
+    for raw in ("\x1b", "\x07", "\r", "\u202e", "\x9b"):
+        assert raw not in out, f"{raw!r} reached the terminal: {out!r}"
+    assert "\\u001b[2J\\u001b[H\\u001b]0;root@bank\\u0007\\u001b[31mPassword: " in out
+    assert "\\u000d\\u202eevil\\u009b31m\tend" in out, "tabs stay; \\r, bidi and C1 controls are shown"
+
+
+async def test_every_printed_part_is_terminal_safe_and_the_bots_own_layout_stays() -> None:
+    out = io.StringIO()
+    console = ConsoleChannel(stdin=io.StringIO(""), stdout=out, interactive=True)
+    await console.send(
+        OutboundMessage(
+            chat=CHAT,
+            text="Run \x1b[8mhidden\x1b[0m?",
+            buttons=((Button(label="Approve\x1b[2K", payload="v1:a:n:ok"),),),
+        )
+    )
+    assert out.getvalue() == "\rbot> Run \\u001b[8mhidden\\u001b[0m?\n[1] Approve\\u001b[2K\n"
+    out.truncate(0)
+    out.seek(0)
+    ref = await console.send(OutboundMessage(chat=CHAT, text="Once \x1b]0;", kind="draft"))
+    await console.send(OutboundMessage(chat=CHAT, text="Once \x1b]0;title\x07 👩‍💻 café\u00a0!", edit_of=ref))
+    assert out.getvalue() == "\rbot> Once \\u001b]0;title\\u0007 👩‍💻 café\u00a0!\n", "emoji, accents, nbsp kept"
