@@ -10,12 +10,17 @@ from the webhook request to the answer reaching the (fake) Telegram API, p50 / p
   partition (the lease time, ``--lease-ms``, plus a renewal period at most);
 - ``failover``: one gateway and three workers under the closed loop; one worker is SIGKILLed, and for each
   partition it held: seconds from the kill to its new owner's lease and to the first answer in it
-  (median and worst), and whether any answer was lost or sent twice.
+  (median and worst), and whether any answer was lost or sent twice;
+- ``kill_gateway`` (``--kill-gateway``, alone): one gateway and three workers under the closed loop; the gateway is
+  SIGKILLed and a new one started: seconds to its readiness, from readiness to the first answer, per-chat wait from
+  the kill to the chat's next answer (p50 / p99 / max), the worst chat beyond readiness, lost and doubled answers
+  (``tests/scale/gateway_kill.py``, which ``tests/scale/test_gateway_kill.py`` runs too).
 
 On a 2-core machine expect the mechanism, not linear gains: the gateway, the workers, PostgreSQL,
 Redis and the fake platform share the cores.  Prints ONE JSON line.
 
     python bench/scaleout.py [--chats 100] [--seconds 10] [--workers 1,2,4] [--lease-ms 2000]
+    python bench/scaleout.py --kill-gateway --chats 300
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from bot.scale.consumer import PartitionConsumer
 from bot.scale.streams import RedisBus, partition_lease, partition_of
 from tests.fakes.servers import postgres_server, redis_server
 from tests.fakes.telegram_server import FakeTelegram
+from tests.scale.gateway_kill import kill_gateway_under_load
 from tests.scale.harness import Cluster
 
 
@@ -348,7 +354,13 @@ async def measure(args: argparse.Namespace) -> None:
         return run
 
     try:
-        if not args.only_failover:
+        if args.kill_gateway:
+            figures = await on_cluster(
+                "kill-gateway", lambda cluster, fake: kill_gateway_under_load(cluster, fake, chats=args.chats)
+            )
+            results["kill_gateway"] = figures.json()
+            results["lease_ms"] = args.lease_ms
+        elif not args.only_failover:
             for workers in [int(w) for w in args.workers.split(",")]:
                 results[f"workers_{workers}"] = await on_cluster(str(workers), throughput(workers))
             rd.flush()
@@ -357,7 +369,7 @@ async def measure(args: argparse.Namespace) -> None:
                 "move", lambda cluster, _fake: partition_move(cluster, rd.url(), args.partitions)
             )
             results["lease_ms"] = args.lease_ms
-        if args.failover or args.only_failover:
+        if not args.kill_gateway and (args.failover or args.only_failover):
             results["failover"] = await on_cluster(
                 "failover", lambda cluster, fake: failover(cluster, fake, rd.url(), args.partitions, args.chats)
             )
@@ -382,5 +394,8 @@ if __name__ == "__main__":
     )
     parser.add_argument("--failover", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--only-failover", action="store_true", help="skip the throughput and hop figures")
+    parser.add_argument(
+        "--kill-gateway", action="store_true", help="only the gateway SIGKILL under load (one JSON line of figures)"
+    )
     parser.add_argument("--busy-loops", type=int, default=0, help="CPU hogs beside the run (a loaded machine)")
     asyncio.run(main(parser.parse_args()))

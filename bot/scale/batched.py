@@ -25,14 +25,18 @@ class Batched(Generic[T]):
         add: Callable[[Any, T], None],
         what: str,
         finish: Callable[[Any, list[T]], None] | None = None,
+        *,
+        transaction: bool = False,
     ) -> None:
         """``add(pipeline, item)``: queue an item's commands; ``what``: for the log when a pipeline fails;
         ``finish(pipeline, items)``: commands for all the items of a pipeline, after theirs (their replies go to
-        nobody; a refused one is logged)."""
+        nobody; a refused one is logged); ``transaction``: each pipeline in ``MULTI``/``EXEC``, so that its
+        commands take effect together or not at all (a process killed mid-write leaves none of them)."""
         self.redis = redis
         self.add = add
         self.what = what
         self.finish = finish
+        self.transaction = transaction
         self._items: list[tuple[T, asyncio.Future[list[Any]] | None]] = []
         self._sending: asyncio.Future[None] | None = None
 
@@ -62,7 +66,7 @@ class Batched(Generic[T]):
             batch, self._items = self._items, []
             spans = []
             try:
-                async with self.redis.pipeline(transaction=False) as pipe:
+                async with self.redis.pipeline(transaction=self.transaction) as pipe:
                     for item, _ in batch:
                         start = len(pipe)
                         self.add(pipe, item)

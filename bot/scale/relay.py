@@ -7,12 +7,36 @@ consumer group ``gateways`` (:class:`OutboundRelay`), send each message with the
 answer.  A worker waits for each answer before it sends the chat's next message, so a chat's
 messages arrive in order; a typing indicator has no answer to wait for, so it is only added, and the
 gateway sends what one read brought of a chat in stream order (the indicator before the reply that ends
-it).  An entry is acknowledged after it was sent; one a gateway read and did not acknowledge (it died)
-is claimed by another after ``claim_idle_ms``.
+it).
 
-What must survive a worker's crash was committed to the outbox first, as in one process: the
-worker marks it sent when the reference comes back, and a partition's next owner sends what is
-still unmarked.
+What must survive a worker's crash was committed to the outbox first, as in one process: the gateway
+marks it sent before it answers, and a partition's next owner sends what is still unmarked.
+
+**A gateway's death.**  Why every entry is sent, a killed gateway's waiters are answered within seconds of its
+death, and a reply is doubled at most once per chat that had one in flight:
+
+1. *Nothing is lost.*  An entry stays in its stream, pending with the consumer that read it, until that consumer
+   acknowledges it, which it does only once the entry was sent (and, from the outbox, marked sent), in one
+   ``MULTI``/``EXEC`` with the answer to its worker: the worker hears if and only if the entry is done.
+2. *A dead reader's entries are taken over at once.*  A relay reads as ``<process>.<epoch>`` and keeps a liveness
+   key with a short TTL (:mod:`bot.scale.liveness`: 3 s, renewed every 0.75 s).  Every relay looks for dead
+   consumers when it starts and at each renewal, and claims their pending entries (``XCLAIM`` with a minimum idle
+   time of a TTL: of two gateways claiming together, one gets each entry).  So a SIGKILLed gateway's entries are
+   sent by the next gateway as soon as it is up, or at most a TTL and a renewal after the death if one was up
+   already; their workers, still waiting on their reply streams, are answered then (they need not notice the
+   death: their 30 s timeout is for a bus with no gateway at all).
+3. *At most one in doubt per chat.*  A relay runs a chat's entries one at a time in stream order and starts the
+   next only after the previous one's answer and acknowledgement are in Redis (``_answer`` waits for them).  Of a
+   dead consumer's pending entries, per chat, only the oldest can have been started; the others were never sent.
+4. *In doubt is checked where it can be.*  A taken-over entry from the outbox is sent only if it is still in the
+   outbox (else answered with the stored reference); a typing indicator is dropped (stale); a plain message is sent
+   again.  So the one entry per chat that was on its way when the gateway died is doubled only when it reached the
+   platform and its mark (or, plain, its acknowledgement) did not land: at most one doubled reply per chat in
+   flight, none where the mark landed.
+5. *A stalled gateway is not two gateways.*  A relay sends an entry only while its own clock says its key is held
+   (``Liveness.until``) and only if it was read under its current epoch; past that it sends nothing more of it and
+   starts a new epoch, so what the old one read is taken over (by another gateway, or by itself) under rule 4.  A
+   send already under way when the stall began is that chat's one entry in doubt.
 """
 
 from __future__ import annotations
@@ -28,6 +52,7 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.events import OutboundMessage
 from bot.ids import new_id
 from bot.scale.batched import Batched
+from bot.scale.liveness import ALIVE_TTL_MS, Liveness
 from bot.scale.streams import PREFIX, ensure_group, text_of
 
 log = logging.getLogger(__name__)
@@ -44,6 +69,11 @@ def outbound_stream(channel: str) -> str:
     return f"{PREFIX}out:{channel}"
 
 
+ANSWER_TRIES = 5
+"""Times an answer (and acknowledgement) is tried before the chat's next entry goes all the same."""
+TAKE_OVER_COUNT = 500
+
+
 @dataclass(slots=True)
 class _Out:
     """An outbound entry read from a stream."""
@@ -51,6 +81,10 @@ class _Out:
     stream: Any
     entry_id: Any
     fields: dict[Any, Any]
+    consumer: str
+    """The consumer name it was read (or claimed) under: sent only while that name is this relay's and alive."""
+    doubt: bool = False
+    """Taken over from a dead consumer (or claimed as stale): it may have been sent already."""
 
 
 class RemoteChannel:
@@ -142,13 +176,18 @@ class RemoteChannel:
                         waiter.set_result(None if ref in (None, NO_REF) else ref)
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether Redis refused a command (trying again changes nothing), rather than being out of reach."""
+    return any(c.__name__ == "ResponseError" for c in type(exc).__mro__)
+
+
 def _field(fields: dict[Any, Any], name: str) -> str | None:
     value = fields.get(name.encode(), fields.get(name))
     return None if value is None else text_of(value)
 
 
 class OutboundRelay:
-    """A gateway's reader of the outbound streams of the channels it serves."""
+    """A gateway's reader of the outbound streams of the channels it serves (see the module docstring)."""
 
     def __init__(
         self,
@@ -161,6 +200,7 @@ class OutboundRelay:
         max_concurrent: int = 64,
         max_pending: int = 10_000,
         claim_idle_ms: int = 30_000,
+        alive_ttl_ms: int = ALIVE_TTL_MS,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.redis = redis
@@ -172,38 +212,57 @@ class OutboundRelay:
         self._marking: set[int] = set()
         """Outbox entries being sent now (a second request for one, after a worker's crash, is skipped)."""
         self.name = name
+        self.alive = Liveness(redis, name, ttl_ms=alive_ttl_ms, clock=clock)
         self.claim_idle_ms = claim_idle_ms
+        """Entries pending this long with any consumer are claimed as in doubt (a last resort: a live gateway's
+        entries are its own, a dead one's are taken over within seconds)."""
+        self.taken_over = 0
+        """Entries taken over from dead gateways so far."""
         self._room = asyncio.Semaphore(max_pending)
+        self._queued: set[str] = set()
+        """Ids of the entries in the lanes (a stale claim does not queue one twice)."""
         self._lanes: Lanes[_Out] = Lanes(self._run, self._finished, workers=max_concurrent)
         """A chat's entries one at a time, in stream order; chats side by side (up to ``max_concurrent``)."""
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._answers: Batched[tuple[Any, Any, dict[Any, Any], str | None]] = Batched(
-            redis, _add_answer, "answers", _expire_replies
+            redis, _add_answer, "answers", _expire_replies, transaction=True
         )
-        """Each entry's answer to its worker and acknowledgement, with whatever else finished meanwhile."""
+        """Each entry's answer to its worker and acknowledgement (together or not at all), with whatever else
+        finished meanwhile."""
 
     async def start(self) -> None:
         if not self.channels:
             return
         for channel in self.channels:
             await ensure_group(self.redis, outbound_stream(channel), GATEWAYS)
-        self._task = asyncio.create_task(self._loop(), name="outbound-relay")
+        await self.alive.announce()
+        await self._take_over_dead()  # before reading: what a killed gateway left goes first
+        self._tasks = [
+            asyncio.create_task(self._loop(), name="outbound-relay"),
+            asyncio.create_task(self._liveness_loop(), name="relay-liveness"),
+        ]
 
     async def stop(self, timeout: float = 5.0) -> None:
-        if self._task is not None:
-            await cancel_and_wait(self._task)
+        reading = self._tasks[:1]
+        for task in reading:
+            await cancel_and_wait(task)
         await self._lanes.join(timeout)
         await self._answers.flushed()
+        for task in self._tasks[1:]:
+            await cancel_and_wait(task)
+        if self._tasks:
+            await self.alive.stop()  # what is left pending is taken over by the next gateway at once
 
     async def _loop(self) -> None:
         streams = {outbound_stream(c): ">" for c in self.channels}
         rounds = 0
         while True:
+            consumer = self.alive.consumer
             try:
                 if rounds % 50 == 0:
                     await self._claim_stale()
                 rounds += 1
-                replies = await self.redis.xreadgroup(GATEWAYS, self.name, streams, count=100, block=1000)
+                replies = await self.redis.xreadgroup(GATEWAYS, consumer, streams, count=100, block=1000)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -212,7 +271,48 @@ class OutboundRelay:
                 continue
             for stream, entries in replies or []:
                 for entry_id, fields in entries:
-                    await self._push(stream, entry_id, fields)
+                    await self._push(_Out(stream, entry_id, fields, consumer))
+
+    async def _liveness_loop(self) -> None:
+        while True:
+            await self.clock.sleep(self.alive.every_s)
+            try:
+                await self.alive.renew()
+                await self._take_over_dead()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis away: nothing is sent past ``until`` meanwhile
+                log.warning("relay: keeping this gateway's liveness failed: %s", exc)
+
+    async def _take_over_dead(self) -> None:
+        for channel in self.channels:
+            stream = outbound_stream(channel)
+            for consumer in await self.alive.dead(stream, GATEWAYS):
+                taken = await self._take_over(stream, consumer)
+                self.taken_over += taken
+                if taken:
+                    log.warning("relay: %d entries left by the dead gateway %s are sent from here", taken, consumer)
+
+    async def _take_over(self, stream: str, dead: str) -> int:
+        """Claim what ``dead`` read and did not acknowledge, oldest first, as in doubt."""
+        taken = 0
+        for _ in range(1000):
+            pending = await self.redis.xpending_range(stream, GATEWAYS, "-", "+", TAKE_OVER_COUNT, consumername=dead)
+            if not pending:
+                break
+            me = self.alive.consumer
+            ids = [p["message_id"] for p in pending]
+            # A minimum idle time: of two gateways claiming at once, the second finds the entries just claimed.
+            claimed = await self.redis.xclaim(stream, GATEWAYS, me, self.alive.ttl_ms, ids)
+            for entry_id, fields in claimed:
+                if fields:
+                    taken += 1
+                    await self._push(_Out(stream, entry_id, fields, me, doubt=True))
+                else:  # trimmed away meanwhile: nothing to send
+                    await self.redis.xack(stream, GATEWAYS, entry_id)
+            if not claimed or len(pending) < TAKE_OVER_COUNT:
+                break
+        return taken
 
     async def _send_plain(self, message: OutboundMessage) -> str | None:
         ref: str | None = await self.delivery.send(message)
@@ -222,10 +322,12 @@ class OutboundRelay:
         self, outbox_id: int, message: OutboundMessage, interrupt_id: str | None, again: bool
     ) -> str | None:
         """A committed outbox entry: sent unless it was sent already, and marked sent before the worker hears.
-        Only a recovery's resend (``again``) reads the outbox first: a first send cannot have been sent before
-        (that read was a round trip per reply)."""
-        if outbox_id in self._marking or (again and not await self.marks.is_unsent(outbox_id)):
-            return None  # a worker's crash made its next owner ask again: sent once already
+        Only a recovery's resend or an entry in doubt (``again``) reads the outbox first: a first send cannot have
+        been sent before (that read was a round trip per reply)."""
+        if outbox_id in self._marking:
+            return None  # a worker's crash made its next owner ask again: on its way from here already
+        if again and not await self.marks.is_unsent(outbox_id):
+            return await self._sent_ref(interrupt_id)  # sent once already
         self._marking.add(outbox_id)
         try:
             ref = await self._send_plain(message)
@@ -234,44 +336,74 @@ class OutboundRelay:
         finally:
             self._marking.discard(outbox_id)
 
+    async def _sent_ref(self, interrupt_id: str | None) -> str | None:
+        """The reference of a prompt sent before (kept on its interrupt); other entries keep none once sent."""
+        if interrupt_id is None:
+            return None
+        row = await self.marks.get_interrupt(interrupt_id)
+        return row.prompt_ref if row is not None else None
+
     async def _claim_stale(self) -> None:
-        """Entries another gateway read and never acknowledged (it died) are sent from here."""
+        """Entries pending with anyone for ``claim_idle_ms`` (a last resort) are sent from here, as in doubt."""
         for channel in self.channels:
             stream = outbound_stream(channel)
+            me = self.alive.consumer
             reply = await self.redis.xautoclaim(
-                stream, GATEWAYS, self.name, min_idle_time=self.claim_idle_ms, start_id="0-0", count=100
+                stream, GATEWAYS, me, min_idle_time=self.claim_idle_ms, start_id="0-0", count=100
             )
             for entry_id, fields in reply[1]:
-                if fields:
-                    await self._push(stream, entry_id, fields)
+                if fields and text_of(entry_id) not in self._queued:  # not merely waiting in a long lane here
+                    await self._push(_Out(stream, entry_id, fields, me, doubt=True))
 
-    async def _push(self, stream: Any, entry_id: Any, fields: dict[Any, Any]) -> None:
+    async def _push(self, out: _Out) -> None:
         await self._room.acquire()
-        self._lanes.push(_field(fields, "chat") or "", _Out(stream, entry_id, fields))
+        self._queued.add(text_of(out.entry_id))
+        self._lanes.push(_field(out.fields, "chat") or "", out)
 
     async def _run(self, _chat: str, out: _Out) -> None:
-        await self._send(out.stream, out.entry_id, out.fields)
+        await self._send(out)
 
-    def _finished(self, _out: _Out) -> None:
+    def _finished(self, out: _Out) -> None:
+        self._queued.discard(text_of(out.entry_id))
         self._room.release()
 
-    async def _send(self, stream: Any, entry_id: Any, fields: dict[Any, Any]) -> None:
+    async def _send(self, out: _Out) -> None:
+        fields = out.fields
         try:
-            outbox = _field(fields, "outbox")
-            try:
-                message = OutboundMessage.model_validate_json(_field(fields, "message") or "")
-            except ValueError as exc:
-                log.error("relay: an outbound entry cannot be read and is dropped: %s", exc)
-                ref = None
+            if not self.alive.alive(out.consumer):
+                return  # read under a name that may be dead now: left pending, taken over (rule 5)
+            if out.doubt and _field(fields, "reply") is None:
+                ref = None  # a typing indicator of a dead gateway's: stale by now
             else:
-                ref = await (
-                    self._send_once(int(outbox), message, _field(fields, "interrupt"), _field(fields, "again") == "1")
-                    if outbox
-                    else self._send_plain(message)
-                )
-            self._answers.push((stream, entry_id, fields, ref))
+                ref = await self._deliver(fields, out.doubt)
+            await self._answer((out.stream, out.entry_id, fields, ref))
         except Exception as exc:
-            log.warning("relay: could not finish outbound entry %s: %s", entry_id, exc)
+            log.warning("relay: could not finish outbound entry %s: %s", out.entry_id, exc)
+
+    async def _deliver(self, fields: dict[Any, Any], doubt: bool) -> str | None:
+        outbox = _field(fields, "outbox")
+        try:
+            message = OutboundMessage.model_validate_json(_field(fields, "message") or "")
+        except ValueError as exc:
+            log.error("relay: an outbound entry cannot be read and is dropped: %s", exc)
+            return None
+        if not outbox:
+            return await self._send_plain(message)
+        again = doubt or _field(fields, "again") == "1"
+        return await self._send_once(int(outbox), message, _field(fields, "interrupt"), again)
+
+    async def _answer(self, item: tuple[Any, Any, dict[Any, Any], str | None]) -> None:
+        """Answer the worker and acknowledge, and wait until Redis has both: the chat's next entry starts after
+        (rule 3).  Redis away: tried a few times, then the chat goes on (the entry stays pending, in doubt)."""
+        for attempt in range(ANSWER_TRIES):
+            try:
+                await self._answers.call(item)
+                return
+            except Exception as exc:
+                if attempt == ANSWER_TRIES - 1 or _refused(exc):
+                    raise
+                log.warning("relay: answering for outbound entry %s failed (retrying): %s", item[1], exc)
+                await self.clock.sleep(0.2 * (attempt + 1))
 
 
 def _add_answer(pipe: Any, item: tuple[Any, Any, dict[Any, Any], str | None]) -> None:
