@@ -53,8 +53,11 @@ def register_builtin_commands(ctx: CommandContext) -> None:
 
     async def cancel(call: CommandCall) -> str:
         if call.argv:
-            if not await ctx.scheduled.cancel(str(call.event.chat), call.argv[0]):
-                return f"No scheduled message {call.argv[0]!r} is pending here."
+            sender = call.event.sender
+            if not await ctx.scheduled.cancel(
+                str(call.event.chat), call.argv[0], None if sender.is_admin else sender.id
+            ):
+                return f"No scheduled message {call.argv[0]!r} of yours is pending here (an admin may cancel anyone's)."
             return f"Scheduled message {call.argv[0]} cancelled."
         row = await ctx.runs.pending(str(call.event.chat))
         if row is None:

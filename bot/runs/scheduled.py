@@ -112,8 +112,9 @@ class ScheduledMessages:
         rows = await self.messages.pending(chat_key)
         return [{"id": i, "chat_key": c, "text": t, "due_at": d} for i, c, t, d in rows]
 
-    async def cancel(self, chat_key: str, sid: str) -> bool:
-        cancelled = await self.messages.cancel(chat_key, sid)
+    async def cancel(self, chat_key: str, sid: str, by: str | None = None) -> bool:
+        """Cancel a pending message of the chat (``by``: only one that person scheduled)."""
+        cancelled = await self.messages.cancel(chat_key, sid, by)
         if cancelled and self.timers is not None and (timer := self.timers.pop(sid, None)) is not None:
             timer.cancel()
         return cancelled

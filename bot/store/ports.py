@@ -225,8 +225,9 @@ class ScheduledRepo(Protocol):
     async def get(self, sid: str) -> tuple[str, str] | None:
         """(chat, text) of a message."""
 
-    async def cancel(self, chat_key: str, sid: str) -> bool:
-        """Cancel a pending message of the chat; False when it was not pending."""
+    async def cancel(self, chat_key: str, sid: str, by: str | None = None) -> bool:
+        """Cancel a pending message of the chat (``by``: only if that person scheduled it); False when it was
+        not pending (or not theirs)."""
 
     async def send(self, sid: str, chat_key: str, message_json: str) -> int | None:
         """Mark a pending message sent and put ``message_json`` in the outbox, in one transaction: the outbox row's

@@ -56,13 +56,14 @@ class SqlScheduled:
         rows = await self.store.read("SELECT chat_key, text FROM scheduled_messages WHERE id = ?", (sid,))
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
 
-    async def cancel(self, chat_key: str, sid: str) -> bool:
+    async def cancel(self, chat_key: str, sid: str, by: str | None = None) -> bool:
+        mine = " AND created_by = ?" if by is not None else ""
         result = await self.store.write(
             [
                 Step(
                     "UPDATE scheduled_messages SET status = 'cancelled' WHERE id = ? AND chat_key = ? "
-                    "AND status = 'pending'",
-                    (sid, chat_key),
+                    "AND status = 'pending'" + mine,
+                    (sid, chat_key) if by is None else (sid, chat_key, by),
                     guard=True,
                 )
             ]

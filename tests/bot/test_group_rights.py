@@ -138,3 +138,23 @@ async def test_always_allow_in_a_direct_chat_stays_its_persons(make_harness: Any
     await h.click("Always allow", user=ALICE)
     assert notes == ["a"]
     assert (await h.gateway.store.chat_settings(h.chat().settings_key)).get("grants") == ["write_note"]
+
+
+async def test_a_scheduled_message_is_cancelled_by_who_scheduled_it_or_an_admin(make_harness: Any) -> None:
+    model = ScriptedModel(
+        [
+            call("schedule_message", {"text": "stand-up", "in_minutes": 30}, id="s1"),
+            "Will do.",
+            call("schedule_message", {"text": "retro", "in_minutes": 60}, id="s2"),
+            "Will do.",
+        ]
+    )
+    h = await group_harness(make_harness, model, [])
+    await say(h, "@react remind us of the stand-up", ALICE)
+    await say(h, "@react remind us of the retro", ALICE)
+    stand_up, retro = [r["id"] for r in await h.gateway.scheduled.pending(str(h.chat("team")))]
+    [told] = await say(h, f"/cancel {stand_up}", BOB)
+    assert "of yours" in told and len(await h.gateway.scheduled.pending()) == 2
+    assert await say(h, f"/cancel {stand_up}", ALICE) == [f"Scheduled message {stand_up} cancelled."]
+    assert await say(h, f"/cancel {retro}", BOSS) == [f"Scheduled message {retro} cancelled."]
+    model.assert_complete()

@@ -109,9 +109,9 @@ class FakeScheduled:
         row = self.rows.get(sid)
         return (row["chat_key"], row["text"]) if row is not None else None
 
-    async def cancel(self, chat_key: str, sid: str) -> bool:
+    async def cancel(self, chat_key: str, sid: str, by: str | None = None) -> bool:
         row = self.rows.get(sid)
-        if row is None or row["chat_key"] != chat_key or row["status"] != "pending":
+        if row is None or row["chat_key"] != chat_key or row["status"] != "pending" or by not in (None, row["by"]):
             return False
         row["status"] = "cancelled"
         return True

@@ -99,7 +99,8 @@ async def test_scheduled_messages_are_capped_per_chat_and_per_person(repos: Call
     assert await scheduled.add("b1", "console:b", "x", due, "u1", NOW, (2, 3)) is None
     assert await scheduled.add("c1", "console:c", "x", due, "u1", NOW, (2, 3)) is None
     assert await scheduled.add("d1", "console:d", "x", due, "u1", NOW, (2, 3)) == (0, 3), "the person is"
-    assert await scheduled.cancel("console:a", "a1")
+    assert not await scheduled.cancel("console:a", "a1", "u2"), "not u2's"
+    assert await scheduled.cancel("console:a", "a1", "u1")
     assert await scheduled.add("a4", "console:a", "x", due, "u2", NOW, (2, 3)) is None, "room again"
     assert sorted(r[0] for r in await scheduled.pending()) == ["a2", "a4", "b1", "c1"]
 
