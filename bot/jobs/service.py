@@ -222,7 +222,8 @@ class JobService:
                 f"⏰ Job {job.id} ({job.name}) missed {_fires(missed)} while I was offline "
                 f"(the last at {_local(latest, job)}); next: {_local(following, job) if following else 'none'}."
             )
-            note = OutboundMessage(chat=chat, text=text, kind="notice")
+            # Keyed by the fire (Discord's nonce): the notice sent again after a crash is not posted twice.
+            note = OutboundMessage(chat=chat, text=text, kind="notice", key=f"job:{job.id}:missed:{_stamp(latest)}")
             steps = self.jobs.claim_steps(job, due, following, status="missed", detail=f"{missed} missed", fired=latest)
             return await self._commit(steps, note, outcome="missed")
         detail = f"{missed - 1} earlier fire(s) missed" if missed > 1 else None
@@ -260,7 +261,7 @@ class JobService:
             f"again with a standard cron expression, then /jobs delete {job.id}."
         )
         log.warning("jobs: job %s paused: %s", job.id, job.trigger.problem)
-        note = OutboundMessage(chat=chat, text=text, kind="notice")
+        note = OutboundMessage(chat=chat, text=text, kind="notice", key=f"job:{job.id}:paused:{_stamp(due)}")
         await self._commit([self.jobs.pause_step(job.id, due)], note)
         return 0
 
@@ -335,8 +336,14 @@ class JobService:
                 )
             else:
                 text = f"⚠️ {name} did not finish ({outcome}); no more tries for this fire."
-            note = OutboundMessage(chat=chat, text=text, kind="notice") if chat is not None else None
+            key = f"job:{job_id}:{_stamp(due)}:{attempt}:{outcome}"
+            note = OutboundMessage(chat=chat, text=text, kind="notice", key=key) if chat is not None else None
             await self._commit(steps, note, outcome=outcome)
+
+
+def _stamp(moment: datetime) -> int:
+    """A fire's time in an idempotency key (whole seconds, as the job messages' keys have it)."""
+    return int(moment.timestamp())
 
 
 def _local(moment: datetime, job: Job) -> str:
