@@ -2,22 +2,32 @@
 (``bot/evals``); ``bot eval --from-traces --since 7d --agent NAME``: replay real conversations.
 
 Exit codes: 0 the pass rate reached ``--min-pass``; 1 it did not (or nothing to run); 2 a suite or settings that
-cannot be used.
+cannot be used (a suite setting what only ``--trust-suite`` allows, too many trials); 128 + the signal when
+stopped by SIGTERM or SIGINT (the run's temporary folder removed, nothing saved).
+
+Everything printed or written of a run (the progress lines, the report, ``--json``, ``--out``, ``--junit``, the
+file in ``data_dir/evals`` and the store's ``eval_runs``) has been through the redaction step.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+from collections.abc import Coroutine
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 import yaml
 
 from bot.cli.settings import ConfigOpt, cli_settings
 from bot.config.settings import ConfigError, Settings, load_settings
+
+T = TypeVar("T")
+MAX_CONCURRENCY = 64
 
 
 def eval_command(
@@ -29,8 +39,12 @@ def eval_command(
         ),
     ] = None,
     models: Annotated[str, typer.Option("--models", help="Several models, comma-separated.")] = "",
-    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Trials at once.")] = 4,
-    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Run each case N times (pass rate per case).")] = 1,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", min=1, max=MAX_CONCURRENCY, help="Trials at once.")
+    ] = 4,
+    repeat: Annotated[
+        int, typer.Option("--repeat", min=1, max=100, help="Run each case N times (pass rate per case), up to 100.")
+    ] = 1,
     budget: Annotated[
         float | None, typer.Option("--budget", min=0, help="Start no more trials once the estimated cost reaches this.")
     ] = None,
@@ -57,6 +71,13 @@ def eval_command(
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the run in the store.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="Print the suite file's JSON schema and exit.")] = False,
+    trust_suite: Annotated[
+        bool,
+        typer.Option(
+            "--trust-suite",
+            help="Let the suite set the model, secrets, URLs, sandboxes and folders (only for a suite you trust).",
+        ),
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Run an eval suite through the real supervisor (a fresh store per case) and check each turn."""
@@ -67,6 +88,9 @@ def eval_command(
         return
     settings = cli_settings(config)
     _logging(settings)
+    from bot.redaction import Redaction
+
+    redaction = Redaction([*settings.secrets(), *Redaction.from_settings(settings).secrets])
     if (suite_file is None) == (not from_traces):
         typer.echo("give a suite file, or --from-traces (not both)", err=True)
         raise typer.Exit(2)
@@ -79,7 +103,7 @@ def eval_command(
             assert suite_file is not None
             suite = load_suite(suite_file)
     except (SuiteError, ValueError) as exc:
-        typer.echo(str(exc), err=True)
+        typer.echo(redaction.text(str(exc)), err=True)
         raise typer.Exit(2) from None
     if suite is None:
         raise typer.Exit(1)
@@ -91,9 +115,23 @@ def eval_command(
     names = [m.strip() for spec in [*(model or []), models] for m in spec.split(",") if m.strip()]
     base_dir = suite_file.parent if suite_file is not None else Path.cwd()
     source = str(suite_file) if suite_file is not None else f"traces since {since}"
-    result, changes = asyncio.run(
-        _run(settings, config, suite, names, base_dir, source, concurrency, repeat, budget, judge, keep, as_json)
+    if trust_suite:
+        from bot.evals.trust import guarded
+
+        for setting in guarded(suite, base_dir):
+            typer.echo(setting.warning(), err=True)
+    work = _run(
+        settings, config, suite, names, base_dir, source, concurrency, repeat, budget, judge, keep, as_json, trust_suite
     )
+    try:
+        result, changes = asyncio.run(_until_signalled(work))
+    except _Stopped as stopped:
+        name = signal.Signals(stopped.signum).name
+        typer.echo(f"stopped by {name}: nothing saved; the run's temporary folder was removed", err=True)
+        raise typer.Exit(128 + stopped.signum) from None
+    from bot.evals.results import redacted
+
+    result = redacted(result, redaction)
     _save(settings, result, out, junit_file, no_store)
     if as_json:
         typer.echo(result.model_dump_json(indent=1))
@@ -112,6 +150,43 @@ def _logging(settings: Settings) -> None:
         setup_logging(settings.log.level, settings.secrets(), file=file, terminal_level="ERROR")
     except OSError:
         setup_logging("ERROR", settings.secrets())
+
+
+class _Stopped(Exception):
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+
+async def _until_signalled(work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result; on SIGTERM or SIGINT it is cancelled (each trial stops its gateway, the run's temporary
+    folder is removed) and :class:`_Stopped` raised; a second signal ends the process at once (the next run
+    sweeps what it left)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    got: list[int] = []
+
+    def stop(signum: int) -> None:
+        if got:
+            os._exit(128 + signum)
+        got.append(signum)
+        task.cancel()
+
+    added = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop, sig)
+            added.append(sig)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+            pass
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if got:
+            raise _Stopped(got[0]) from None
+        raise
+    finally:
+        for sig in added:
+            loop.remove_signal_handler(sig)
 
 
 async def _from_traces(settings: Settings, since: str, agent: str | None, limit: int, write: Path | None) -> Any:
@@ -162,11 +237,13 @@ async def _run(
     judge: str | None,
     keep: Path | None,
     quiet: bool,
+    trust_suite: bool = False,
 ) -> tuple[Any, list[str] | None]:
     from bot.evals.models import choose
     from bot.evals.report import trial_line
     from bot.evals.results import TrialResult, diff, previous_run
     from bot.evals.runner import EvalOptions, run_suite
+    from bot.evals.trust import Refused
     from bot.gateway.app import Gateway
 
     def progress(trial: TrialResult) -> None:
@@ -187,6 +264,7 @@ async def _run(
         keep=keep,
         on_trial=progress,
         source=source,
+        trust_suite=trust_suite,
     )
 
     def settings_for(overrides: dict[str, Any]) -> Settings:
@@ -194,6 +272,9 @@ async def _run(
 
     try:
         result = await run_suite(suite, settings_for, options, base_dir, gateway=Gateway)
+    except Refused as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
     except ConfigError as exc:
         typer.echo(f"config error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -9,12 +9,16 @@ it (the judge's calls apart, and in the total).
 
 from __future__ import annotations
 
+import re
 import statistics
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
+
+from bot.redaction import Redaction
 
 RESULT_CHARS = 2000
 """An answer kept in the results is cut here (the trace of a failing trial is kept whole)."""
@@ -219,6 +223,43 @@ class RunResult(BaseModel):
         }
 
 
+# -- the redaction step ------------------------------------------------------------------------------
+
+Result = TypeVar("Result", bound=BaseModel)
+_MARK = re.compile(r"‹redacted: [^›]*›")
+
+
+def redacted(result: Result, redaction: Redaction | None = None, typed: Iterable[str] = ()) -> Result:
+    """``result`` (a trial or a whole run) with every secret in it replaced (:mod:`bot.redaction`: the configured
+    secret values, values under secret-looking names, and what looks like a password, key or token in any text:
+    what the person typed, the answers, tool arguments, judges' prompts, the trace of a failing trial).
+
+    ``typed``: what the person said in the case; a secret the step finds there (``my password is …``) is
+    replaced wherever else it shows too (an answer or a tool's argument that repeats it without its label)."""
+    step = redaction if redaction is not None else Redaction()
+    learned = typed_secrets(typed, step)
+    if learned:
+        step = Redaction([*step.secrets, *learned])
+    return type(result).model_validate(step.value(result.model_dump(mode="json")))
+
+
+def typed_secrets(texts: Iterable[str], step: Redaction) -> set[str]:
+    """The values the redaction step takes out of ``texts`` (short texts, a few secrets each)."""
+    found: set[str] = set()
+    for text in texts:
+        shown = step.text(text)
+        if shown == text or len(text) > 4000:
+            continue
+        kept = _MARK.split(shown)
+        if len(kept) > 20:
+            continue
+        pattern = "(.+?)".join(re.escape(part) for part in kept)
+        match = re.fullmatch(pattern, text, re.DOTALL)
+        if match is not None:
+            found.update(value.strip() for value in match.groups())
+    return {value for value in found if len(value) >= 8}
+
+
 # -- files -------------------------------------------------------------------------------------------
 
 
@@ -226,7 +267,7 @@ def save_json(result: RunResult, folder: Path) -> Path:
     """Write ``result`` as ``<suite>-<time>-<id>.json`` in ``folder``; its path."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{result.suite}-{result.started_at:%Y%m%dT%H%M%S}-{result.id[-8:]}.json"
-    path.write_text(result.model_dump_json(indent=1), encoding="utf-8")
+    path.write_text(redacted(result).model_dump_json(indent=1), encoding="utf-8")
     return path
 
 

@@ -6,6 +6,12 @@ with the tools' workspace there too, so side effects stay in it; its only channe
 setting comes from the configuration, then the suite's ``config``, the case's, the model's, and last what the
 eval itself needs (that store and workspace, every event traced, answers whole, no platform channel, no HTTP
 server).  A budget stops new trials once the run has spent it; trials under way finish.
+
+A suite comes from anyone: it may not set what :mod:`bot.evals.trust` guards unless the options trust it, what
+its turns attach is read from its folder only (:mod:`bot.evals.confine`, a copy is sent), a run is at most
+:data:`MAX_TRIALS` trials of at most :data:`MAX_REPEAT` repeats, and each trial's result passes the redaction step
+(the configured secrets, and what looks like a password or key) before anyone sees it: the progress line, the
+results, the files and the store get only that.  The trial's model label is the model its settings chose.
 """
 
 from __future__ import annotations
@@ -14,9 +20,8 @@ import asyncio
 import logging
 import re
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +31,17 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.evals.checks import CheckContext, check_turn, script_check, tools_of
+from bot.evals.confine import OutsideError, read_confined
 from bot.evals.judge import judge
 from bot.evals.models import OFFLINE, JudgeModels, ModelChoice, choose, configured
-from bot.evals.results import RESULT_CHARS, CheckResult, RunResult, TrialResult, TurnResult
+from bot.evals.results import RESULT_CHARS, CheckResult, RunResult, TrialResult, TurnResult, redacted
+from bot.evals.scratch import scratch
 from bot.evals.seat import EvalChannel, GatewayFactory, GatewayUnderTest, Seat, TurnError, TurnLog
 from bot.evals.suite import Case, JudgeCheck, Suite, Turn
+from bot.evals.trust import Refused, UntrustedSuite, guarded
 from bot.events import Sender
 from bot.ids import fast_id
+from bot.redaction import Redaction
 from bot.store.migrate import migrate_url
 
 log = logging.getLogger(__name__)
@@ -43,6 +52,16 @@ SettingsSource = Callable[[dict[str, Any]], Settings]
 
 ENCODER_WAIT_S = 120.0
 """How long a trial waits for the sentence encoder (loaded once per process) before routing without it."""
+MAX_REPEAT = 100
+"""The most times a case is run against a model (``--repeat``)."""
+MAX_TRIALS = 5000
+"""The most trials in one run: cases × models × repeats."""
+ATTACH_BYTES = 64 * 1024 * 1024
+"""The largest file a turn attaches."""
+
+
+class TooLarge(Refused):
+    """A run of more trials (or repeats) than a run may have."""
 
 
 @dataclass
@@ -61,6 +80,10 @@ class EvalOptions:
     on_trial: Callable[[TrialResult], None] | None = None
     """Told each trial as it ends (a progress line)."""
     source: str = ""
+    trust_suite: bool = False
+    """Let the suite set what :mod:`bot.evals.trust` guards (the operator said ``--trust-suite``)."""
+    temp_root: Path | None = None
+    """Where the run's temporary folder is made (None: the system's temp dir)."""
 
 
 def merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,12 +118,30 @@ class Runner:
         self.spent = 0.0
         self.stopped: str | None = None
         self._judges: JudgeModels | None = None
+        self._secrets: set[str] = set()
+
+    def check(self, models: int) -> None:
+        """Refuse a run that may not start: a suite setting what it may not, or too many trials."""
+        found = guarded(self.suite, self.base_dir)
+        if found and not self.options.trust_suite:
+            raise UntrustedSuite(self.options.source or self.suite.name, found)
+        repeat = self.options.repeat
+        if not 1 <= repeat <= MAX_REPEAT:
+            raise TooLarge(f"--repeat {repeat}: a case is run 1 to {MAX_REPEAT} times")
+        trials = len(self.suite.cases) * models * repeat
+        if trials > MAX_TRIALS:
+            raise TooLarge(
+                f"{len(self.suite.cases)} cases × {models} models × {repeat} repeats = {trials:,} trials; "
+                f"a run has at most {MAX_TRIALS:,} (pick cases with --case or --tag, or fewer models or repeats)"
+            )
 
     async def run(self) -> RunResult:
         base = self.settings({})
+        self._secrets = {*base.secrets(), *Redaction.from_settings(base).secrets}
+        models = self.options.models or [choose(m) for m in self.suite.models] or [configured(base)]
+        self.check(len(models))
         self._channels = [name for name in type(base.channels).model_fields if name != "console"]
         self._judges = JudgeModels(base)
-        models = self.options.models or [choose(m) for m in self.suite.models] or [configured(base)]
         result = RunResult(
             id=fast_id(),
             suite=self.suite.name,
@@ -112,36 +153,45 @@ class Runner:
             budget=self.options.budget,
         )
         gate = asyncio.Semaphore(max(1, self.options.concurrency))
-        with tempfile.TemporaryDirectory(prefix="bot-eval-") as temp:
-            root = Path(temp)
-            template = root / "template.db"
-            await migrate_url(f"sqlite:///{template}")
+        try:
+            with scratch(self.options.temp_root) as root:
+                result.trials = await self._trials(models, root, gate)
+        finally:
+            await self._judges.aclose()
+        result.models = list(dict.fromkeys(t.model for t in result.trials))
+        result.stopped = self.stopped
+        result.finished_at = self.clock.utcnow()
+        return result
 
-            async def one(case: Case, model: ModelChoice, attempt: int) -> TrialResult:
-                async with gate:
-                    if self.options.budget is not None and self.spent >= self.options.budget:
-                        self.stopped = self.stopped or (
-                            f"the budget of ${self.options.budget:g} was reached (${self.spent:.4f} spent)"
-                        )
-                        trial = TrialResult(case=case.id, model=model.label, attempt=attempt, skipped=self.stopped)
-                    else:
-                        trial = await self.trial(case, model, attempt, root, template)
-                        self.spent += trial.cost
-                if self.options.on_trial is not None:
-                    self.options.on_trial(trial)
-                return trial
+    async def _trials(self, models: list[ModelChoice], root: Path, gate: asyncio.Semaphore) -> list[TrialResult]:
+        template = root / "template.db"
+        await migrate_url(f"sqlite:///{template}")
 
-            plan = [
-                one(case, model, attempt)
+        async def one(case: Case, model: ModelChoice, attempt: int) -> TrialResult:
+            async with gate:
+                if self.options.budget is not None and self.spent >= self.options.budget:
+                    self.stopped = self.stopped or (
+                        f"the budget of ${self.options.budget:g} was reached (${self.spent:.4f} spent)"
+                    )
+                    trial = TrialResult(case=case.id, model=model.label, attempt=attempt, skipped=self.stopped)
+                else:
+                    trial = await self.trial(case, model, attempt, root, template)
+                    self.spent += trial.cost
+            trial = redacted(trial, Redaction(self._secrets), typed=[t.user for t in case.turns if t.user])
+            if self.options.on_trial is not None:
+                self.options.on_trial(trial)
+            return trial
+
+        # A task group, not gather: cancelled (``bot eval`` on SIGTERM), it waits until every trial has stopped its
+        # gateway, so the run's folder is removed after the last file in it was closed.
+        async with asyncio.TaskGroup() as group:
+            tasks = [
+                group.create_task(one(case, model, attempt))
                 for case in self.suite.cases
                 for model in models
                 for attempt in range(1, self.options.repeat + 1)
             ]
-            result.trials = list(await asyncio.gather(*plan))
-        await self._judges.aclose()
-        result.stopped = self.stopped
-        result.finished_at = self.clock.utcnow()
-        return result
+        return [task.result() for task in tasks]
 
     # -- one trial -----------------------------------------------------------------------------------
 
@@ -185,6 +235,10 @@ class Runner:
         except ConfigError as exc:
             trial.error = str(exc)
             return trial
+        self._secrets |= {*settings.secrets(), *Redaction.from_settings(settings).secrets}
+        if model.make is None:
+            model = replace(model, label=answering(model, settings))
+            trial.model = model.label
         channel = EvalChannel()
         events: list[dict[str, Any]] = []
         try:
@@ -199,7 +253,7 @@ class Runner:
             await asyncio.to_thread(gateway.router.prepare, ENCODER_WAIT_S)
             seat = Seat(gateway, channel, Sender(id=case.user, name=case.user), self.clock, chat_id=case.id)
             for index, turn in enumerate(case.turns, 1):
-                result, turn_log = await self._turn(gateway, seat, turn, index, model, workspace)
+                result, turn_log = await self._turn(gateway, seat, turn, index, model, folder)
                 trial.turns.append(result)
                 events += [e.as_dict() for e in turn_log.events]
                 if result.error:
@@ -228,13 +282,16 @@ class Runner:
         return trial
 
     async def _turn(
-        self, gateway: GatewayUnderTest, seat: Seat, turn: Turn, index: int, model: ModelChoice, workspace: Path
+        self, gateway: GatewayUnderTest, seat: Seat, turn: Turn, index: int, model: ModelChoice, folder: Path
     ) -> tuple[TurnResult, TurnLog]:
         said = _said(turn)
         result = TurnResult(index=index, action=said)
+        workspace = folder / "workspace"
         try:
             if turn.user is not None:
-                turn_log = await seat.say(turn.user, [self.base_dir / p for p in turn.attach])
+                here = folder / "attached" / str(index)
+                files = [await self._attached(here / str(k), name) for k, name in enumerate(turn.attach)]
+                turn_log = await seat.say(turn.user, files)
             else:
                 turn_log = await seat.press(label=turn.press, choice=turn.choice)
         except TurnError as exc:
@@ -275,6 +332,17 @@ class Runner:
         result.checks = await check_turn(turn.expect, turn_log, context)
         return result, turn_log
 
+    async def _attached(self, where: Path, name: str) -> Path:
+        """A copy of the suite's file ``name`` in the trial's folder (read from the suite's folder only)."""
+        try:
+            data = await asyncio.to_thread(read_confined, self.base_dir, name, ATTACH_BYTES)
+        except OutsideError as exc:
+            raise TurnError(f"attach: {exc}") from None
+        where.mkdir(parents=True, exist_ok=True)
+        copy = where / Path(name).name
+        copy.write_bytes(data)
+        return copy
+
     async def _judge(
         self, check: JudgeCheck, said: str, answer: str, model: ModelChoice, cost: Callable[[str, Usage], float]
     ) -> CheckResult:
@@ -296,6 +364,13 @@ class Runner:
             return CheckResult(check="judge", expected=expected, passed=False, seen=f"the judge {spec}: {exc}")
         label = OFFLINE if spec == OFFLINE else spec
         return await judge(found, label, rubric=check.rubric, said=said, answer=answer, threshold=threshold, cost=cost)
+
+
+def answering(model: ModelChoice, settings: Settings) -> str:
+    """The label of the model that answers with ``settings``: ``model``'s own unless they chose another (no key:
+    the offline model; a trusted suite's ``model`` settings)."""
+    actual = configured(settings).label
+    return model.label if actual == model.label or actual.endswith(f"/{model.label}") else actual
 
 
 async def run_suite(

@@ -1,5 +1,8 @@
 """Eval runs in the store (table ``eval_runs``): written by ``bot eval``, read by the web console (runs, pass rates
-over time, a failing trial's timeline)."""
+over time, a failing trial's timeline).
+
+A run is written as ``bot eval`` redacted it, and read through the redaction step again (rows written before a
+kind of secret was known, or before results were redacted at all, are shown redacted too)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.evals.results import RunResult
+from bot.evals.results import RunResult, redacted
 from bot.store.ports import EvalRepo
 
 
@@ -57,7 +60,7 @@ async def save_run(runs: EvalRepo, result: RunResult) -> None:
         figures["cost"],
         result.started_at.replace(tzinfo=None),
     )
-    await runs.add(line, result.model_dump_json())
+    await runs.add(line, redacted(result).model_dump_json())
 
 
 async def recent_runs(runs: EvalRepo, suite: str | None = None, limit: int = 50) -> list[RunLine]:
@@ -67,10 +70,10 @@ async def recent_runs(runs: EvalRepo, suite: str | None = None, limit: int = 50)
 
 async def load_run(runs: EvalRepo, run_id: str) -> RunResult | None:
     data = await runs.data(run_id)
-    return RunResult.model_validate_json(data) if data is not None else None
+    return redacted(RunResult.model_validate_json(data)) if data is not None else None
 
 
 async def last_run(runs: EvalRepo, suite: str, before: RunResult) -> RunResult | None:
     """The suite's run before ``before``."""
     data = await runs.previous(suite, before.id, before.started_at)
-    return RunResult.model_validate_json(data) if data is not None else None
+    return redacted(RunResult.model_validate_json(data)) if data is not None else None

@@ -34,6 +34,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agents import yaml_safe
+from bot.evals.confine import OutsideError, confined
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 INTERRUPT_KINDS = ("tool_confirm", "plan_approval", "ask_user")
@@ -354,36 +355,55 @@ def _validator() -> Draft202012Validator:
     return _VALIDATOR
 
 
-def parse_suite(text: str, source: str = "<suite>") -> Suite:
-    """A suite file's text → a :class:`Suite`; :class:`SuiteError` lists every problem with its line."""
+def parse_suite(text: str, source: str = "<suite>", base_dir: Path | None = None) -> Suite:
+    """A suite file's text → a :class:`Suite`; :class:`SuiteError` lists every problem with its line.
+
+    Read within :data:`agents.yaml_safe.SUITE`'s limits (a YAML bomb anywhere is refused at once); with
+    ``base_dir`` (the suite's folder), every file a turn attaches is checked to be in it
+    (:mod:`bot.evals.confine`)."""
     try:
-        data = yaml_safe.load(text)
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data, root = yaml_safe.load_document(text, limits=yaml_safe.SUITE)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise SuiteError(source, [f"{where}invalid YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+        what = "refused" if isinstance(exc, yaml_safe.LimitError) else "invalid YAML"
+        raise SuiteError(source, [f"{where}{what}: {getattr(exc, 'problem', None) or exc}"]) from None
     if not isinstance(data, dict):
         raise SuiteError(source, ["a suite is a mapping with name and cases"])
     found: list[tuple[int, str]] = [(_line_of(root, _pointed(e)), _describe(e)) for e in _validator().iter_errors(data)]
     if found:
         raise SuiteError(source, [f"line {n}: {what}" if n else what for n, what in sorted(found)])
     try:
-        return Suite.model_validate(data)
+        suite = Suite.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             path = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
             message = err["msg"].removeprefix("Value error, ")
             found.append((_line_of(root, path), f"{_where(path)}: {message}"))
         raise SuiteError(source, [f"line {n}: {what}" if n else what for n, what in sorted(found)]) from None
+    if base_dir is not None:
+        for i, case in enumerate(suite.cases):
+            for j, turn in enumerate(case.turns):
+                for k, name in enumerate(turn.attach):
+                    try:
+                        confined(base_dir, name)
+                    except OutsideError as exc:
+                        path = ["cases", i, "turns", j, "attach", k]
+                        found.append((_line_of(root, path), f"{_where(path)}: {exc}"))
+    if found:
+        raise SuiteError(source, [f"line {n}: {what}" for n, what in sorted(found)])
+    return suite
 
 
 def load_suite(path: Path) -> Suite:
+    """The suite in the file ``path``; what its turns attach must be in its folder."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SuiteError(str(path), [f"cannot read it ({exc.strerror})"]) from None
-    return parse_suite(text, str(path))
+    except UnicodeDecodeError:
+        raise SuiteError(str(path), ["not a text file (UTF-8)"]) from None
+    return parse_suite(text, str(path), path.parent)
 
 
 def _where(path: list[Any]) -> str:

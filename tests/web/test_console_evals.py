@@ -4,6 +4,7 @@ model and the failing case's timeline; over HTTP (signed in, a viewer too) and i
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,12 @@ from playwright.async_api import async_playwright, expect
 from agents.models.scripted import ScriptedModel
 from bot.config.settings import Settings
 from bot.evals.models import choose
+from bot.evals.results import CheckResult, RunResult, TrialResult, TurnResult
 from bot.evals.runner import EvalOptions, merged, run_suite
 from bot.evals.store import save_run
 from bot.evals.suite import parse_suite
 from bot.gateway.app import Gateway
+from bot.ids import fast_id
 from tests.waiting import CEILING_S
 from tests.web.browser import artifacts, need_chromium
 from tests.web.harness import ADMIN_PASSWORD, VIEWER_PASSWORD, WEB_TOKEN, Browserless, base_url, hashes
@@ -119,3 +122,25 @@ async def test_the_evals_pages_in_a_browser(console: tuple[Gateway, str, str]) -
             await expect(page.get_by_role("heading", name="Evals")).to_be_visible()
         finally:
             await browser.close()
+
+
+async def test_a_viewer_sees_an_eval_run_only_redacted(console: tuple[Gateway, str, str]) -> None:
+    """A run stored before results were redacted (its row written as it was) is shown redacted all the same."""
+    gateway, _passed, _failed = console
+    password, key = "hunter2-Correct-Horse", "sk-live-9f8e7d6c5b4a39281706"
+    said = f"user: my password is {password}, my key {key}"
+    checks = [CheckResult(check="answer", expected="Done", passed=False, seen=f"Your password is {password}")]
+    turn = TurnResult(index=1, action=said, answer=f"Your password is {password}", checks=checks)
+    trial = TrialResult(case="leaky", model="scripted", turns=[turn])
+    run_id = fast_id()
+    run = RunResult(id=run_id, suite="leaky", started_at=datetime(2026, 1, 2), models=["scripted"], trials=[trial])
+    line = (run_id, "leaky", "scripted", "failed", 1, 1, 0, 0.0, 0.0, datetime(2026, 1, 2))
+    await gateway.repos.evals.add(line, run.model_dump_json())
+    client = Browserless(gateway)
+    try:
+        assert await client.login("victor", VIEWER_PASSWORD) == 303
+        status, text, _ = await client.get(f"/web/evals/{run_id}")
+        assert status == 200 and "✗ leaky" in text and "‹redacted: " in text
+        assert password not in text and key not in text
+    finally:
+        await client.close()
