@@ -428,7 +428,7 @@ class Gateway:
             self.jobs.start()  # fires are claimed rows: every handling process may look, one fires each
         webhooks = [c for c in self.channels if isinstance(c, ServesHttp) and c.needs_http]
         if self.settings.http.enabled or webhooks or self.web is not None:
-            self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health)
+            self.http = HttpServer(self.settings.http.host, self.settings.http.port, self.health, clock=self.clock)
             self.ops.mount(self.http)
             if self.web is not None:
                 self.web.mount(self.http)
