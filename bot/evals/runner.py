@@ -56,6 +56,8 @@ MAX_REPEAT = 100
 """The most times a case is run against a model (``--repeat``)."""
 MAX_TRIALS = 5000
 """The most trials in one run: cases × models × repeats."""
+STOPPED_DRAIN_S = 0.5
+"""How long a trial's gateway may finish what it does when the run is stopped (SIGTERM, SIGINT)."""
 ATTACH_BYTES = 64 * 1024 * 1024
 """The largest file a turn attaches."""
 
@@ -246,6 +248,7 @@ class Runner:
         except ConfigError as exc:
             trial.error = f"the gateway could not be built: {exc}"
             return trial
+        drain = 5.0
         try:
             await gateway.start()
             # Routing is part of what a suite checks (expect: {agent: …}): route by meaning from the first turn,
@@ -263,9 +266,12 @@ class Runner:
         except Exception as exc:  # a crash in the bot under test is a failed trial, not a failed run
             log.exception("eval %s: case %s failed", self.suite.name, case.id)
             trial.error = f"{type(exc).__name__}: {exc}"
+        except asyncio.CancelledError:  # the run is stopped: what the gateway is doing is not waited for
+            drain = STOPPED_DRAIN_S
+            raise
         finally:
             try:
-                await gateway.stop(timeout=5)
+                await gateway.stop(timeout=drain)
             except Exception:
                 log.exception("eval %s: case %s: the gateway did not stop cleanly", self.suite.name, case.id)
         trial.passed = (
