@@ -31,6 +31,7 @@ from bot.cli.wizard import Answers
 from bot.config.settings import Settings
 from bot.runs.catalog import builtin_agents_dir
 from bot.runs.tool_names import known_tool_names
+from channels.terminal import terminal_safe
 
 agents_app = typer.Typer(
     help="File-defined agents: list, show, validate, create, schema.", add_completion=False, no_args_is_help=True
@@ -389,4 +390,5 @@ def replay_command(
     if not events:
         typer.echo(f"no trace events for {session} (tracing.enabled, retention_days, sample_rate)", err=True)
         raise typer.Exit(1)
-    typer.echo(json.dumps(replay_json(events), ensure_ascii=False, default=str) if as_json else replay(events))
+    shown = json.dumps(replay_json(events), ensure_ascii=False, default=str) if as_json else replay(events)
+    typer.echo(terminal_safe(shown))

@@ -25,6 +25,7 @@ import yaml
 
 from bot.cli.settings import ConfigOpt, cli_settings
 from bot.config.settings import ConfigError, Settings, load_settings
+from channels.terminal import terminal_safe
 
 T = TypeVar("T")
 MAX_CONCURRENCY = 64
@@ -134,11 +135,11 @@ def eval_command(
     result = redacted(result, redaction)
     _save(settings, result, out, junit_file, no_store)
     if as_json:
-        typer.echo(result.model_dump_json(indent=1))
+        typer.echo(terminal_safe(result.model_dump_json(indent=1)))
     else:
         from bot.evals.report import report
 
-        typer.echo(report(result, changes, every_case=False))
+        typer.echo(terminal_safe(report(result, changes, every_case=False)))
     raise typer.Exit(0 if result.trials and result.pass_rate >= min_pass else 1)
 
 
@@ -248,7 +249,7 @@ async def _run(
 
     def progress(trial: TrialResult) -> None:
         if not quiet:
-            typer.echo(trial_line(trial))
+            typer.echo(terminal_safe(trial_line(trial)))
 
     try:
         chosen = [choose(name) for name in names]

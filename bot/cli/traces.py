@@ -13,6 +13,7 @@ import typer
 
 from bot.config.settings import Settings
 from bot.tracing.recorder import Redactor, TraceEvent, Tracing, timeline
+from channels.terminal import terminal_safe
 
 T = TypeVar("T")
 
@@ -58,7 +59,7 @@ async def print_trace(settings: Settings, chat_key: str | None, last: int, as_js
     for events in runs:
         if as_json:
             for event in events:
-                typer.echo(json.dumps(event.as_dict(), ensure_ascii=False))
+                typer.echo(terminal_safe(json.dumps(event.as_dict(), ensure_ascii=False)))
         else:
             typer.echo(timeline(events, full=True) + "\n")
     return 0

@@ -72,3 +72,20 @@ def test_bot_route_prints_safely(tmp_path: Path, monkeypatch: Any) -> None:
     result = CliRunner().invoke(app, ["route", "--json", "--strategy", "rule", "remind me \u202eevil\x9b"])
     assert result.exit_code == 0, result.output
     assert clean(result.output) and "\\u202eevil\\u009b" in result.output
+
+
+def test_bot_eval_prints_answers_safely(tmp_path: Path) -> None:
+    """A failed check quotes the model's answer: its escape sequences are shown, in the progress lines, the
+    report and --json alike."""
+    from tests.evals.cli import bot_eval
+
+    answer = json.dumps(f"done {ATTACK}")
+    suite = (
+        "name: escapes\ncases:\n  - id: loud\n    script:\n      - " + answer + "\n"
+        "    turns:\n      - user: '@chat hello'\n        expect: {answer: nothing like this}\n"
+    )
+    (tmp_path / "escapes.yaml").write_text(suite)
+    for extra in ((), ("--json",)):
+        done = bot_eval(tmp_path, str(tmp_path / "escapes.yaml"), "--model", "scripted", *extra)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "done" in done.stdout and clean(done.stdout) and clean(done.stderr), extra
