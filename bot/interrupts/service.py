@@ -27,6 +27,7 @@ from bot.access import AccessPolicy
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
+from bot.interrupts.answers import kept_out
 from bot.interrupts.console import console_refusal, console_resolution
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, parse_payload, yes_no
@@ -302,11 +303,13 @@ class InterruptService:
         tell: bool = True,
     ) -> bool:
         """Answer ``row`` with ``resolution`` (exactly once) and resume its run; ``tell``: say in the chat when
-        it was answered already."""
+        it was answered already. An answer to a question that asks for a secret is stored and shown redacted
+        (:func:`~bot.interrupts.answers.kept_out`); the run resumed here continues with the answer itself."""
+        stored = kept_out(row, resolution)
         try:
             resolved = await until_stored(
                 lambda: self.runs.resolve(
-                    row, "resolved", resolution.to_json(), by.id, run_status="running", event_key=event_key
+                    row, "resolved", stored.to_json(), by.id, run_status="running", event_key=event_key
                 ),
                 self.timers.clock,
                 waiting=self._delayed(row.chat),
@@ -331,7 +334,7 @@ class InterruptService:
             current = list((await self.manager.store.chat_settings(chat.settings_key)).get("grants", []))
             granted = sorted(set(current) | set(names))
             await self.runs.change_setting(by.id, chat.settings_key, "grants", current or None, granted)
-        await self._edit_prompt(row, self._outcome_text(row, resolution, by))
+        await self._edit_prompt(row, self._outcome_text(row, stored, by))
         run = await self.runs.paused_run(row.run_id)
         if run is not None:
             self.manager.trace("interrupt", run, kind=row.kind, status="resolved", by=by.id, choice=resolution.choice)

@@ -24,6 +24,7 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.jobs import JobsSection
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender, event_key
 from bot.jobs.triggers import Trigger, TriggerError, zone
+from bot.redaction import redact_text
 from bot.store.jobs import Job as StoredJob
 from bot.store.jobs import JobLimit
 from bot.store.ports import Change, JobRepo
@@ -85,7 +86,9 @@ class JobService:
         at: str | None = None,
         timezone: str | None = None,
     ) -> Job:
-        """A new job in ``chat`` made by ``owner`` (``channel:user_id``); :class:`JobError` says what is wrong."""
+        """A new job in ``chat`` made by ``owner`` (``channel:user_id``); :class:`JobError` says what is wrong. A
+        secret in its text or name is stored, sent and run as ``‹redacted: kind›`` (:mod:`bot.redaction`): a job
+        that needs a password cannot have one."""
         if not text.strip():
             raise JobError("the job needs a message or a prompt")
         if sum(x is not None for x in (cron, every_minutes, at)) != 1:
@@ -115,10 +118,10 @@ class JobService:
             job = await self.jobs.add(
                 chat_key=str(chat),
                 owner=owner,
-                name=name.strip()[:200] or text.strip()[:60],
+                name=redact_text(name.strip()[:200]) or redact_text(text.strip())[:60],
                 trigger=trigger,
                 action="prompt" if action == "prompt" else "message",
-                text=text.strip(),
+                text=redact_text(text.strip()),
                 agent=agent,
                 first=first,
                 max_per_chat=self.config.max_per_chat,

@@ -66,6 +66,7 @@ def job_tools(service: JobService, is_admin: Callable[[str], bool]) -> list[Tool
         except JobError as exc:
             raise ToolError(str(exc)) from None
         where = f" in {target}" if target != here else ""
-        return f"job {job.id} ({job.name}){where}: {job.trigger.describe()}; next at {service.upcoming(job)}"
+        kept = "" if job.text == (prompt or message or "").strip() else f"; a secret is not kept, it reads: {job.text}"
+        return f"job {job.id} ({job.name}){where}: {job.trigger.describe()}; next at {service.upcoming(job)}{kept}"
 
     return [schedule_job]

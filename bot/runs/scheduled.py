@@ -22,6 +22,7 @@ from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.ids import new_id
+from bot.redaction import redact_text
 from bot.store.ports import ScheduledRepo
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,10 @@ class ScheduledMessages:
                 raise ToolError("that is more than a year ahead")
             if not text.strip():
                 raise ToolError("the message text is empty")
-            sid = await self.add(ctx.chat_key, text.strip(), due, ctx.user_id or "agent")
-            return f"scheduled {sid} for {due.isoformat(timespec='minutes')} UTC"
+            kept = redact_text(text.strip())
+            sid = await self.add(ctx.chat_key, kept, due, ctx.user_id or "agent")
+            note = "" if kept == text.strip() else f"; a secret is not kept, it will read: {kept}"
+            return f"scheduled {sid} for {due.isoformat(timespec='minutes')} UTC{note}"
 
         return [schedule_message]
 
@@ -91,9 +94,10 @@ class ScheduledMessages:
 
     async def add(self, chat_key: str, text: str, due: datetime, by: str) -> str:
         """Store a message to send at ``due``; :class:`~agents.tools.base.ToolError` when the chat or the person
-        has as many pending as :attr:`limits` allow (a model looping on the tool cannot flood a chat)."""
+        has as many pending as :attr:`limits` allow (a model looping on the tool cannot flood a chat). A secret in
+        ``text`` is stored, and sent, as ``‹redacted: kind›`` (:mod:`bot.redaction`)."""
         sid = new_id(8)
-        refused = await self.messages.add(sid, chat_key, text, due, by, self.clock.utcnow(), self.limits)
+        refused = await self.messages.add(sid, chat_key, redact_text(text), due, by, self.clock.utcnow(), self.limits)
         if refused is not None:
             in_chat, of_person = refused
             if in_chat >= self.limits[0]:

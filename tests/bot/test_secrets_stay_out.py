@@ -1,7 +1,8 @@
 """Secrets stay out of every row: a password ``remember`` refused, a confirmed call's password argument and a
 call cut off by a crash are stored and shown (trace, history, ledger, checkpoint, interrupt, audit, ``bot agents
 replay``, the console, the recovery notice) as ``‹redacted: kind›``; the database file holds none of them, and the
-confirmed call still runs with what the person approved."""
+confirmed call still runs with what the person approved. So do secrets typed in a chat, the answer to a question
+that asks for one (the run still gets it), a scheduled message's text and a job's."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agents.models.scripted import call
+from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
 from bot.config.settings import TracingSection
 from bot.store.ops import Step, utcnow
@@ -27,6 +28,15 @@ from tests.web.harness import WEB_TOKEN, Browserless
 PASSWORD = "hunter2-XYZ"
 DB_PASSWORD = "Tr0ub4dor&3"
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_bytes(settings: Any) -> tuple[str, bytes]:
+    """The stopped gateway's database: its SQL dump and the bytes of every file of it (WAL and all)."""
+    database = Path(settings.store.database_url().split(":///", 1)[1])
+    conn = sqlite3.connect(database)
+    dump = "\n".join(conn.iterdump())
+    conn.close()
+    return dump, b"".join(f.read_bytes() for f in database.parent.glob(database.name + "*"))
 
 
 def replay(settings: Any, tmp_path: Path, session: str) -> str:
@@ -93,13 +103,8 @@ async def test_a_refused_password_and_a_confirmed_ones_are_stored_nowhere(
     await gateway.tracing.flush()
     shown = replay(gateway.settings, tmp_path, refused.correlation_id)
     assert "‹redacted: password›" in shown and PASSWORD not in shown
-    settings = gateway.settings
     await gateway.stop(timeout=5)  # its WAL goes into the database file
-    database = Path(settings.store.database_url().split(":///", 1)[1])
-    conn = sqlite3.connect(database)
-    dump = "\n".join(conn.iterdump())
-    conn.close()
-    blob = b"".join(f.read_bytes() for f in database.parent.glob(database.name + "*"))
+    dump, blob = database_bytes(gateway.settings)
     for secret in (PASSWORD, DB_PASSWORD):
         assert secret not in dump and secret.encode() not in blob, secret
     await gateway.start()  # the harness stops it at teardown
@@ -139,3 +144,73 @@ def _old_row(data: str) -> Step:
         "VALUES ('e1', 'console:c1', 'old-request', 'r1', 'chat', 'tool_call', ?, ?)",
         (data, utcnow()),
     )
+
+
+WIFI = "Blue-Marlin-42"
+TYPED = {
+    "a database URL": "Xq7-db-secret",
+    "a token in a URL": "at-5f4e3d2c1b",
+    "a passphrase": "correct horse battery staple",
+    "reminder": "Sunfish-88",
+    "job PIN": "73915",
+    "prompt job": "Reef!shark-19",
+}
+
+
+async def test_a_chat_an_answer_a_reminder_and_a_job_keep_no_secret(make_harness: Any) -> None:
+    """What an attacker tried (issue 61): a secret typed in a chat, the answer to "What is the wifi password?",
+    a scheduled message and jobs with a password in their text. None reaches the database file; the run that
+    asked still gets the answer itself (the model reads it, a tool is called with it)."""
+    joined: list[str] = []
+
+    @tool(risk="low")
+    async def join_wifi(network: str, key: str) -> str:
+        """Join a wifi network."""
+        joined.append(key)
+        return f"joined {network}"
+
+    garage = f"the garage PIN is {TYPED['job PIN']}"
+    mail = f"log in with password: {TYPED['prompt job']} and read my mail"
+    model = ScriptedModel(
+        [
+            "Noted.",
+            call("ask_user", {"question": "What is the wifi password?"}, id="q1"),
+            call("join_wifi", {"network": "home", "key": WIFI}, id="j1"),
+            "Joined.",
+            call("schedule_message", {"text": f"the wifi password is {TYPED['reminder']}", "in_minutes": 5}, id="s1"),
+            "Scheduled.",
+            call("schedule_job", {"name": "garage", "message": garage, "cron": "0 8 * * *"}, id="g1"),
+            call("schedule_job", {"name": "mail", "prompt": mail, "every_minutes": 60}, id="g2"),
+            "Jobs made.",
+        ]
+    )  # fmt: skip
+    h = await make_harness(model, tools=[join_wifi])
+    await h.say(
+        f"keep postgresql://bot:{TYPED['a database URL']}@db/app and https://api.test/me?access_token="
+        f"{TYPED['a token in a URL']}, and my passphrase is {TYPED['a passphrase']}"
+    )
+    assert (await h.say("@react join my wifi"))[-1].startswith("❓ What is the wifi password?")
+    assert (await h.say(f"{WIFI} is it"))[-1] == "Joined."
+    assert model.requests[2].messages[-1].tool_results[0].content == f"{WIFI} is it", "the run reads the answer"
+    assert joined == [WIFI], "and passes it on"
+    assert any("Answered by" in t and "‹redacted: password›" in t for t in h.channel.texts()), h.channel.texts()
+    await h.say("@react remind me of the wifi password")
+    assert "‹redacted: password›" in model.requests[5].messages[-1].tool_results[0].content
+    await h.say("@react make my jobs")
+
+    gateway = h.gateway
+    [(resolution,)] = await gateway.store.read("SELECT resolution FROM interrupts WHERE kind = 'ask_user'")
+    assert resolution == '{"answer":"‹redacted: password›"}'
+    [pending] = await gateway.scheduled.pending()
+    assert pending["text"] == "the wifi password is ‹redacted: password›"
+    jobs = {job.name: job.text for job in await gateway.jobs.jobs.of_chat(str(h.chat()))}
+    assert jobs == {
+        "garage": "the garage PIN is ‹redacted: PIN›",
+        "mail": "log in with password: ‹redacted: password› and read my mail",
+    }
+    await gateway.tracing.flush()
+    await gateway.stop(timeout=5)  # its WAL goes into the database file
+    dump, blob = database_bytes(gateway.settings)
+    for what, secret in [*TYPED.items(), ("the wifi password", WIFI)]:
+        assert secret not in dump and secret.encode() not in blob, what
+    await gateway.start()  # the harness stops it at teardown
