@@ -53,11 +53,14 @@ colon is checked against the same ordinary words as after a copula."""
 _SEP = re.compile(
     r"(?P<close>\\?[\"'])?"
     r"(?P<via>[ \t]+(?i:for|of|to|on|für|vom|von|pour|du|de|para|do|da)(?:[ \t]+[^\s:=：\"'\\]{1,30}){1,3}?)?"
-    r"(?:[ \t]*(?P<eq>=)(?!=)|[ \t]*(?P<colon>(?::(?![:/=])|：)(?:[ \t]*\r?\n)?)"
-    r"|[ \t]+(?P<is>(?i:is|are|was|ist|lautet|sind|war|est|es|é))(?![\w'’])(?:[ \t]*[:：])?)"
+    r"(?:[ \t]*(?P<eq>=>?|:=)(?!=)|[ \t]*(?P<colon>(?::(?![:/=])|：)(?:[ \t]*\r?\n)?)"
+    r"|[ \t]+(?P<to>(?i:(?:(?:was|is|has been|got)[ \t]+)?(?:changed|set|reset|updated)[ \t]+to|to))(?![\w])"
+    r"|[ \t]+(?P<is>(?i:is|are|was|ist|lautet|sind|war|est|es|é))(?![\w'’])(?:[ \t]*[:：])?|(?P<s>['’]s))"
     r"[ \t]*(?P<open>\\?[\"'])?"
 )
-"""What follows a label: an optional closing quote (``"password":``), "for …", then ``=``, ``:`` or a copula."""
+"""What follows a label: an optional closing quote (``"password":``), "for …", then ``=`` (``=>``, ``:=``), ``:``
+or a copula (``is``, ``'s``, ``changed to``; ``to`` after set, change, reset or update: "set the password to …")."""
+_SET = re.compile(r"(?i:\b(?:set|change|changed|reset|update|updated)\b)")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _WORD = re.compile(r"(?:[^\s\"\\]|\\(?![nrtu\"\\/]))+")
 """A word of a value: up to a space, a double quote or a JSON escape (the redaction step also looks at JSON)."""
@@ -107,6 +110,9 @@ def labelled(match: re.Match[str], text: str) -> Found | None:
     kind = label_kind(norm, qualifier)
     sep = _SEP.match(text, end)
     if sep is None:
+        if text.startswith(">", end) and text.endswith("<", 0, start):  # <password>hunter2</password>
+            close = text.find("<", end + 1, end + 200)
+            return (end + 1, close, mark(kind)) if close > end + 1 and "\n" not in text[end:close] else None
         if (
             text.startswith("-", name_start)
             and (gap := _SPACES.match(text, end)) is not None
@@ -121,8 +127,11 @@ def labelled(match: re.Match[str], text: str) -> Found | None:
     if sep["eq"]:
         spaced = text[end:at].strip(" \t") != text[end:at]
         return _one_word(text, at, kind, url=in_url, spaced=spaced, label=norm, name=text[name_start:end])
-    if sep["is"] and norm in _NO_COPULA:
+    copula = bool(sep["is"] or sep["s"] or sep["to"])
+    if copula and norm in _NO_COPULA:
         return None
+    if sep["to"] and sep["to"].lower() == "to" and _SET.search(text, max(0, start - 40), start) is None:
+        return None  # "the password to the server" without a verb that sets it
     after_newline = "\n" in (sep["colon"] or "")
     if ambiguous and after_newline:
         return None  # "… and export its token:\n   `export TOKEN=…`"
@@ -130,7 +139,7 @@ def labelled(match: re.Match[str], text: str) -> Found | None:
         return None  # reStructuredText: "a token :meth:`take` spent"
     if norm == "pass" and not _field_start(text, name_start):
         return None  # "make the test pass: the discount …"
-    return _phrase(text, at, kind, copula=bool(sep["is"]), ambiguous=ambiguous, after_newline=after_newline)
+    return _phrase(text, at, kind, copula=copula, ambiguous=ambiguous, after_newline=after_newline)
 
 
 def _qualifier(text: str, name_start: int, start: int) -> str:
@@ -242,7 +251,8 @@ def _phrase(
 INTL = re.compile(
     r"(?P<label>密码|口令|密钥|私钥|令牌|パスワード|暗証番号|비밀번호|[пП]ароль|ПАРОЛЬ)"
     r"(?:[ \t]*(?:от|для)[ \t]+[^\s:：=]{1,30})?"
-    r"[ \t]*(?:(?P<colon>[:：=—])|(?P<is>是|为|為|は|는|은))[ \t]*(?:[:：][ \t]*)?(?P<open>[\"'「“])?"
+    r"(?:[ \t]*(?:(?P<colon>[:：=—])|(?P<is>是|为|為|は|는|은))[ \t]*(?:[:：][ \t]*)?(?P<open>[\"'「“])?"
+    r"|[ \t]+(?=[!-~]*[0-9]))"  # 密码 123456
 )
 
 
@@ -285,7 +295,7 @@ def intl(match: re.Match[str], text: str) -> Found | None:
     value = _INTL_VALUE.match(text, at)
     if value is None or value[0].startswith("‹") or value[0].lower() in BOOLEANS:
         return None
-    if match["is"] and not ("!" <= value[0][0] <= "~"):
+    if not match["colon"] and not ("!" <= value[0][0] <= "~"):
         return None  # "密码是多少" asks; a password after 是 is written in ASCII
     if any(value[0].startswith(w) for w in CJK_STOP):
         return None

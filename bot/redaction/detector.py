@@ -7,16 +7,17 @@ Each finding is a span and a kind; the step puts ``‹redacted: kind›`` in its
   German Passwort, Kennwort, Geheimzahl, WLAN-Schlüssel; French mot de passe, mdp, clé API; Spanish contraseña;
   Portuguese senha; Chinese 密码, 口令, 密钥, 私钥, 令牌; Japanese パスワード, 暗証番号; Korean 비밀번호; Russian
   пароль — alone or ending a name (``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``, ``accessToken``, ``x-api-key``,
-  ``PGPASSWORD``, a URL's ``?access_token=``), then ``=``, ``:`` or ``：`` (``Password:`` with the value on the
-  next line too) or a copula (is, are, was; ist, lautet; est; es; é; 是, 为; は; 는, 은), with at most a short "for
-  the wifi" in between. After ``=`` the value is one word (in a URL, up to ``&``); after ``:`` or a copula it is
-  the phrase: at most 8 words of that line, ending after a word that ends a clause (``, ; . ! ?``) and before a
-  joining word (and, but, please, for …) or another ``name:`` (so ``password: correct horse battery staple`` loses
-  all four words, and ``my password is hunter2 and my PIN is 1234`` two values, not the sentence); a quoted value
-  runs to its closing quote. Without ``=``, ``:`` or a copula, ``password Tr0ub4dor&3`` counts when the value
-  mixes letters and digits, and ``--password x`` always.
-- **Credentials in URLs and commands**: ``scheme://user:password@host`` and ``user:password@host``,
-  ``curl -u user:password``, ``mysql -pSECRET``, ``mysql -p SECRET`` and ``sshpass -p``.
+  ``PGPASSWORD``, a URL's ``?access_token=``), then ``=`` (``=>``, ``:=``), ``:`` or ``：`` (``Password:`` with the
+  value on the next line too) or a copula (is, are, was, 's, changed to, and to after set, change or reset; ist,
+  lautet; est; es; é; 是, 为; は; 는, 은), with at most a short "for the wifi" in between. After ``=`` the value is
+  one word (in a URL, up to ``&``); after ``:`` or a copula it is the phrase: at most 8 words of that line, ending
+  after a word that ends a clause (``, ; . ! ?``) and before a joining word (and, but, please, for …) or another
+  ``name:`` (so ``password: correct horse battery staple`` loses all four words, and ``my password is hunter2 and
+  my PIN is 1234`` two values, not the sentence); a quoted value runs to its closing quote, and
+  ``<password>…</password>`` to its tag. Without any of these, ``password Tr0ub4dor&3`` counts when the value
+  mixes letters and digits, ``PIN 4821`` and ``密码 123456`` when it has digits, and ``--password x`` always.
+- **Credentials in URLs, headers and commands**: ``scheme://user:password@host`` and ``user:password@host``,
+  ``Authorization: Basic …``, ``curl -u user:password``, ``mysql -pSECRET``, ``mysql -p SECRET``, ``sshpass -p``.
 - **Seed phrases** (12–30 lowercase words after "seed phrase", "recovery phrase", "mnemonic", 助记词 …) and
   **recovery or backup codes** (the codes, each with a digit, after "recovery codes:", "backup codes are" …).
 - **Keys and tokens by their shapes**: ``sk-…`` and ``sk_live_…``, ``AIza…``, ``AKIA…``/``ASIA…``, ``xox?-…``,
@@ -28,15 +29,19 @@ Each finding is a span and a kind; the step puts ``‹redacted: kind›`` in its
 
 Left alone, so that ordinary chat and code stay as written: a label with no value ("the password policy is
 strict", "I changed my password"); a copula before an ordinary word ("the password is on the card", "the token is
-stored in …", "密码是多少"); ``pw``, ``pwd`` and ``signature`` with a copula ("pw is short for password"); a bare
-``key`` (but a URL's ``?key=``); ``sort_key``, ``max_tokens``, ``token_count``, ``password_file``; placeholders and
-references (``${TOKEN}``, ``$API_KEY``, ``{password}``, ``<your-token>``, ``***``, ``os.environ[…]``,
-``get_token()``, ``self.token``); ``true``, ``false``, ``none``, ``null``; code that passes a name on (``token =
-access_token``, ``password=password``, ``connect(password=pw)``); URLs without credentials, ``user@host``,
-``mailto:`` and ``cc:`` addresses, ``@channel``.
+stored in …", "密码是多少"); after a label that heads ordinary sentences too (token, secret, pass, PIN, key), a
+value that does not look made up ("Token: the rate limiter …"); ``pw``, ``pwd`` and ``signature`` with a copula
+("pw is short for password"); a bare ``key`` (but a URL's ``?key=``); ``sort_key``, ``max_tokens``,
+``token_count``, ``password_file``, ``--min-pass``; placeholders, references and examples (``${TOKEN}``,
+``$API_KEY``, ``{password}``, ``<your-token>``, ``***``, ``123456:ABC…``, ``os.environ[…]``, ``get_token()``,
+``self.token``, ``?``); type annotations (``token: str``); ``true``, ``false``, ``none``, ``null``; code that passes
+a name on (``token = access_token``, ``password=password``, ``connect(password=pw)``); URLs without credentials
+(and ``user:password@host`` itself, a template), ``user@host``, ``mailto:`` and ``cc:`` addresses, ``@channel``.
+``tests/bot/test_redaction.py`` holds the table of both.
 
 Every stored or traced text comes through here, so most cost almost nothing: one lower-casing, one search of a
-prefix-tree pattern of every trigger word, one search for four digits in a row.
+prefix-tree pattern of every trigger word, one search for four digits in a row (95% of the routing corpora's chat
+messages stop there).
 """
 
 from __future__ import annotations
@@ -162,6 +167,22 @@ _SHAPES = (
     _Shape(re.compile(r"p(?<!\wp)ypi-[A-Za-z0-9_-]{50,}"), "token", ("pypi-",)),
     _Shape(re.compile(r"e(?<!\we)yJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "token", ("eyj",)),
     _Shape(re.compile(r"[bB](?<!\w[bB])(?i:earer)\s+(?!‹)[A-Za-z0-9._~+/-]{16,}=*"), "token", ("bearer",)),
+    _Shape(
+        re.compile(
+            r"[aA](?<!\w[aA])(?i:uthorization)[\"']?\s*[:=]\s*[\"']?(?i:basic|digest)\s+(?P<value>(?!‹)[^\s\"']{6,})"
+        ),
+        "credentials",
+        ("authorization",),
+        check=_value("credentials"),
+        anchored=True,
+    ),
+    _Shape(
+        re.compile(r"[pP](?<![a-zA-Z0-9][pP])(?i:in)(?:[ _-]?(?i:code))?[ \t]+(?P<value>[0-9]{4,8})(?![\w.,:/-])"),
+        "PIN",
+        ("pin",),
+        check=_value("PIN"),
+        anchored=True,
+    ),
     _Shape(
         re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9_/-]{16,})"),
         "webhook",

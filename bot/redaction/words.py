@@ -65,7 +65,8 @@ IS_STOP = frozenset(
     "up down over about after before into onto like as case-sensitive optional mandatory unknown ok okay fine "
     "good bad important secret private public necessary enough less more used done gone one all each every "
     "mine yours ours theirs hers printed written shown somewhere it is are was were will would should can could "
-    "nobody nothing everyone everybody someone somebody anyone anybody noone fresh new old live active stale "
+    "something anything whatever everything nobody nothing everyone everybody someone somebody anyone anybody "
+    "noone fresh new old live active stale "
     "unique random opaque bound static dynamic temporary permanent reusable single-use short-lived long-lived "
     "must may might generated created rotated hashed encrypted "
     # German, French, Spanish, Portuguese
