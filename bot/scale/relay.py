@@ -52,7 +52,7 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.events import OutboundMessage
 from bot.ids import new_id
 from bot.scale.batched import Batched
-from bot.scale.liveness import ALIVE_TTL_MS, Liveness
+from bot.scale.liveness import ALIVE_TTL_MS, Liveness, alive_key
 from bot.scale.streams import PREFIX, ensure_group, text_of
 
 log = logging.getLogger(__name__)
@@ -274,15 +274,30 @@ class OutboundRelay:
                     await self._push(_Out(stream, entry_id, fields, consumer))
 
     async def _liveness_loop(self) -> None:
-        while True:
-            await self.clock.sleep(self.alive.every_s)
-            try:
-                await self.alive.renew()
-                await self._take_over_dead()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # Redis away: nothing is sent past ``until`` meanwhile
-                log.warning("relay: keeping this gateway's liveness failed: %s", exc)
+        """Renew the key; look for dead gateways beside it (a take-over that waits for room in the lanes must not
+        hold the renewals up)."""
+        taking: asyncio.Task[None] | None = None
+        try:
+            while True:
+                await self.clock.sleep(self.alive.every_s)
+                try:
+                    await self.alive.renew()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # Redis away: nothing is sent past ``until`` meanwhile
+                    log.warning("relay: keeping this gateway's liveness failed: %s", exc)
+                    continue
+                if taking is None or taking.done():
+                    taking = asyncio.create_task(self._take_over_safely(), name="relay-take-over")
+        finally:
+            if taking is not None:
+                await cancel_and_wait(taking)
+
+    async def _take_over_safely(self) -> None:
+        try:
+            await self._take_over_dead()
+        except Exception as exc:
+            log.warning("relay: looking for dead gateways failed: %s", exc)
 
     async def _take_over_dead(self) -> None:
         for channel in self.channels:
@@ -344,15 +359,26 @@ class OutboundRelay:
         return row.prompt_ref if row is not None else None
 
     async def _claim_stale(self) -> None:
-        """Entries pending with anyone for ``claim_idle_ms`` (a last resort) are sent from here, as in doubt."""
+        """A last resort: entries pending for ``claim_idle_ms`` with this relay and not in its lanes (their sending
+        failed), or with a consumer that has no liveness key, are sent from here, as in doubt.  A live gateway's
+        entries stay its own, however long its platform makes it wait (a flood control's ``retry_after``)."""
+        me = self.alive.consumer
         for channel in self.channels:
             stream = outbound_stream(channel)
-            me = self.alive.consumer
-            reply = await self.redis.xautoclaim(
-                stream, GATEWAYS, me, min_idle_time=self.claim_idle_ms, start_id="0-0", count=100
-            )
-            for entry_id, fields in reply[1]:
-                if fields and text_of(entry_id) not in self._queued:  # not merely waiting in a long lane here
+            stale = await self.redis.xpending_range(stream, GATEWAYS, "-", "+", 100, idle=self.claim_idle_ms)
+            owners = sorted({text_of(e["consumer"]) for e in stale} - {me})
+            alive = {
+                o for o, key in zip(owners, await self.redis.mget([alive_key(o) for o in owners]), strict=True) if key
+            }
+            ids = [
+                e["message_id"]
+                for e in stale
+                if text_of(e["consumer"]) not in alive and text_of(e["message_id"]) not in self._queued
+            ]
+            if not ids:
+                continue
+            for entry_id, fields in await self.redis.xclaim(stream, GATEWAYS, me, self.claim_idle_ms, ids):
+                if fields:
                     await self._push(_Out(stream, entry_id, fields, me, doubt=True))
 
     async def _push(self, out: _Out) -> None:

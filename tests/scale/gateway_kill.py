@@ -12,6 +12,8 @@ Figures (seconds; ``ready`` is the moment the new gateway printed its ready line
   line, which follows the relay's start);
 - ``wait_s``: per chat, from the kill to the chat's first answer after it (p50, p99, max);
 - ``beyond_ready_s``: per chat, from ``ready`` to that answer (max; what the 5 s promise is about);
+- ``latency_before_s``: p99 of a message's round trip (webhook to answer) before the kill: what a message takes on
+  this machine anyway (a test's margin for a busy one);
 - ``lost``: messages accepted by a webhook and never answered; ``doubled``: answers that arrived more than once,
   and ``doubled_per_chat_max``: the most of them in one chat.
 
@@ -78,6 +80,7 @@ class Figures:
     first_reply_after_ready_s: float
     wait_s: dict[str, float]
     beyond_ready_s: float
+    latency_before_s: float
     lost: int
     doubled: int
     doubled_per_chat_max: int
@@ -106,6 +109,8 @@ async def kill_gateway_under_load(
     done: Counter[int] = Counter()
     firsts: dict[int, float] = {}
     """Per chat: when its first answer after the kill arrived."""
+    latencies: list[float] = []
+    """Round trips of the messages sent and answered before the kill."""
     killed: float | None = None
     stopping = False
 
@@ -127,6 +132,7 @@ async def kill_gateway_under_load(
         chat_id, i = FIRST_CHAT + n, 0
         while not stopping:
             text = f"k{chat_id}-{i}"
+            began = time.monotonic()
             await deliver({"update_id": chat_id * 10_000 + i, **fake.message(text, chat_id=chat_id, user_id=chat_id)})
             sent[text] = chat_id
             try:
@@ -135,6 +141,8 @@ async def kill_gateway_under_load(
                 return  # lost: counted below
             if killed is not None and at > killed:
                 firsts.setdefault(chat_id, at)
+            elif killed is None:
+                latencies.append(at - began)
             done[chat_id] += 1
             answers.changed.set()
             i += 1
@@ -190,6 +198,7 @@ async def kill_gateway_under_load(
             "max": round(max(waits), 2),
         },
         beyond_ready_s=round(max(firsts.values()) - ready, 2),
+        latency_before_s=_pct(latencies, 0.99),
         lost=len(lost),
         doubled=len(doubled),
         doubled_per_chat_max=max(per_chat.values(), default=0),

@@ -164,3 +164,34 @@ async def test_a_relay_past_its_liveness_reads_under_a_new_name_and_the_old_ones
     await client.xreadgroup(GATEWAYS, first, {STREAM: ">"}, count=1)
     assert await eventually(lambda: alive.dead(STREAM, GATEWAYS), every=0.05) == [first]
     await alive.stop()
+
+
+async def test_a_live_gateways_slow_entry_stays_its_own(client: Any, runs: RunStore) -> None:
+    """Pending long (its platform made it wait) but its gateway alive: not taken, so not sent twice; once that
+    gateway is dead, taken over."""
+    await ensure_group(client, STREAM, GATEWAYS)
+    slow = "gateway-slow.1"
+    await client.set(alive_key(slow), slow, px=60_000)
+    worker = RemoteChannel("console", client, timeout_s=CEILING_S)
+    waiting = asyncio.ensure_future(worker.send(OutboundMessage(chat=chat(1), text="held by a flood control")))
+    async with asyncio.timeout(CEILING_S):
+        while not (await client.xreadgroup(GATEWAYS, slow, {STREAM: ">"}, count=1, block=100)):
+            pass
+    await eventually(lambda: idle_at_least(client, 200), every=0.05, what="the entry pending 200 ms")
+    platform = Platform()
+    relay = OutboundRelay(client, platform, runs, ["console"], name="gateway-b", claim_idle_ms=200, alive_ttl_ms=300)
+    await relay.start()  # its first round claims what is stale, then reads
+    try:
+        assert await worker.send(OutboundMessage(chat=chat(2), text="new")) == "ref:new"
+        assert platform.sent == ["new"] and not waiting.done()
+        await client.delete(alive_key(slow))  # the slow gateway died
+        async with asyncio.timeout(CEILING_S):
+            assert await waiting == "ref:held by a flood control"
+        assert platform.sent == ["new", "held by a flood control"]
+    finally:
+        await relay.stop()
+
+
+async def idle_at_least(client: Any, ms: int) -> bool:
+    entries = await client.xpending_range(STREAM, GATEWAYS, "-", "+", 10)
+    return bool(entries) and all(int(e["time_since_delivered"]) >= ms for e in entries)
