@@ -214,8 +214,9 @@ class OutboundRelay:
         self.name = name
         self.alive = Liveness(redis, name, ttl_ms=alive_ttl_ms, clock=clock)
         self.claim_idle_ms = claim_idle_ms
-        """Entries pending this long with any consumer are claimed as in doubt (a last resort: a live gateway's
-        entries are its own, a dead one's are taken over within seconds)."""
+        """Entries pending this long with a consumer that has no liveness key, or with this relay and not in its
+        lanes, are claimed as in doubt (a last resort: a dead gateway's are taken over within seconds, a live one's
+        stay its own)."""
         self.taken_over = 0
         """Entries taken over from dead gateways so far."""
         self._room = asyncio.Semaphore(max_pending)
