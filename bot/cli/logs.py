@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.redaction import redact_text
 from bot.tracing.context import CORRELATION
 from channels.terminal import terminal_safe
 
@@ -18,7 +19,8 @@ REDACTED = "***"
 
 
 class RedactingFilter(logging.Filter):
-    """Replaces configured secret values in the formatted message and traceback."""
+    """Replaces configured secret values in the formatted message and traceback, then what the detector finds
+    (a token in a URL a library logged, a password in an error it quoted: :func:`bot.redaction.redact_text`)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         super().__init__()
@@ -28,11 +30,9 @@ class RedactingFilter(logging.Filter):
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
-        return text
+        return redact_text(text)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self.secrets:
-            return True
         record.msg = self.redact(record.getMessage())
         record.args = None
         if record.exc_info and not record.exc_text:

@@ -73,3 +73,13 @@ async def test_a_model_error_is_logged_under_its_request(make_harness: Any, json
     assert "The model failed" in reply
     [line] = [r for r in lines(json_lines) if "model error" in r["message"]]
     assert line["level"] == "WARNING" and line["correlation_id"] == "console:m1"
+
+
+def test_log_lines_lose_what_the_detector_finds(json_lines: io.StringIO) -> None:
+    """Not only configured secrets: a token in a URL a library logs, a password an error quotes."""
+    log = logging.getLogger("tests.detector")
+    log.warning("GET https://api.example.com/v1/items?access_token=ya29QwErTy123456789 failed: 401")
+    log.warning("connect to postgresql://bot:S3cr3t-pw@db:5432/bot refused")
+    text = json_lines.getvalue()
+    assert "ya29QwErTy123456789" not in text and "S3cr3t-pw" not in text
+    assert "‹redacted: " in text and "api.example.com" in text
