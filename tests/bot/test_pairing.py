@@ -125,4 +125,3 @@ def test_codes_use_every_symbol_of_their_alphabet_uniformly() -> None:
     assert set(counts) == set(CODE_ALPHABET)
     # 16,000 symbols: 500 expected each; a symbol drawn twice as often (the old modulo bias) would exceed 800.
     assert max(counts.values()) < 700 and min(counts.values()) > 300
-
