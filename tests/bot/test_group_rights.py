@@ -36,8 +36,8 @@ async def say(h: Harness, text: str, user: str) -> list[str]:
     return await h.send(in_group(h, text, user))
 
 
-async def test_a_member_cannot_stop_anothers_running_request(make_harness: Any) -> None:
-    started, release = asyncio.Event(), asyncio.Event()
+def slow_crawl(started: asyncio.Event, release: asyncio.Event) -> Tool:
+    """A tool that sets ``started`` and runs until ``release`` is set."""
 
     @tool(risk="low")
     async def crawl(site: str) -> str:
@@ -46,6 +46,12 @@ async def test_a_member_cannot_stop_anothers_running_request(make_harness: Any) 
         await release.wait()
         return "crawled"
 
+    return crawl
+
+
+async def test_a_member_cannot_stop_anothers_running_request(make_harness: Any) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    crawl = slow_crawl(started, release)
     model = ScriptedModel([call("crawl", {"site": "example.org"}, id="c1"), "Here is the crawl."])
     h = await group_harness(make_harness, model, [crawl])
     await h.gateway.inbox.submit(in_group(h, "@react crawl example.org", ALICE))
@@ -63,14 +69,7 @@ async def test_a_member_cannot_stop_anothers_running_request(make_harness: Any) 
 
 async def test_the_requester_or_an_admin_stops_a_running_request(make_harness: Any) -> None:
     started, never = asyncio.Event(), asyncio.Event()
-
-    @tool(risk="low")
-    async def crawl(site: str) -> str:
-        """Crawl a site (slowly)."""
-        started.set()
-        await never.wait()
-        return "crawled"
-
+    crawl = slow_crawl(started, never)
     model = ScriptedModel([call("crawl", {"site": "a"}, id="c1"), call("crawl", {"site": "b"}, id="c2")])
     h = await group_harness(make_harness, model, [crawl])
     await h.gateway.inbox.submit(in_group(h, "@react crawl a", ALICE))
