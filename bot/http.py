@@ -48,6 +48,8 @@ class HttpServer:
         self.body_timeout_s = body_timeout_s
         self.slow_bodies = 0
         """Requests answered 408 so far (their body did not arrive in time)."""
+        self.awaiting_bodies = 0
+        """Requests in their handlers now whose body is not all in yet (their timer is running)."""
         self._logged_at = float("-inf")
         self._unlogged = 0
         self.app = web.Application(middlewares=[self._body_in_time])
@@ -74,9 +76,11 @@ class HttpServer:
                         deadline.reschedule(loop.time())  # expires now: what the handler awaits is cancelled
 
                 timer = self.clock.call_later(self.body_timeout_s, late)
+                self.awaiting_bodies += 1
                 try:
                     return await handler(request)
                 finally:
+                    self.awaiting_bodies -= 1
                     timer.cancel()
         except TimeoutError:
             if not deadline.expired():

@@ -20,7 +20,7 @@ from bot.gateway.app import Gateway
 from bot.http import BODY_TIMEOUT_S, HttpServer
 from channels.telegram import TelegramChannel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
-from tests.waiting import CEILING_S
+from tests.waiting import CEILING_S, eventually
 
 SECRET = "webhook-secret-0123"
 
@@ -63,7 +63,7 @@ async def test_a_trickled_body_is_answered_408_and_its_connection_closed(
 ) -> None:
     http, clock, seen = server
     reader, writer = await trickle(http.port, "/hook", "Content-Length: 100\r\n", b"a few bytes")
-    await clock.armed()  # the handler is waiting for the rest
+    await eventually(lambda: http.awaiting_bodies == 1, what="the handler waiting for the rest")
     await clock.advance(BODY_TIMEOUT_S - 1)
     writer.write(b" and some more")  # a byte now and then changes nothing: the whole body has its time
     await writer.drain()
@@ -116,12 +116,12 @@ async def test_a_gateways_telegram_webhook_cuts_off_a_trickled_update(make_setti
     await gateway.start()
     try:
         assert gateway.http is not None
-        armed = clock.pending
         head = (
             f"Content-Type: application/json\r\nContent-Length: 5000\r\nX-Telegram-Bot-Api-Secret-Token: {SECRET}\r\n"
         )
         reader, writer = await trickle(gateway.http.port, "/telegram/webhook", head, b'{"update_id": 1, ')
-        await clock.armed(armed + 1)
+        http = gateway.http
+        await eventually(lambda: http.awaiting_bodies == 1, what="the webhook waiting for the rest")
         await clock.advance(BODY_TIMEOUT_S)
         said = await answer(reader)
         writer.close()
