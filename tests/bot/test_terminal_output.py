@@ -75,8 +75,8 @@ def test_bot_route_prints_safely(tmp_path: Path, monkeypatch: Any) -> None:
 
 
 def test_bot_eval_prints_answers_safely(tmp_path: Path) -> None:
-    """A failed check quotes the model's answer: its escape sequences are shown, in the progress lines, the
-    report and --json alike."""
+    """A failed check quotes the model's answer: its escape sequences are shown, in the progress lines and the
+    report."""
     from tests.evals.cli import bot_eval
 
     answer = json.dumps(f"done {ATTACK}")
@@ -85,7 +85,6 @@ def test_bot_eval_prints_answers_safely(tmp_path: Path) -> None:
         "    turns:\n      - user: '@chat hello'\n        expect: {answer: nothing like this}\n"
     )
     (tmp_path / "escapes.yaml").write_text(suite)
-    for extra in ((), ("--json",)):
-        done = bot_eval(tmp_path, str(tmp_path / "escapes.yaml"), "--model", "scripted", *extra)
-        assert done.returncode == 1, done.stdout + done.stderr
-        assert "done" in done.stdout and clean(done.stdout) and clean(done.stderr), extra
+    done = bot_eval(tmp_path, str(tmp_path / "escapes.yaml"), "--model", "scripted")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "done" in done.stdout and clean(done.stdout) and clean(done.stderr)
