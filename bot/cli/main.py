@@ -191,7 +191,9 @@ def _default(
     ctx: typer.Context,
     config: ConfigOpt = None,
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        # metavar="": a flag takes no value (typer would show it as `--version <bool>`).
+        typer.Option("--version", callback=_version, is_eager=True, metavar="", help="Print the version and exit."),
     ] = False,
 ) -> None:
     pass_config_down(ctx, config)
