@@ -32,6 +32,22 @@ def _nest(dotted: str, value: Any) -> dict[str, Any]:
     return {head: _nest(rest, value) if rest else value}
 
 
+_EMPTY = {"llm.model": "(none: the main model)"}
+
+
+def _shown(key: str, value: Any) -> str:
+    """A setting in people's words: on/off, "(none)", numbers as written (never Python's ``True`` or ``''``)."""
+    if value is True or value is False:
+        return "on" if value else "off"
+    if value is None or value == "":
+        return _EMPTY.get(key, "(none)")
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_shown(key, v) for v in value) or "(none)"
+    return str(value)
+
+
 def _parse_value(raw: str) -> Any:
     import yaml
 
@@ -97,7 +113,7 @@ def register_admin_commands(ctx: CommandContext) -> None:
             if key == "strategy":
                 lines.append(f"strategy = {effective} - {origin}")
             else:
-                lines.append(f"{key} = {_get(config, key)!r} - {origins[key]}")
+                lines.append(f"{key} = {_shown(key, _get(config, key))} - {origins[key]}")
         last = await last_route(ctx, str(call.event.chat))
         if last:
             lines.append(f"Last message here: {last}")
@@ -193,4 +209,4 @@ async def _routing_set(ctx: CommandContext, call: CommandCall, key: str, raw: st
     await ctx.audit(call.event.sender.id, GLOBAL, name, old, value)
     if value is None:
         return f"{key} is back to its configured value."
-    return f"{key} set to {value!r} for every chat."
+    return f"{key} set to {_shown(key, value)} for every chat."

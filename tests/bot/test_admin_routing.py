@@ -77,11 +77,25 @@ async def test_routing_show_set_validate(make_harness: Any) -> None:
     assert "Unknown agent" in (await h.say("/routing set default_agent ghost", user="boss"))[0]
     assert "set to 0.55" in (await h.say("/routing set rule.confidence_threshold 55", user="boss"))[0], "a percentage"
     assert "set to 0.6" in (await h.say("/routing set rule.confidence_threshold 0.6", user="boss"))[0]
-    assert "set to True" in (await h.say("/routing set notify true", user="boss"))[0]
+    assert "set to on" in (await h.say("/routing set notify true", user="boss"))[0]
     shown = (await h.say("/routing", user="boss"))[0]
-    assert "rule.confidence_threshold = 0.6 - admin (global)" in shown and "notify = True - admin (global)" in shown
+    assert "rule.confidence_threshold = 0.6 - admin (global)" in shown and "notify = on - admin (global)" in shown
     assert "for admins only" in (await h.say("/routing", user="u1"))[0]
     assert "back to its configured value" in (await h.say("/routing reset notify", user="boss"))[0]
+
+
+async def test_routing_speaks_people_s_words_not_python_s(make_harness: Any) -> None:
+    h = await make_harness(ScriptedModel([]), admins=["boss"])
+    shown = (await h.say("/routing", user="boss"))[0]
+    assert "True" not in shown and "False" not in shown and "''" not in shown, shown
+    assert "enabled = on - " in shown and "rule.meaning = off - " in shown  # the harness routes without the encoder
+    assert "llm.model = (none: the main model) - " in shown and "llm.timeout_ms = 5000 - " in shown
+    assert "rule.strong_priority = 80 - " in shown and "default_agent = chat - " in shown
+    assert "notify set to off" in (await h.say("/routing set notify off", user="boss"))[0]
+    assert (
+        "llm.timeout_ms set to 2500 for every chat" in (await h.say("/routing set llm.timeout_ms 2500", user="boss"))[0]
+    )
+    assert "notify = off - admin (global)" in (await h.say("/routing", user="boss"))[0]
 
 
 async def test_route_dry_run(make_harness: Any) -> None:
