@@ -14,6 +14,7 @@ import logging
 from agents.models.base import Generation, Model
 from agents.models.fallback import FallbackModel
 from agents.models.offline import OfflineModel
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.ops.metered import ObservedModel
@@ -33,9 +34,17 @@ def parse_spec(spec: str, default_provider: str) -> tuple[str, str]:
 
 
 class ModelCatalog:
-    def __init__(self, settings: Settings, main: Model | None = None, metrics: Metrics | None = None) -> None:
-        """``metrics``: every model built here (and ``main``) is measured there."""
+    def __init__(
+        self,
+        settings: Settings,
+        main: Model | None = None,
+        metrics: Metrics | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        """``metrics``: every model built here (and ``main``) is measured there; ``clock``: the offline model's (it
+        reads "remind me tomorrow at 9" on it, in ``jobs.timezone``)."""
         self.settings = settings
+        self.clock = clock
         self.metrics = metrics
         cfg = settings.model
         self.provider = cfg.main_provider()
@@ -127,7 +136,7 @@ class ModelCatalog:
     def _build(self, provider: str, name: str, generation: Generation) -> Model:
         cfg = self.settings.model
         if provider == "offline":
-            return OfflineModel()
+            return OfflineModel(now=self.clock.now, timezone=self.settings.jobs.timezone)
         api_key, base_url = cfg.key_of(provider), cfg.url_of(provider)
         if provider == "gemini":
             if not api_key:

@@ -2,17 +2,18 @@
 
 It never pretends to be an LLM: every answer starts with a label.  It understands a few plain requests
 (:mod:`agents.models.offline_intents`) and answers them the way a model would, through the pipeline:
-"what time is it in Tokyo?" calls ``get_current_time``, "remind me in 2 minutes to stretch" schedules a
-message, "write hello to notes.txt" asks for confirmation and writes, "plan a weekend in Paris" makes a
-three-step plan to approve, "help me choose a laptop" asks back, a request matching a file agent hands
-off to it.  Anything else gets a labelled answer saying what to try.
+"what time is it in Tokyo?" calls ``get_current_time``, "remind me in 2 minutes to stretch" (or "tomorrow at 9
+to call mom") schedules a message, "write hello to notes.txt" asks for confirmation and writes, "plan a weekend
+in Paris" makes a three-step plan to approve, "help me choose a laptop" asks back, a request matching a file
+agent hands off to it.  Anything else gets a labelled answer saying what to try.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from agents.messages import Message, ToolCall
@@ -71,6 +72,12 @@ class OfflineModel(Model):
     name = "offline"
     understands = False
 
+    def __init__(self, *, now: Callable[[], datetime] | None = None, timezone: str = "UTC") -> None:
+        """``now``: the clock (an aware datetime; the gateway's, so a test's clock moves it); ``timezone``: where
+        a reminder's wall-clock time ("tomorrow at 9", "at 5 pm") is read (``jobs.timezone``)."""
+        self.now = now or (lambda: datetime.now(UTC))
+        self.timezone = timezone
+
     async def request(
         self,
         messages: Sequence[Message],
@@ -104,7 +111,9 @@ class OfflineModel(Model):
         step = intents.step_of(text)
         request = step or text
         found = (
-            intents.tool_call(request, by_name) or intents.handoff(request, by_name) or _named_tool(request, by_name)
+            intents.tool_call(request, by_name, self.now, self.timezone)
+            or intents.handoff(request, by_name)
+            or _named_tool(request, by_name)
         )
         if found is not None:
             return calling(*found)

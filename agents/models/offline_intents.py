@@ -7,11 +7,14 @@ behave the same every time; anything else gets a labelled answer saying what to 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 from zoneinfo import available_timezones
 
 from agents.models.base import ToolDeclaration
+from agents.models.offline_when import reminder
 
 _TIME = re.compile(
     r"\b(what(?:'s| is)? the (?:time|date)|what time|time is it|current time|time now|today'?s date|what day)\b"
@@ -19,14 +22,6 @@ _TIME = re.compile(
     re.IGNORECASE,
 )
 _IN_PLACE = re.compile(r"\bin ([A-Z][\w .'-]{1,40}?)(?:[?.!,]|$| right now| now| today)", re.IGNORECASE)
-_REMIND = re.compile(
-    r"\bremind me (?:in (?P<n>\d+(?:\.\d+)?) ?(?P<unit>minutes?|mins?|hours?|hrs?|seconds?|secs?)"
-    r"|(?P<tomorrow>tomorrow))(?: to)? (?P<what>.+)",
-    re.IGNORECASE,
-)
-_REMIND_AFTER = re.compile(
-    r"\bremind me to (?P<what>.+?) in (?P<n>\d+(?:\.\d+)?) ?(?P<unit>minutes?|mins?|hours?|hrs?)\b", re.IGNORECASE
-)
 _EVERY = re.compile(
     r"\bevery (?P<days>day|weekday|monday|tuesday|wednesday|thursday|friday|saturday|sunday) at "
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))? ?(?P<half>am|pm)?,? (?:remind me (?:to |of |that )?)?(?P<what>.+)",
@@ -64,7 +59,6 @@ _ALIASES = {
     "munich": "Europe/Berlin",
     "utc": "UTC",
 }
-_UNITS = {"m": 1.0, "h": 60.0, "s": 1 / 60}
 
 TRY = (
     'Try: "what time is it in Tokyo?", "remind me in 2 minutes to stretch", "write hello to notes.txt", '
@@ -72,6 +66,10 @@ TRY = (
     '"remember that I like green tea".'
 )
 """Every suggestion works as typed (a test sends each one through the gateway)."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 @cache
@@ -94,8 +92,11 @@ def zone_in(text: str) -> str | None:
     )
 
 
-def tool_call(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[str, Any]] | None:
-    """The built-in tool (and arguments) a plain request asks for, among ``tools``."""
+def tool_call(
+    text: str, tools: dict[str, ToolDeclaration], now: Callable[[], datetime] | None = None, zone: str = "UTC"
+) -> tuple[str, dict[str, Any]] | None:
+    """The built-in tool (and arguments) a plain request asks for, among ``tools``; a reminder at a wall-clock
+    time is read in ``zone`` at ``now()`` (an aware datetime)."""
     if "remember" in tools and (found := _REMEMBER.search(text)):
         return "remember", {"fact": (found.group("fact") or found.group("zh")).strip().rstrip(".!。！")}
     if "recall" in tools and _RECALL.search(text):
@@ -104,15 +105,12 @@ def tool_call(text: str, tools: dict[str, ToolDeclaration]) -> tuple[str, dict[s
         return "get_current_time", {"timezone": zone_in(text) or "UTC"}
     if "schedule_job" in tools and (found := _EVERY.search(text)):
         return "schedule_job", _every(found)
-    if "schedule_message" in tools:
-        found = _REMIND.search(text) or _REMIND_AFTER.search(text)
-        if found:
-            what = found.group("what").strip().rstrip(".!")
-            minutes = 24 * 60.0 if found.groupdict().get("tomorrow") else float(found.group("n"))
-            if not found.groupdict().get("tomorrow"):
-                minutes *= _UNITS[found.group("unit")[0].lower()]
-            # The gateway marks a scheduled message with ⏰ itself.
-            return "schedule_message", {"text": f"Reminder: {what}", "in_minutes": max(minutes, 0.1)}
+    if "schedule_message" in tools and (asked := reminder(text)) is not None:
+        # The gateway marks a scheduled message with ⏰ itself.
+        if asked.clock is None:
+            return "schedule_message", {"text": f"Reminder: {asked.what}", "in_minutes": asked.in_minutes}
+        due = asked.due((now or _utc_now)(), zone)
+        return "schedule_message", {"text": f"Reminder: {asked.what}", "at": due.isoformat(timespec="seconds")}
     if "write_file" in tools and (found := _WRITE.search(text)):
         return "write_file", {"path": found.group("path"), "content": found.group("content").strip() + "\n"}
     if "read_file" in tools and (found := _READ.search(text)) and not _URL.search(text):

@@ -121,7 +121,7 @@ class Gateway:
         """Scaled out (``bus.url``): the Redis client of the bus, the relay, the leases (the parts are built last)."""
         self.scale: ScaleOut | None = None
         self.metrics = Metrics()
-        self.models = ModelCatalog(self.settings, model, self.metrics)
+        self.models = ModelCatalog(self.settings, model, self.metrics, self.clock)
         self.model = self.models.main
         self.store: SqlStore = store or store_from_settings(
             self.settings.store,
