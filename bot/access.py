@@ -1,7 +1,8 @@
 """Who may act: one policy for the intake, the supervisor, the web console and the run manager.
 
 Rights come from configuration, never from the platform: ``channels.<name>.allow_from`` and ``admins`` (``*``
-for everyone), senders an admin let in with ``/pair`` (:class:`~bot.pairing.Pairing`), and for a press made in
+for everyone), senders an admin let in with ``/pair`` (:class:`~bot.pairing.Pairing`; an admin too when the
+operator approved them with ``bot pair approve CODE --admin``), and for a press made in
 the web console, the signed-in user's role under ``web`` (only admins act there).  The console allows everyone
 and its user is an admin because its section says ``allow_from: ["*"]``, ``admins: ["*"]``.
 
@@ -20,6 +21,8 @@ from bot.pairing import Pairing
 
 KEEP_SENDERS = 4096
 """Resolved senders kept (:meth:`AccessPolicy.admit`)."""
+LOCAL_CHANNELS = frozenset({"console"})
+"""Channels whose one user is the operator: they need no admin named (:meth:`AccessPolicy.without_admin`)."""
 
 
 def is_admin(channels: ChannelsSection, channel: str, user_id: str) -> bool:
@@ -45,6 +48,8 @@ class AccessPolicy:
         self.web = web
         self.pairing = pairing
         """Senders let in by an admin's ``/pair`` (None: ``allow_from`` only)."""
+        if pairing is not None:
+            pairing.configured_admins = self.has_configured_admin
         self._resolved: dict[tuple[str, str, bool, bool], Sender] = {}
         """Senders as the gateway knows them, by what makes them (a copy with ``is_admin`` changed took 4.1 µs per
         message, every message where everyone is an admin, as on the console; a lookup 0.2; at most
@@ -55,8 +60,23 @@ class AccessPolicy:
         return section
 
     def is_admin(self, channel: str, user_id: str) -> bool:
-        """An admin of ``channel`` by configuration."""
-        return is_admin(self.channels, channel, user_id)
+        """An admin of ``channel`` by configuration, or let in as one by pairing (as this process last read it)."""
+        if is_admin(self.channels, channel, user_id):
+            return True
+        return self.pairing is not None and self.pairing.known_admin(f"{channel}:{user_id}")
+
+    def has_configured_admin(self, channel: str) -> bool:
+        section = self.section(channel)
+        return section is not None and bool(section.admins)
+
+    async def without_admin(self) -> list[str]:
+        """The enabled platform channels nobody can administer: no ``admins`` configured and none let in by
+        ``bot pair approve CODE --admin`` (a stranger's code there waits for the operator)."""
+        names = [n for n in self.channels.enabled() if n not in LOCAL_CHANNELS and not self.has_configured_admin(n)]
+        if names and self.pairing is not None:
+            paired = await self.pairing.store.admin_channels()
+            names = [n for n in names if n not in paired]
+        return names
 
     def is_admin_account(self, account: str) -> bool:
         """:meth:`is_admin` for ``channel:user_id`` (how jobs name their owner)."""
@@ -94,11 +114,12 @@ class AccessPolicy:
         if section is None:
             return Admission(sender.model_copy(update={"is_admin": False}) if sender.is_admin else sender, False)
         is_admin = section.is_admin(sender.id)
-        if sender.is_admin != is_admin:  # admin rights come from configuration, never from the platform
-            sender = self._as(sender, is_admin)
         allowed = section.allows(sender.id) or is_admin
         if not allowed and self.pairing is not None:
-            allowed = await self.pairing.allows(event.chat.channel, sender.id)
+            standing = await self.pairing.standing(event.chat.channel, sender.id)
+            allowed, is_admin = standing is not None, standing is True
+        if sender.is_admin != is_admin:  # admin rights come from configuration (or pairing), never the platform
+            sender = self._as(sender, is_admin)
         return Admission(sender, allowed)
 
     def _as(self, sender: Sender, is_admin: bool) -> Sender:

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from bot.config.channels import user_id_problem
 from bot.config.settings import ConfigError, load_settings
 from channels.registry import PLUGINS
 from channels.setup import ChannelSetup, Question, Secret
@@ -175,10 +176,18 @@ def ask(choices: Choices) -> Choices:
             if question.applies(answers):
                 answers[question.key] = _ask(question, answers.get(question.key, question.default))
     for name in (c for c in choices.channels if setups[c].asks_admin):
-        given = typer.prompt(
-            f"{name}: your user id (admin; empty to add later)", ",".join(choices.admins.get(name, []))
-        )
-        choices.admins[name] = [v.strip() for v in given.split(",") if v.strip()]
+        while True:
+            given = typer.prompt(
+                f"{name}: your user id, the first admin (empty: claim it later with `bot pair approve CODE --admin`)",
+                ",".join(choices.admins.get(name, [])),
+                show_default=bool(choices.admins.get(name)),
+            )
+            ids = [v.strip() for v in given.split(",") if v.strip()]
+            problems = [p for p in (user_id_problem(name, i) for i in ids) if p is not None]
+            if not problems:
+                choices.admins[name] = ids
+                break
+            typer.echo(f"{name}: {problems[0]}")
     choices.model = _pick("Model: gemini, openai or offline", choices.model, MODELS)
     choices.scale = typer.confirm("Several processes (PostgreSQL + Redis)?", choices.scale)
     choices.http = typer.confirm("Serve /healthz and /metrics over HTTP?", choices.http or choices.scale)
@@ -283,7 +292,11 @@ def _init(
     for entry in admin or []:
         name, sep, user = entry.partition(":")
         if not sep or name not in PLUGINS or not user:
-            typer.echo(f"--admin {entry!r}: expected CHANNEL:USER_ID, e.g. telegram:123456", err=True)
+            typer.echo(f"--admin {entry!r}: expected CHANNEL:USER_ID, e.g. telegram:123456789", err=True)
+            raise typer.Exit(2)
+        problem = user_id_problem(name, user)
+        if problem is not None:
+            typer.echo(f"--admin {entry!r}: {problem}", err=True)
             raise typer.Exit(2)
         admins.setdefault(name, []).append(user)
     choices = Choices(_channels(channels), answers or {}, model, admins, scale, http)
@@ -304,6 +317,12 @@ def _init(
     config.write_text(text, encoding="utf-8")
     env_file.write_text(render_env(choices), encoding="utf-8")
     typer.echo(f"wrote {config} and {env_file}")
+    setups = _setups()
+    for name in (c for c in choices.channels if setups[c].asks_admin and not choices.admins.get(c)):
+        typer.echo(
+            f"{name} has no admin yet: the first person who writes to the bot directly gets a code; "
+            f"`bot pair approve CODE --admin` (while it runs) makes them its admin (`bot pair list` shows the codes)"
+        )
     secrets = needed(choices)
     if secrets:
         typer.echo(

@@ -22,6 +22,7 @@ from bot.cli.agents import agents_app
 from bot.cli.evals import eval_command
 from bot.cli.init import init as init_command
 from bot.cli.mcp import mcp_app
+from bot.cli.pair import NO_ADMIN, pair_app
 from bot.cli.settings import ConfigOpt, cli_settings, pass_config_down
 from bot.cli.startup import load_platform_libraries
 from bot.cli.traces import print_trace
@@ -42,6 +43,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(agents_app, name="agents")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(web_app, name="web")
+app.add_typer(pair_app, name="pair")
 app.command("eval")(eval_command)
 
 _settings = cli_settings
@@ -133,6 +135,8 @@ async def _run_gateway(settings: Settings, *, until_console_done: bool, role: st
     async def start() -> None:
         await gateway.start()
         tune_process(settings.runtime)
+        for name in await gateway.access.without_admin():
+            logging.getLogger("bot").warning(NO_ADMIN, name, name)
         # Said before anything else runs: the console's first prompt waits for the gateway's start (set last),
         # so it comes after this line.
         typer.echo(f"Ready in {time.monotonic() - began:.1f} s.", err=True)

@@ -8,6 +8,7 @@ and the settings find the plugins the way a Python program finds its entry point
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Literal
@@ -16,6 +17,45 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 PLUGIN_MODULE = "channels.registry"
 """The module that registers the built-in channels (each with :func:`register_section`)."""
+
+
+@dataclass(frozen=True)
+class IdShape:
+    """What a platform's user ids look like, and how a person finds theirs."""
+
+    pattern: re.Pattern[str]
+    looks: str
+    find: str
+
+
+ID_SHAPES: dict[str, IdShape] = {
+    "telegram": IdShape(
+        re.compile(r"[1-9][0-9]{0,19}"),
+        "a number such as 123456789",
+        "send the bot any message: it replies with your user id (or send it /whoami)",
+    ),
+    "slack": IdShape(
+        re.compile(r"[UW][A-Z0-9]+"),
+        "U or W then capital letters and digits, such as U0123ABCD",
+        "in Slack open your profile, ⋮ (more) → Copy member ID; or send the bot a message: it replies with your id",
+    ),
+    "discord": IdShape(
+        re.compile(r"[0-9]{17,20}"),
+        "a snowflake of 17 to 20 digits, such as 123456789012345678",
+        "in Discord turn on Settings → Advanced → Developer Mode, then right-click your name → Copy User ID",
+    ),
+}
+"""The platforms whose ids ``admins`` (and ``bot init --admin``) are checked against."""
+
+
+def user_id_problem(channel: str, user_id: str) -> str | None:
+    """Why ``user_id`` is not a user id of ``channel`` (None: it is, or the channel's ids are not checked)."""
+    shape = ID_SHAPES.get(channel)
+    if shape is None or user_id == "*" or shape.pattern.fullmatch(user_id):
+        return None
+    name = channel.capitalize()
+    what = "a @name, not a user id" if user_id.startswith("@") else f"not a {name} user id"
+    return f"{user_id!r} is {what}: a {name} user id is {shape.looks}; to find yours, {shape.find}"
 
 
 class ChannelSection(BaseModel):
@@ -106,6 +146,19 @@ class Channels(BaseModel):
         if not isinstance(value, ChannelSection):
             raise KeyError(name)
         return value
+
+    def admins_problem(self) -> tuple[str, str] | None:
+        """The first ``admins`` entry that is not a user id of its platform: (``channels.<name>.admins``, why).
+        A ``@name`` there would make nobody an admin, silently."""
+        for name in ID_SHAPES:
+            section = getattr(self, name, None)
+            if not isinstance(section, ChannelSection):
+                continue
+            for user_id in section.admins:
+                problem = user_id_problem(name, user_id)
+                if problem is not None:
+                    return f"channels.{name}.admins", problem
+        return None
 
     if TYPE_CHECKING:
 

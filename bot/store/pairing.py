@@ -55,6 +55,7 @@ class Paired:
     user_name: str
     approved_by: str
     approved_at: datetime
+    is_admin: bool = False
 
     @property
     def account(self) -> str:
@@ -114,18 +115,18 @@ class PairingStore:
         )
         return [_waiting(row) for row in rows]
 
-    async def approve(self, code: WaitingCode, by: str, extra: Sequence[Step] = ()) -> bool:
-        """Let ``code``'s sender in and use the code up, with ``extra`` (the audit row) in the same commit; False
-        when the code expired or was used meanwhile."""
+    async def approve(self, code: WaitingCode, by: str, extra: Sequence[Step] = (), *, admin: bool = False) -> bool:
+        """Let ``code``'s sender in (an admin too with ``admin``) and use the code up, with ``extra`` (the audit
+        row) in the same commit; False when the code expired or was used meanwhile."""
         now = self.store.clock.utcnow()
         result = await self.store.write(
             [
                 Step("DELETE FROM pairing_codes WHERE code = ? AND expires_at > ?", (code.code, now), guard=True),
                 Step("DELETE FROM paired_senders WHERE channel = ? AND user_id = ?", (code.channel, code.user_id)),
                 Step(
-                    "INSERT INTO paired_senders (channel, user_id, user_name, approved_by, approved_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (code.channel, code.user_id, code.user_name, by, now),
+                    "INSERT INTO paired_senders (channel, user_id, user_name, approved_by, approved_at, is_admin) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (code.channel, code.user_id, code.user_name, by, now, admin),
                 ),
                 *extra,
             ]
@@ -143,16 +144,29 @@ class PairingStore:
         return result.ok
 
     async def is_paired(self, channel: str, user_id: str) -> bool:
+        return await self.standing(channel, user_id) is not None
+
+    async def standing(self, channel: str, user_id: str) -> bool | None:
+        """None: not paired; else whether the paired sender is an admin too."""
         rows = await self.store.read(
-            "SELECT 1 FROM paired_senders WHERE channel = ? AND user_id = ?", (channel, user_id)
+            "SELECT is_admin FROM paired_senders WHERE channel = ? AND user_id = ?", (channel, user_id)
         )
-        return bool(rows)
+        return bool(rows[0][0]) if rows else None
+
+    async def admin_channels(self) -> set[str]:
+        """The channels with an admin let in by pairing (``bot pair approve CODE --admin``)."""
+        rows = await self.store.read("SELECT DISTINCT channel FROM paired_senders WHERE is_admin = ?", (True,))
+        return {str(channel) for (channel,) in rows}
 
     async def paired(self) -> list[Paired]:
         rows = await self.store.read(
-            "SELECT channel, user_id, user_name, approved_by, approved_at FROM paired_senders ORDER BY approved_at DESC"
+            "SELECT channel, user_id, user_name, approved_by, approved_at, is_admin FROM paired_senders "
+            "ORDER BY approved_at DESC"
         )
-        return [Paired(c, u, n, b, timestamp(at) or self.store.clock.utcnow()) for c, u, n, b, at in rows]
+        return [
+            Paired(c, u, n, b, timestamp(at) or self.store.clock.utcnow(), bool(admin))
+            for c, u, n, b, at, admin in rows
+        ]
 
 
 def _waiting(row: tuple[object, ...]) -> WaitingCode:

@@ -385,7 +385,8 @@ class PairingCode(SQLModel, table=True):
 
 
 class PairedSender(SQLModel, table=True):
-    """A sender an admin let in by pairing: allowed like one in ``allow_from`` until ``/unpair``."""
+    """A sender an admin (or the operator, ``bot pair approve``) let in by pairing: allowed like one in
+    ``allow_from`` until ``/unpair``."""
 
     __tablename__ = "paired_senders"
 
@@ -394,3 +395,5 @@ class PairedSender(SQLModel, table=True):
     user_name: str = Field(max_length=255)
     approved_by: str = Field(max_length=255)
     approved_at: datetime = Field(sa_type=DateTime)
+    is_admin: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
+    """An admin too (``bot pair approve CODE --admin``): the first admin of a bot set up without one."""

@@ -70,12 +70,15 @@ def test_flags_write_a_config_that_loads(tmp_path: Path, flags: list[str], secre
 
 
 def test_questions_at_a_terminal(tmp_path: Path) -> None:
-    answers = "\n".join(["discord, telegram", "polling", "1234", "999", "offline", "n", "y"]) + "\n"
-    result = CliRunner().invoke(app, ["init", "--ask", "--dir", str(tmp_path)], input=answers)
+    # A @name and a short Discord id are refused with how to find the id, and asked again.
+    answers = ["discord, telegram", "polling", "1234", "123456789012345678", "@me", "999", "offline", "n", "y"]
+    result = CliRunner().invoke(app, ["init", "--ask", "--dir", str(tmp_path)], input="\n".join(answers) + "\n")
+    assert "'1234' is not a Discord user id" in result.output and "Copy User ID" in result.output
+    assert "'@me' is a @name, not a user id" in result.output and "/whoami" in result.output
     assert result.exit_code == 0, result.output
     settings = load(tmp_path)
     assert sorted(settings.channels.enabled()) == ["discord", "telegram"]  # type: ignore[attr-defined]
-    assert settings.channels.discord.admins == ["1234"]  # type: ignore[attr-defined]
+    assert settings.channels.discord.admins == ["123456789012345678"]  # type: ignore[attr-defined]
     assert settings.channels.telegram.allow_from == ["999"]  # type: ignore[attr-defined]
     assert settings.http.enabled  # type: ignore[attr-defined]
 
