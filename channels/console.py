@@ -88,6 +88,9 @@ class ConsoleChannel:
         self._task: asyncio.Task[None] | None = None
         self._printed: dict[str, str] = {}
         """An answer being printed as it is written: its reference → the text printed so far."""
+        self._at_prompt = False
+        """``you>`` is on the screen and the reader waits for a line: a message printed now (a reminder, a job's
+        answer) draws the prompt again under it."""
 
     async def start(self, inbox: Inbox) -> None:
         self._task = asyncio.create_task(self._read_loop(inbox), name="console-reader")
@@ -125,6 +128,7 @@ class ConsoleChannel:
             while True:
                 self._prompt()
                 line = await lines.get()
+                self._at_prompt = False
                 if line is None:
                     break
                 text = line.strip()
@@ -160,6 +164,11 @@ class ConsoleChannel:
         if self.interactive:
             self.stdout.write("you> ")
             self.stdout.flush()
+            self._at_prompt = True
+
+    def _prompt_again(self) -> str:
+        """``you> `` when the person sits at the prompt (what was just printed went over it), else nothing."""
+        return "you> " if self.interactive and self._at_prompt else ""
 
     async def send(self, message: OutboundMessage) -> str | None:
         if message.kind == "typing":
@@ -181,7 +190,7 @@ class ConsoleChannel:
         text = "\n".join(out)
         if self.interactive:
             text = "\r" + text
-        self.stdout.write(text + "\n")
+        self.stdout.write(text + "\n" + self._prompt_again())
         self.stdout.flush()
         return ref
 
@@ -199,7 +208,7 @@ class ConsoleChannel:
             self._printed[ref] = message.text
         else:
             self._printed.pop(ref, None)
-            chunk += "\n"
+            chunk += "\n" + self._prompt_again()
         self.stdout.write(chunk)
         self.stdout.flush()
         return ref

@@ -23,7 +23,7 @@ from bot.cli.evals import eval_command
 from bot.cli.init import init as init_command
 from bot.cli.mcp import mcp_app
 from bot.cli.pair import NO_ADMIN, pair_app
-from bot.cli.settings import ConfigOpt, cli_settings, pass_config_down
+from bot.cli.settings import ConfigOpt, DirectoryOpt, announce_project, cli_settings, pass_config_down
 from bot.cli.startup import load_platform_libraries
 from bot.cli.traces import print_trace
 from bot.cli.web import web_app
@@ -194,6 +194,7 @@ def _version(value: bool) -> None:
 def _default(
     ctx: typer.Context,
     config: ConfigOpt = None,
+    directory: DirectoryOpt = None,
     version: Annotated[
         bool,
         # metavar="": a flag takes no value (typer would show it as `--version <bool>`).
@@ -232,6 +233,7 @@ def _run(config: Path | None, *, eof_stops: bool, role: str = "all") -> None:
         typer.echo(f"error: --role must be one of {', '.join(ROLES)} (got {role!r})", err=True)
         raise typer.Exit(2)
     settings = _settings(config)
+    announce_project(settings)
     _setup_logging(settings)
     scrub_environment(settings.secrets())
     # The console alone: the end of its input (Ctrl-D, or the end of a pipe for plain `bot`) ends the bot.
@@ -247,6 +249,7 @@ def chat(config: ConfigOpt = None) -> None:
         channels={name: {"enabled": name == "console"} for name in PLUGINS},
         http={"enabled": False},
     )
+    announce_project(settings)
     _setup_logging(settings)
     scrub_environment(settings.secrets())
     raise typer.Exit(asyncio.run(_run_gateway(settings, until_console_done=True)))

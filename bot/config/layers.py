@@ -39,7 +39,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml_safe.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+        raise ConfigError(yaml_problem(path, exc)) from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     if data is None:
@@ -47,6 +47,19 @@ def read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections")
     return data
+
+
+def yaml_problem(path: Path, exc: yaml.YAMLError) -> str:
+    """``config/bot.yaml, line 3: invalid YAML: …`` with the parser's excerpt naming the file (not the
+    ``<unicode string>`` it was given)."""
+    where = ""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        for mark in (exc.context_mark, exc.problem_mark):
+            if mark is not None:
+                mark.name = str(path)
+        if exc.problem_mark is not None:
+            where = f", line {exc.problem_mark.line + 1}"
+    return f"{path}{where}: invalid YAML: {exc}"
 
 
 def env_layers(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:

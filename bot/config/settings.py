@@ -14,6 +14,7 @@ from (``Settings.origin``) so ``/routing`` and ``bot config show`` can say why a
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from importlib import resources
@@ -36,7 +37,7 @@ from bot.config.memory import MemorySection
 from bot.config.model import ModelSection
 from bot.config.ops import BudgetsSection, HttpSection, MetricsSection
 from bot.config.pairing import PairingSection
-from bot.config.paths import anchor_paths, project_dir
+from bot.config.paths import anchor_paths, project_config, project_dir
 from bot.config.secrets import SECRET_KEYS, redact, walk
 from bot.config.web import WebSection
 from bot.errors import ConfigError
@@ -319,7 +320,8 @@ class Settings(_Section):
 
     @property
     def project_file(self) -> Path | None:
-        """The project file these settings read (``--config``, or ``config/bot.yaml``), None when there was none."""
+        """The project file these settings read (``--config``, or the project's ``config/bot.yaml``), None when
+        there was none."""
         return self._project
 
     @property
@@ -354,6 +356,11 @@ class Settings(_Section):
         return redact(self.model_dump(mode="json"))
 
 
+def missing_config(config: Path) -> str:
+    """What to say of a ``--config`` that names no file."""
+    return f"{config}: config file not found ({os.path.abspath(config)} does not exist); `bot init` writes one"
+
+
 def builtin_defaults_path() -> Path:
     return Path(str(resources.files("bot") / "defaults" / "bot.yaml"))
 
@@ -368,14 +375,15 @@ def load_settings(
 ) -> Settings:
     """Read every layer and validate the result (``require_secrets``: every enabled channel's secrets set).
 
-    ``config`` is the project file; without it ``config/bot.yaml`` is used when it exists.  A ``--config`` that
-    does not exist is an error.  ``env`` None: the process environment over the ``.env`` files
+    ``config`` is the project file; without it ``$BOT_HOME/config/bot.yaml``, else the first ``config/bot.yaml``
+    from the working directory up (:func:`~bot.config.paths.project_config`).  A ``--config`` that does not exist
+    is an error.  ``env`` None: the process environment over the ``.env`` files
     (:mod:`bot.config.envfiles`); given, exactly that.  Relative paths follow the file that set them
     (:mod:`bot.config.paths`).
     """
     if config is not None and not config.is_file():
-        raise ConfigError(f"{config}: config file not found")
-    project = config if config is not None else PROJECT_CONFIG if PROJECT_CONFIG.is_file() else None
+        raise ConfigError(missing_config(config))
+    project = config if config is not None else project_config(os.environ if env is None else env)
     files: EnvFiles | None = None
     if env is None:
         env, files = with_env_files(project)

@@ -183,3 +183,47 @@ async def test_every_printed_part_is_terminal_safe_and_the_bots_own_layout_stays
     ref = await console.send(OutboundMessage(chat=CHAT, text="Once \x1b]0;", kind="draft"))
     await console.send(OutboundMessage(chat=CHAT, text="Once \x1b]0;title\x07 👩‍💻 café\u00a0!", edit_of=ref))
     assert out.getvalue() == "\rbot> Once \\u001b]0;title\\u0007 👩‍💻 café\u00a0!\n", "emoji, accents, nbsp kept"
+
+
+class _Stdin:
+    """A terminal's input the test types into: the console's reader waits at ``you>`` until a line comes."""
+
+    def __init__(self) -> None:
+        read, self._write = os.pipe()
+        self.file = os.fdopen(read, "r")
+
+    def type(self, line: str) -> None:
+        os.write(self._write, line.encode())
+
+    def close(self) -> None:
+        os.close(self._write)
+
+
+async def test_an_unprompted_message_at_the_prompt_draws_the_prompt_again() -> None:
+    """A reminder that arrives while the person sits at ``you>`` leaves a fresh ``you>`` under it; an answer to a
+    line typed does not (the reader prints the next prompt itself); in a pipe there is no prompt at all."""
+    stdin, out, bus = _Stdin(), io.StringIO(), RecordingInbox()
+
+    async def answered() -> None:  # the gateway answers the line typed before the reader goes on
+        await console.send(OutboundMessage(chat=CHAT, text="hi"))
+
+    console = ConsoleChannel(stdin=stdin.file, stdout=out, interactive=True, join=answered)
+    await console.start(bus)  # type: ignore[arg-type]
+    try:
+        await eventually(lambda: out.getvalue() == "you> ", what="the first prompt")
+        await console.send(OutboundMessage(chat=CHAT, text="⏰ Reminder: call mom"))
+        assert out.getvalue() == "you> \rbot> ⏰ Reminder: call mom\nyou> "
+        ref = await console.send(OutboundMessage(chat=CHAT, text="A job's ", kind="draft"))
+        await console.send(OutboundMessage(chat=CHAT, text="A job's answer.", edit_of=ref))
+        assert out.getvalue().endswith("you> \rbot> A job's answer.\nyou> "), out.getvalue()
+        stdin.type("hello\n")
+        await eventually(lambda: out.getvalue().endswith("you> \rbot> hi\nyou> "), what="the answer, one prompt")
+        assert out.getvalue().count("you> ") == 4
+    finally:
+        stdin.close()
+        await asyncio.wait_for(console.finished.wait(), CEILING_S)
+        stdin.file.close()
+    piped = io.StringIO()
+    console = ConsoleChannel(stdin=io.StringIO(""), stdout=piped, interactive=False)
+    await console.send(OutboundMessage(chat=CHAT, text="⏰ Reminder: call mom"))
+    assert piped.getvalue() == "bot> ⏰ Reminder: call mom\n"
