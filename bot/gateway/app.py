@@ -26,7 +26,7 @@ from bot.config.settings import ConfigError, Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, InboundMessage
 from bot.fencing import NO_FENCES, Fences
-from bot.gateway.console_parts import build_console
+from bot.gateway.console_parts import announce_console, build_console
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
 from bot.gateway.ops import OpsEndpoints
@@ -435,6 +435,7 @@ class Gateway:
             for channel in webhooks:
                 channel.mount(self.http)
             await self.http.start()
+            announce_console(self)
         if not self.channels and self.role != "worker":
             log.warning("no channel is enabled: nobody can reach this bot (enable one under channels.*)")
         if self.scale is None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from agents.tools.base import Tool
 from bot.clock import Clock
 from bot.config.settings import Settings
+from bot.config.web import WebSection
 from bot.delivery import Delivery
 from bot.gateway.ops import OpsEndpoints
 from bot.gateway.settled import HandledEvents
@@ -27,6 +29,8 @@ from bot.web.auth import Sessions
 from bot.web.console import WebConsole
 from bot.web.data import ConsoleData
 from bot.web.health import HealthView
+
+log = logging.getLogger(__name__)
 
 
 class ConsoleHost(Protocol):
@@ -86,3 +90,25 @@ def build_console(g: ConsoleHost, submit: Submit) -> WebConsole:
         clock=g.clock,
         pairing=PairingDesk(g.pairing.store.waiting, pair),
     )
+
+
+def console_line(web: WebSection, host: str, port: int) -> str:
+    """Where the console is and how to sign in (never the token itself): ``web console: http://…/web (…)``."""
+    shown = "localhost" if host in ("", "0.0.0.0", "::") else f"[{host}]" if ":" in host else host
+    names = [u.name for u in web.users]
+    how = []
+    if names:
+        how.append(f"as {' or '.join(names) if len(names) <= 3 else ', '.join(names[:3]) + ', …'} (web.users)")
+    if web.token:
+        how.append("with the admin token (BOT_WEB__TOKEN)")
+    everywhere = f"; listening on every address ({host or '*'})" if shown == "localhost" else ""
+    return f"web console: http://{shown}:{port}{web.path} (sign in {', or '.join(how)}{everywhere})"
+
+
+def announce_console(g: Any) -> None:
+    """Once the HTTP server listens: the console's address, printed at start and logged (a gateway without the
+    console says nothing)."""
+    if g.web is not None and g.http is not None:
+        line = console_line(g.settings.web, g.http.host, g.http.port)
+        log.info("%s", line)
+        g.progress(line)
