@@ -53,13 +53,11 @@ def yaml_problem(path: Path, exc: yaml.YAMLError) -> str:
     """``config/bot.yaml, line 3: invalid YAML: …`` with the parser's excerpt naming the file (not the
     ``<unicode string>`` it was given)."""
     where = ""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        for mark in (exc.context_mark, exc.problem_mark):
-            if mark is not None:
-                mark.name = str(path)
-        if exc.problem_mark is not None:
-            where = f", line {exc.problem_mark.line + 1}"
-    return f"{path}{where}: invalid YAML: {exc}"
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        where = f", line {exc.problem_mark.line + 1}"
+    # The marks name their source: libyaml's (C) marks cannot be renamed, so the text is.
+    shown = str(exc).replace('"<unicode string>"', f'"{path}"').replace("<unicode string>", str(path))
+    return f"{path}{where}: invalid YAML: {shown}"
 
 
 def env_layers(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
