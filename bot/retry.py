@@ -4,6 +4,8 @@ the caller's (:class:`Backoff` for the usual doubling delays)."""
 
 from __future__ import annotations
 
+import logging
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -63,3 +65,73 @@ async def retry(
             if on_retry is not None:
                 on_retry(exc, attempt, delay)
         await clock.sleep(delay)
+
+
+def network_reason(exc: BaseException) -> tuple[str, str]:
+    """``(kind, text)`` of a failure to reach a service: ``("DNS", "DNS: Name or service not known")``,
+    ``("refused", "connection refused")``, ``("timeout", "timed out")``, else the error's type and first line.
+    Read from the errors behind ``exc`` and, where a library kept only the text, from the text."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, socket.gaierror):
+            return "DNS", f"DNS: {seen.strerror or seen}"
+        if isinstance(seen, ConnectionRefusedError):
+            return "refused", "connection refused"
+        if isinstance(seen, TimeoutError):
+            return "timeout", "timed out"
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    lowered = text.lower()
+    for marker in _DNS_MARKERS:
+        if marker in lowered:
+            return "DNS", f"DNS: {marker}"
+    if "connection refused" in lowered or "connect call failed" in lowered:
+        return "refused", "connection refused"
+    name = type(exc).__name__
+    return name, (f"{name}: {text}"[:200] if text else name)
+
+
+_DNS_MARKERS = (
+    "name or service not known",
+    "temporary failure in name resolution",
+    "nodename nor servname provided",
+    "no address associated with hostname",
+    "getaddrinfo failed",
+    "dnserror",
+)
+
+
+class Outage:
+    """A run of failures told once, not at every try: a WARNING at the first failure (again only when the kind of
+    failure changes), the tries after it at DEBUG, and one WARNING with the count when it works again.
+
+        telegram: cannot reach api.telegram.org (DNS: …); retrying every ≤60 s, quiet until it changes
+        telegram: reachable again after 14 failed tries
+    """
+
+    def __init__(
+        self, log: logging.Logger, what: str, every_s: float, redact: Callable[[str], str] | None = None
+    ) -> None:
+        self.log = log
+        self.redact = redact or (lambda text: text)
+        """Applied to every error text logged (a client whose errors could hold its token)."""
+        self.what = what
+        """What failed, as the lines start: ``telegram: cannot reach api.telegram.org``."""
+        self.every_s = every_s
+        self.failures = 0
+        self._kind: str | None = None
+
+    def failed(self, exc: BaseException) -> None:
+        kind, text = network_reason(exc)
+        text = self.redact(text)
+        self.failures += 1
+        if kind != self._kind:
+            self._kind = kind
+            self.log.warning("%s (%s); retrying every ≤%.0f s, quiet until it changes", self.what, text, self.every_s)
+        else:
+            self.log.debug("%s (%s); try %d", self.what, text, self.failures)
+
+    def recovered(self, now: str = "reachable again") -> None:
+        if self.failures:
+            self.log.warning("%s: %s after %d failed tries", self.what.split(":")[0], now, self.failures)
+        self.failures, self._kind = 0, None

@@ -78,6 +78,9 @@ def test_the_readmes_configuration_examples_load(block: str, tmp_path: Path, mon
     names = set(re.findall(r"\$\{([A-Z_][A-Z0-9_]*)", block))
     env = {name: f"{name.lower()}-value-0123456789" for name in names}
     env["TELEGRAM_BOT_TOKEN"] = "123456:ABCdef_test-token"
+    shapes = {"SLACK_BOT_TOKEN": "xoxb-1-2-abc", "SLACK_APP_TOKEN": "xapp-1-A2-3-abc",
+              "SLACK_SIGNING_SECRET": "0123456789abcdef" * 2, "DISCORD_BOT_TOKEN": "ZGlz.readme.token"}  # fmt: skip
+    env.update({name: value for name, value in shapes.items() if name in env})  # each secret in its shape
     load_settings(config, env=env, user_config=tmp_path / "none.yaml")
 
 

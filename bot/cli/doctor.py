@@ -25,7 +25,7 @@ from typing import Any
 from dotenv import dotenv_values
 
 from agents.messages import Message
-from agents.models.base import Generation, ModelError
+from agents.models.base import Generation, ModelError, ModelUnavailable
 from bot.config.own import WORKSPACE_FIX, workspace_path, workspace_problem
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings, load_settings
 from bot.models import ModelCatalog, parse_spec
@@ -33,7 +33,7 @@ from bot.store.migrate import current_revision, head_revision
 from bot.store.probe import postgres_reachable
 from channels.registry import PLUGINS
 
-OK, FAIL = "✓", "✗"
+OK, WARN, FAIL = "✓", "!", "✗"
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,36 @@ class Line:
     ok: bool
     what: str
     fix: str = ""
+    warn: bool = False
+    """Passed, but worth a look (shown with ``!``; the exit code stays 0)."""
+
+    @property
+    def status(self) -> str:
+        return "fail" if not self.ok else "warn" if self.warn else "ok"
 
     def render(self) -> str:
-        head = f"{OK if self.ok else FAIL} {self.what}"
-        return head if self.ok or not self.fix else f"{head}\n    fix: {self.fix}"
+        head = f"{FAIL if not self.ok else WARN if self.warn else OK} {self.what}"
+        return head if self.status == "ok" or not self.fix else f"{head}\n    fix: {self.fix}"
+
+    def as_dict(self) -> dict[str, str]:
+        """``{"name", "status", "detail", "fix"}``: the name is the line's subject (``telegram token``)."""
+        name, sep, detail = self.what.partition(": ")
+        return {"name": name if sep else self.what, "status": self.status, "detail": detail, "fix": self.fix}
+
+
+def report(lines: list[Line], *, as_json: bool = False) -> tuple[str, int]:
+    """What ``bot doctor`` prints and its exit code (1 when any check failed): one line per check and a total,
+    or with ``as_json`` one JSON object (``ok``, the counts, ``checks``) for CI."""
+    failed = sum(line.status == "fail" for line in lines)
+    warned = sum(line.status == "warn" for line in lines)
+    code = 1 if failed else 0
+    if as_json:
+        body = {"ok": not failed, "passed": len(lines) - failed, "failed": failed, "warnings": warned,
+                "checks": [line.as_dict() for line in lines]}  # fmt: skip
+        return json.dumps(body, ensure_ascii=False, indent=2), code
+    out = [line.render() for line in lines]
+    out.append(f"{len(lines) - failed} passed, {failed} failed." if failed else f"All {len(lines)} checks passed.")
+    return "\n".join(out), code
 
 
 Check = Callable[[Settings], Awaitable[list[Line]]]
@@ -55,14 +81,7 @@ async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, 
     try:
         settings = load_settings(config, env=env, require_secrets=False)
     except ConfigError as exc:
-        file = config or PROJECT_CONFIG
-        return [
-            Line(
-                False,
-                f"config: {exc}",
-                f"edit {file}, or set the variable named (export it, or in .env); `bot config show` prints the result",
-            )
-        ]
+        return [Line(False, f"config: {exc}", _config_fix(str(exc), config or PROJECT_CONFIG))]
     files = settings.env_files
     if env is None:
         env = {**(files.values if files is not None else {}), **os.environ}
@@ -75,6 +94,21 @@ async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, 
         except TimeoutError:
             lines.append(Line(False, f"{check.__name__.strip('_')}: no answer within {timeout_s * 4:.0f} s"))
     return lines
+
+
+def _config_fix(error: str, file: Path) -> str:
+    """A variable is offered as the fix only where one could fix it (an unset ``${VAR}``, a ``BOT_…`` variable)."""
+    if "config file not found" in error:
+        return f"check the path {file} (-c/--config), or create the project with `bot init`"
+    if "is not set (write ${" in error:
+        return f"edit {file}, or set the variable named (export it, or in .env); `bot config show` prints the result"
+    lines = [line.strip() for line in error.splitlines()[1:]] or [error]
+    fixes = []
+    if any(line.startswith("env BOT_") for line in lines):
+        fixes.append("fix or unset the BOT_… variable named above")
+    if not all(line.startswith("env BOT_") for line in lines):
+        fixes.append("edit the file named above at the field named")
+    return "; ".join([*fixes, "`bot config show` prints the result"])
 
 
 def _layers(settings: Settings, config: Path | None, env: dict[str, str]) -> Line:
@@ -262,6 +296,10 @@ async def _one_model(catalog: ModelCatalog, role: str, spec: str) -> Line:
     started = time.perf_counter()
     try:
         response = await model.request([Message.user("Reply with OK.")])
+    except ModelUnavailable as exc:  # never reached it, or it is down: the key was not judged
+        where = _network_cause(exc)
+        fix = "check the network (DNS, proxy, firewall) and base_url; the API key was not checked"
+        return Line(False, f"{role} {label}: {exc}{f' ({where})' if where else ''}", fix)
     except ModelError as exc:
         return Line(False, f"{role} {label}: {exc}", "check the API key, model name and base_url")
     finally:
@@ -269,6 +307,18 @@ async def _one_model(catalog: ModelCatalog, role: str, spec: str) -> Line:
     took = (time.perf_counter() - started) * 1000
     tokens = response.usage.input_tokens + response.usage.output_tokens
     return Line(True, f"{role} {label} answered a 1-token request ({tokens} tokens, {took:.0f} ms)")
+
+
+def _network_cause(exc: BaseException) -> str:
+    """``DNS: …`` or ``connection refused`` from the errors behind ``exc``, or ''."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, socket.gaierror):
+            return f"DNS: {seen.strerror or seen}"
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        seen = seen.__cause__ or seen.__context__
+    return ""
 
 
 async def _embedder(catalog: ModelCatalog, spec: str) -> Line:

@@ -293,17 +293,15 @@ app.command("init")(init_command)
 def doctor(
     config: ConfigOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds each network check may take.")] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object: checks with name, status, fix.")] = False,
 ) -> None:
     """Check the setup: config, channel tokens, database, Redis, models, MCP servers, agent files; exit 1 on any ✗."""
-    from bot.cli.doctor import diagnose
+    from bot.cli.doctor import diagnose, report
 
     logging.getLogger().setLevel(logging.CRITICAL)  # the lines say it; library warnings would only repeat it
-    lines = asyncio.run(diagnose(config, timeout))
-    for line in lines:
-        typer.echo(line.render())
-    failed = sum(not line.ok for line in lines)
-    typer.echo(f"{len(lines) - failed} passed, {failed} failed." if failed else f"All {len(lines)} checks passed.")
-    raise typer.Exit(1 if failed else 0)
+    text, code = report(asyncio.run(diagnose(config, timeout)), as_json=as_json)
+    typer.echo(text)
+    raise typer.Exit(code)
 
 
 @config_app.command("show")

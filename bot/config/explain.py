@@ -14,6 +14,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
+from bot.config.secrets import SECRET_KEYS
+
 
 def explain(exc: ValidationError, origin_of: Callable[[str], str], root: type[BaseModel]) -> str:
     """One line per error of ``exc`` (validating ``root``); ``origin_of`` names the layer that set a dotted key."""
@@ -28,8 +30,19 @@ def explain(exc: ValidationError, origin_of: Callable[[str], str], root: type[Ba
             reason = err["msg"] + did_you_mean(str(err.get("input", "")), expected)
         else:
             reason = err["msg"]
+        if err["type"] != "extra_forbidden":
+            reason += _shown_value(loc, err.get("input"))
         lines.append(f"{origin_of(dotted)}: {dotted}: {reason}")
     return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _shown_value(loc: Sequence[str], value: Any) -> str:
+    """``; the value is 'x'``: the bad value echoed, unless it is a secret's (or not a plain scalar)."""
+    if any(part in SECRET_KEYS for part in loc) or not isinstance(value, str | int | float | bool):
+        return ""
+    if isinstance(value, str) and ("://" in value and "@" in value or len(value) > 80):  # a URL's password
+        return ""
+    return f"; the value is {value!r}"
 
 
 def did_you_mean(word: str, known: Sequence[str]) -> str:

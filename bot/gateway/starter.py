@@ -17,7 +17,7 @@ from typing import Any
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import ConfigError
 from bot.inbox import Inbox
-from bot.retry import Backoff, retry
+from bot.retry import Backoff, Outage, retry
 from bot.scale.connections import STANDBY
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,8 @@ class ChannelStarter:
         self.status: dict[str, str] = {c.name: "stopped" for c in self.channels}
         """Per channel: ``up``, ``connecting (…)`` while retried, or ``stopped``."""
         self._retries: dict[str, asyncio.Task[None]] = {}
+        self._outages = {c.name: Outage(log, f"channel {c.name}: cannot start", backoff.cap_s) for c in self.channels}
+        """A channel that cannot connect is logged once per change (not at every try), then once when it is up."""
 
     @property
     def degraded(self) -> list[str]:
@@ -69,7 +71,7 @@ class ChannelStarter:
             reason = _reason(exc)
             self.status[channel.name] = f"connecting (retrying: {reason})"
             self.progress(f"channel {channel.name}: not reachable ({reason}); retrying in the background")
-            log.warning("channel %s could not start (%s); retrying with backoff", channel.name, reason)
+            self._outages[channel.name].failed(exc)
             self._retries[channel.name] = asyncio.create_task(self._retry(channel), name=f"start-{channel.name}")
         else:
             self.status[channel.name] = "up"
@@ -92,10 +94,9 @@ class ChannelStarter:
         def delay_after(exc: Exception, attempt: int) -> float | None:
             return None if isinstance(exc, ConfigError) else self.backoff.delay(attempt + 1)
 
-        def told(exc: Exception, _attempt: int, delay: float) -> None:
-            reason = _reason(exc)
-            self.status[channel.name] = f"connecting (retrying: {reason})"
-            log.warning("channel %s still cannot start (%s); next try in %.0f s", channel.name, reason, delay)
+        def told(exc: Exception, _attempt: int, _delay: float) -> None:
+            self.status[channel.name] = f"connecting (retrying: {_reason(exc)})"
+            self._outages[channel.name].failed(exc)
 
         await self.clock.sleep(self.backoff.delay(1))
         try:
@@ -105,7 +106,7 @@ class ChannelStarter:
             log.error("channel %s: %s", channel.name, exc)
             return
         self.status[channel.name] = "up"
-        log.warning("channel %s is up now", channel.name)
+        self._outages[channel.name].recovered("up")
 
     async def stop(self) -> None:
         for task in self._retries.values():

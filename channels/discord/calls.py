@@ -83,7 +83,9 @@ class Retrying:
                 return None
             if attempt == self.attempts or time.monotonic() + delay > deadline:
                 raise DiscordError(f"Discord: could not {what} after {attempt} attempts: {reason}")
-            log.warning("discord: %s failed (%s); retrying in %.2f s", what, reason, delay)
+            network = isinstance(exc, aiohttp.ClientError | OSError | TimeoutError)  # its caller tells a failure
+            log.log(logging.INFO if network else logging.WARNING, "discord: %s failed (%s); retrying in %.2f s",
+                    what, reason, delay)  # fmt: skip
             return delay
 
         return await retry(call, delay_after)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import ConfigDict, Field
 
 from channels.base import ChannelSection
+from channels.shapes import discord_token_problem
 
 
 class DiscordSettings(ChannelSection):
@@ -18,4 +19,8 @@ class DiscordSettings(ChannelSection):
     """The gateway websocket (tests, proxies); unset: derived from ``api_base`` (``ws(s)://…/gateway``) or Discord's."""
 
     def problems(self) -> list[str]:
-        return [] if self.token else ["channels.discord.token is empty: set DISCORD_BOT_TOKEN in the environment"]
+        if not self.token:
+            return ["channels.discord.token is empty: set DISCORD_BOT_TOKEN in the environment"]
+        shape = discord_token_problem(self.token)
+        fix = "the token from the Developer Portal (your app → Bot → Reset Token)"
+        return [f"channels.discord.token {shape}: set DISCORD_BOT_TOKEN to {fix}"] if shape else []

@@ -17,7 +17,11 @@ class DiscordSetup(ChannelSetup):
         ]
 
     def secrets(self, answers: Mapping[str, str]) -> list[Secret]:
-        return [Secret("DISCORD_BOT_TOKEN", "discord.com/developers → your app → Bot → Reset Token")]
+        return [
+            Secret(
+                "DISCORD_BOT_TOKEN", "discord.com/developers → your app → Bot → Reset Token", "placeholder.bot.token"
+            )
+        ]
 
 
 SETUP = DiscordSetup()

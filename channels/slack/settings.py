@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from channels.base import ChannelSection
+from channels.shapes import slack_signing_secret_problem, slack_token_problem
 
 
 class SlackSettings(ChannelSection):
@@ -39,4 +40,20 @@ class SlackSettings(ChannelSection):
             found.append("channels.slack.app_token is empty (socket mode): set SLACK_APP_TOKEN")
         if self.mode == "http" and not self.signing_secret:
             found.append("channels.slack.signing_secret is empty (http mode): set SLACK_SIGNING_SECRET")
-        return found
+        return found + self._shape_problems()
+
+    def _shape_problems(self) -> list[str]:
+        """Offline: each secret set has its shape (a swapped pair, a pasted prefix), never quoted back."""
+        checks = [
+            ("bot_token", self.bot_token, slack_token_problem(self.bot_token, "bot"), "SLACK_BOT_TOKEN",
+             "the Bot User OAuth Token (xoxb-…, OAuth & Permissions)"),
+            ("app_token", self.app_token, slack_token_problem(self.app_token, "app"), "SLACK_APP_TOKEN",
+             "an app-level token (xapp-…, Basic Information → App-Level Tokens)"),
+            ("signing_secret", self.signing_secret, slack_signing_secret_problem(self.signing_secret),
+             "SLACK_SIGNING_SECRET", "the Signing Secret (Basic Information → App Credentials)"),
+        ]  # fmt: skip
+        return [
+            f"channels.slack.{key} {problem}: set {variable} to {what}"
+            for key, value, problem, variable, what in checks
+            if value and problem
+        ]

@@ -20,12 +20,20 @@ class SlackSetup(ChannelSetup):
         ]
 
     def secrets(self, answers: Mapping[str, str]) -> list[Secret]:
-        token = Secret("SLACK_BOT_TOKEN", "api.slack.com/apps → OAuth & Permissions → Bot User OAuth Token (xoxb-…)")
+        token = Secret(
+            "SLACK_BOT_TOKEN",
+            "api.slack.com/apps → OAuth & Permissions → Bot User OAuth Token (xoxb-…)",
+            "xoxb-placeholder",
+        )
         if self.serves_http(answers):
-            return [token, Secret("SLACK_SIGNING_SECRET", "Basic Information → Signing Secret")]
+            return [token, Secret("SLACK_SIGNING_SECRET", "Basic Information → Signing Secret", "0" * 32)]
         return [
             token,
-            Secret("SLACK_APP_TOKEN", "Basic Information → App-Level Tokens, scope connections:write (xapp-…)"),
+            Secret(
+                "SLACK_APP_TOKEN",
+                "Basic Information → App-Level Tokens, scope connections:write (xapp-…)",
+                "xapp-placeholder",
+            ),
         ]
 
     def serves_http(self, answers: Mapping[str, str]) -> bool:

@@ -48,6 +48,7 @@ from pydantic import ValidationError
 from bot.errors import ConfigError
 from bot.events import Action, ChatKey, InboundEvent, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
+from bot.retry import Outage
 from channels.base import BuildContext
 from channels.formatting import TelegramText, rendered
 from channels.telegram.delivery import Api, Sent, TelegramDeliveryError, keep_response_model
@@ -183,6 +184,10 @@ class TelegramChannel:
         offset: int | None = None
         failures = 0
         timeout = self.cfg.poll_timeout_s
+        where = self.cfg.api_base or "api.telegram.org"
+        outage = Outage(
+            log, f"telegram: cannot poll {where}", 60.0, self.api.redact
+        )  # told once per change, not at every try
         while True:
             method = GetUpdates(offset=offset, timeout=timeout, allowed_updates=list(UPDATE_TYPES))
             try:
@@ -194,15 +199,16 @@ class TelegramChannel:
                 continue
             except (TelegramConflictError, TelegramUnauthorizedError) as exc:
                 failures += 1
-                log.error("telegram: cannot poll: %s", self.api.redact(str(exc)))
+                outage.failed(exc)
                 await asyncio.sleep(min(60.0, 2.0**failures))
                 continue
             except (TelegramNetworkError, TelegramServerError, ClientDecodeError) as exc:
                 failures += 1
-                log.warning("telegram: polling failed: %s", self.api.redact(str(exc)))
+                outage.failed(exc)
                 await asyncio.sleep(min(30.0, 0.5 * 2.0**failures))
                 continue
             failures = 0
+            outage.recovered()
             if not updates:
                 continue
             try:

@@ -219,7 +219,7 @@ class Api:
                 if failures >= NETWORK_ATTEMPTS:
                     raise TelegramDeliveryError(f"telegram {name}: failed {failures} times: {reason}") from None
                 backoff = NETWORK_BACKOFF_S[min(failures, len(NETWORK_BACKOFF_S)) - 1]
-                log.warning("telegram %s: %s; retrying in %.1f s", name, reason, backoff)
+                log.info("telegram %s: %s; retrying in %.1f s", name, reason, backoff)  # the caller tells a failure
                 return backoff
             return None  # Telegram's own errors (bad request, forbidden, …): the caller's
 

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from channels.base import ChannelSection
+from channels.shapes import telegram_token_problem
 
 
 class TelegramWebhook(BaseModel):
@@ -46,13 +47,5 @@ class TelegramSettings(ChannelSection):
 
 
 def token_shape_problem(token: str) -> str | None:
-    """Why ``token`` cannot be a bot token (aiogram's own rule: digits, a colon, the rest), never quoting it; None
-    when it can.  Checked when the settings load, before the Telegram library (seconds to import) is loaded."""
-    if token[:1] in "\"'" and token[-1:] == token[:1]:
-        return "is wrapped in quotes"
-    if any(c.isspace() for c in token):
-        return "contains a space or a line break"
-    bot_id, colon, secret = token.partition(":")
-    if not colon or not bot_id.isdigit() or not secret:
-        return "is not a bot token (expected the bot's number, a colon and the secret: 123456:ABC…)"
-    return None
+    """Why ``token`` cannot be a bot token, never quoting it; None when it can (:mod:`channels.shapes`)."""
+    return telegram_token_problem(token)

@@ -47,7 +47,7 @@ async def main() -> None:
     data_dir = Path(os.environ["DATA_DIR"])
     discord = {
         "enabled": True,
-        "token": "test-token",
+        "token": "dGVzdA.test.token",
         "api_base": os.environ["FAKE_URL"],
         "allow_from": ["*"],
         "mention_policy": "all",

@@ -36,7 +36,7 @@ from bot.gateway.app import Gateway
 from tests.fakes.telegram_server import TOKEN as TELEGRAM_TOKEN
 
 WEBHOOK_SECRET = "intake-webhook-secret"
-SLACK_SIGNING_SECRET = "intake-signing-secret"
+SLACK_SIGNING_SECRET = "fedcba9876543210" * 2  # the shape of one: 32 hex digits
 
 
 HOLD_SUFFIX = os.environ.get("HOLD_SUFFIX") or None

@@ -86,7 +86,7 @@ async def make_bot(fake: FakeDiscord, make_settings: Callable[..., Settings]) ->
     def make(**discord: Any) -> Bot:
         section = {
             "enabled": True,
-            "token": "test-token",
+            "token": "dGVzdA.test.token",  # the shape of one: three dot-separated parts
             "api_base": fake.url,
             "allow_from": ["*"],
             "mention_policy": "mention",
@@ -298,7 +298,7 @@ async def test_rate_limited_reply_is_retried_and_delivered_once(
     assert len(limited) == 2
     nonces = {c.body["nonce"] for c in fake.calls if c.method == "POST" and c.path.endswith("/messages")}
     assert len(nonces) == 1, "every retry carries the same nonce, so Discord posts it once"
-    assert "rate limited" in caplog.text and "test-token" not in caplog.text
+    assert "rate limited" in caplog.text and "dGVzdA.test.token" not in caplog.text
     model.assert_complete()
 
 

@@ -30,7 +30,7 @@ from tests.conftest import RecordingInbox
 from tests.fakes.slack_server import FakeSlack
 from tests.waiting import CEILING_S, eventually
 
-SECRET = "test-signing-secret"
+SECRET = "0123456789abcdef" * 2  # a signing secret's shape: 32 hex digits
 BOT_TOKEN = "xoxb-test-token"
 APP_TOKEN = "xapp-test-token"
 

@@ -116,7 +116,7 @@ def test_compose_passes_every_channels_access_settings(tmp_path: Path) -> None:
         "TELEGRAM_BOT_TOKEN": "123456:ABC",
         "SLACK_BOT_TOKEN": "xoxb-1",
         "SLACK_APP_TOKEN": "xapp-1",
-        "DISCORD_BOT_TOKEN": "discord-token",
+        "DISCORD_BOT_TOKEN": "ZGlzY29yZA.discord.token",
         "BOT_CHANNELS__TELEGRAM__ENABLED": "true",
         "BOT_CHANNELS__TELEGRAM__ALLOW_FROM": '["123456789", "987654321"]',
         "BOT_CHANNELS__TELEGRAM__ADMINS": '["123456789"]',

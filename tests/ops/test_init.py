@@ -21,6 +21,9 @@ def load(tmp_path: Path, values: dict[str, str] | None = None) -> object:
     env = {name: f"value-of-{name.lower()}-0123456789" for name in names}
     if "TELEGRAM_BOT_TOKEN" in env:  # a bot token has the bot's number, a colon, the secret
         env["TELEGRAM_BOT_TOKEN"] = "123456:" + env["TELEGRAM_BOT_TOKEN"]
+    shapes = {"SLACK_BOT_TOKEN": "xoxb-1-2-abc", "SLACK_APP_TOKEN": "xapp-1-A2-3-abc",
+              "SLACK_SIGNING_SECRET": "0123456789abcdef" * 2, "DISCORD_BOT_TOKEN": "ZGlzY29yZA.init.token"}  # fmt: skip
+    env.update({name: value for name, value in shapes.items() if name in env})  # each secret in its shape
     env.update(values or {})
     return load_settings(tmp_path / "config" / "bot.yaml", env=env, user_config=tmp_path / "none.yaml")
 
