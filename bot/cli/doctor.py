@@ -17,7 +17,7 @@ import os
 import socket
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from dotenv import dotenv_values
 from agents.messages import Message
 from agents.models.base import Generation, ModelError, ModelUnavailable
 from bot.config.own import WORKSPACE_FIX, workspace_path, workspace_problem
+from bot.config.paths import HOME_VARIABLE, project_dir
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings, load_settings
 from bot.models import ModelCatalog, parse_spec
 from bot.store.migrate import current_revision, head_revision
@@ -85,7 +86,7 @@ async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, 
     files = settings.env_files
     if env is None:
         env = {**(files.values if files is not None else {}), **os.environ}
-    lines = [_layers(settings, config, env)]
+    lines = [_project(settings, config, env), _layers(settings, config, env)]
     lines += [Line(False, f"config: {w}", "move the value to the environment") for w in settings.warnings]
     checks: list[Check] = [_channels, _http, _web, _store, _redis, _workspace, _models, _mcp, _agents]
     for check in checks:
@@ -98,6 +99,8 @@ async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, 
 
 def _config_fix(error: str, file: Path) -> str:
     """A variable is offered as the fix only where one could fix it (an unset ``${VAR}``, a ``BOT_…`` variable)."""
+    if error.startswith(f"{HOME_VARIABLE}="):
+        return f"set {HOME_VARIABLE} to a project folder (one holding config/bot.yaml), or unset it"
     if "config file not found" in error:
         return f"check the path {file} (-c/--config), or create the project with `bot init`"
     if "is not set (write ${" in error:
@@ -111,11 +114,28 @@ def _config_fix(error: str, file: Path) -> str:
     return "; ".join([*fixes, "`bot config show` prints the result"])
 
 
+def _project(settings: Settings, config: Path | None, env: Mapping[str, str]) -> Line:
+    """Which project folder this is and how it was found (``-c``, ``BOT_HOME``, from the working directory up)."""
+    file = settings.project_file
+    if file is None:
+        data = settings.store.data_dir.expanduser().absolute()
+        return Line(
+            True,
+            f"project: none found from {Path.cwd()} up (no config/bot.yaml); using built-in defaults and {data}",
+            "run bot in the project's folder (or one inside it), `bot -C DIR`, or set BOT_HOME=DIR; "
+            "`bot init` writes a project here",
+            warn=True,
+        )
+    folder = project_dir(file)
+    how = "-c" if config is not None else "BOT_HOME" if env.get(HOME_VARIABLE, "").strip() else f"from {Path.cwd()} up"
+    return Line(True, f"project: {folder} ({file.relative_to(folder) if file.is_relative_to(folder) else file}; {how})")
+
+
 def _layers(settings: Settings, config: Path | None, env: dict[str, str]) -> Line:
     files = ["built-in defaults"]
     user = USER_CONFIG.expanduser()
     files.append(str(user) if user.is_file() else f"{user} (absent)")
-    project = config or PROJECT_CONFIG
+    project = settings.project_file or config or PROJECT_CONFIG
     files.append(str(project) if project.is_file() else f"{project} (absent)")
     if settings.env_files is not None and settings.env_files.read:
         files.append(", ".join(f"{path} ({len(dotenv_values(path))} variables)" for path in settings.env_files.read))

@@ -70,6 +70,23 @@ def test_where_there_is_no_project_bot_says_so_and_where_the_data_goes(tmp_path:
     assert "[offline model]" in done.stdout  # and it goes on with the defaults
 
 
+def test_doctor_names_the_project_or_warns_there_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = make_project(tmp_path / "proj")
+    monkeypatch.chdir(project / "agents")
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    result = CliRunner().invoke(app, ["doctor"])
+    assert f"✓ project: {project} (config/bot.yaml; from {project / 'agents'} up)" in result.output, result.output
+    assert f"< {project / 'config' / 'bot.yaml'} <" in result.output
+
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path / "empty")
+    result = CliRunner().invoke(app, ["doctor"])
+    assert (
+        f"! project: none found from {tmp_path / 'empty'} up (no config/bot.yaml); "
+        f"using built-in defaults and {tmp_path / 'empty' / 'data'}\n    fix: run bot in the project's folder"
+    ) in result.output, result.output
+
+
 def test_bot_home_and_dash_capital_c_name_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_project(tmp_path / "proj")
     (tmp_path / "other").mkdir()
