@@ -155,14 +155,18 @@ async def _channels(settings: Settings) -> list[Line]:
         if problems:
             lines += [Line(False, f"{name}: {p.split(': set ')[0]}", _fix(p)) for p in problems]
             continue
-        if not section.allow_from and not section.admins:
-            lines.append(
-                Line(False, f"{name}: nobody may talk to the bot (allow_from and admins are empty)",
-                     f"add user ids to channels.{name}.allow_from (the bot tells a stranger their id)")
-            )  # fmt: skip
+        paired = await _paired_admins(settings, name, section.admins)
+        if not section.allow_from and not section.admins and not paired:
+            nobody = f"{name}: nobody may talk to the bot (allow_from and admins are empty)"
+            lines.append(Line(False, nobody, _NO_ADMIN_FIX % name))
         else:
             who = "everyone" if "*" in section.allow_from else f"{len(section.allow_from)} allowed"
-            lines.append(Line(True, f"{name}: enabled ({who}, {len(section.admins)} admin(s))"))
+            lines.append(Line(True, f"{name}: enabled ({who}, {len(section.admins) + paired} admin(s))"))
+            if name != "console" and not section.admins and not paired:
+                lines.append(
+                    Line(True, f"{name}: no admin: nobody can let a colleague in from a chat", _NO_ADMIN_FIX % name,
+                         warn=True)
+                )  # fmt: skip
         try:
             found = await PLUGINS[name].check(section)
         except Exception as exc:  # a platform library's surprise: reported, never a traceback
@@ -170,6 +174,21 @@ async def _channels(settings: Settings) -> list[Line]:
             lines.append(Line(False, f"{name}: the check failed: {exc.__class__.__name__}: {exc}"))
         lines += [Line(f.ok, f.what, f.fix) for f in found]
     return lines
+
+
+_NO_ADMIN_FIX = (
+    "`bot pair list`, then `bot pair approve CODE --admin` (the code a stranger is given; works while the bot runs), "
+    "or add your user id to channels.%s.admins (the bot tells a stranger their id)"
+)
+
+
+async def _paired_admins(settings: Settings, channel: str, admins: list[str]) -> int:
+    """1 when ``channel`` has no ``admins`` but one let in by ``bot pair approve CODE --admin`` (a store read)."""
+    if admins or channel == "console":
+        return 0
+    from bot.cli.pair import paired_admin_channels
+
+    return int(channel in await paired_admin_channels(settings))
 
 
 def _fix(problem: str) -> str:
