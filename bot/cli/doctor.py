@@ -89,6 +89,17 @@ async def diagnose(config: Path | None, timeout_s: float = 10.0, env: dict[str, 
     lines = [_project(settings, config, env), _layers(settings, config, env)]
     lines += [Line(False, f"config: {w}", "move the value to the environment") for w in settings.warnings]
     checks: list[Check] = [_channels, _http, _web, _store, _redis, _workspace, _models, _mcp, _agents]
+    return lines + await _run(checks, settings, timeout_s)
+
+
+async def secret_checks(settings: Settings, timeout_s: float = 10.0) -> list[Line]:
+    """The checks that test secrets (the channels' tokens against their platforms, the models' keys): what
+    ``bot init`` runs after asking for them."""
+    return await _run([_channels, _models], settings, timeout_s)
+
+
+async def _run(checks: list[Check], settings: Settings, timeout_s: float) -> list[Line]:
+    lines: list[Line] = []
     for check in checks:
         try:
             lines += await asyncio.wait_for(check(settings), timeout_s * 4)

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from dotenv import dotenv_values
 
+from bot.cli.init_secrets import ask_secrets, check_secrets, write_secrets
 from bot.config.channels import user_id_problem
 from bot.config.settings import ConfigError, load_settings
 from channels.registry import PLUGINS
@@ -36,6 +38,8 @@ class Choices:
     admins: dict[str, list[str]] = field(default_factory=dict)
     scale: bool = False
     http: bool = False
+    base_url: str = ""
+    """The OpenAI-compatible endpoint (empty: OpenAI's)."""
 
     def of(self, channel: str) -> Mapping[str, str]:
         return self.answers.get(channel, {})
@@ -85,12 +89,17 @@ def render_config(choices: Choices) -> str:
         "# Check the setup with `bot doctor`; start with `bot run`.",
         "",
         "model:",
-        "  # auto: Gemini when GEMINI_API_KEY is set, else the labelled offline model.",
-        f"  provider: {'auto' if choices.model in ('gemini', 'offline') else 'openai'}",
+        "  # gemini | openai | offline (the labelled stand-in, no key) | auto (Gemini when GEMINI_API_KEY is set).",
+        "  # The provider named here is the one used: without its key `bot doctor` fails and `bot run` does not start.",
+        f"  provider: {choices.model}",
         f"  name: {'gpt-4o-mini' if choices.model == 'openai' else 'gemini-2.5-flash'}",
     ]
     if choices.model == "openai":
-        lines += ["  # base_url: http://127.0.0.1:11434/v1   # Ollama, vLLM, LM Studio, OpenRouter …"]
+        lines += (
+            [f"  base_url: {choices.base_url}"]
+            if choices.base_url
+            else ["  # base_url: http://127.0.0.1:11434/v1   # Ollama, vLLM, LM Studio, OpenRouter …"]
+        )
     lines += ["", "store:", "  data_dir: data            # SQLite file and media; DATABASE_URL switches to PostgreSQL"]
     if choices.scale:
         lines += [
@@ -189,6 +198,10 @@ def ask(choices: Choices) -> Choices:
                 break
             typer.echo(f"{name}: {problems[0]}")
     choices.model = _pick("Model: gemini, openai or offline", choices.model, MODELS)
+    if choices.model == "openai":
+        choices.base_url = str(
+            typer.prompt("OpenAI-compatible endpoint (empty: api.openai.com)", choices.base_url, show_default=False)
+        ).strip()
     choices.scale = typer.confirm("Several processes (PostgreSQL + Redis)?", choices.scale)
     choices.http = typer.confirm("Serve /healthz and /metrics over HTTP?", choices.http or choices.scale)
     return choices
@@ -283,6 +296,10 @@ def _init(
         bool | None, typer.Option("--ask/--no-ask", help="Ask the questions (default: at a terminal).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Overwrite existing files.")] = False,
+    base_url: Annotated[str, typer.Option(help="openai: the OpenAI-compatible endpoint (empty: OpenAI's).")] = "",
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Test the secrets typed against the platforms and the model.")
+    ] = True,
     answers: dict[str, dict[str, str]] | None = None,
 ) -> None:
     if model not in MODELS:
@@ -299,8 +316,9 @@ def _init(
             typer.echo(f"--admin {entry!r}: {problem}", err=True)
             raise typer.Exit(2)
         admins.setdefault(name, []).append(user)
-    choices = Choices(_channels(channels), answers or {}, model, admins, scale, http)
-    if interactive if interactive is not None else not yes and sys.stdin.isatty() and not os.environ.get("CI"):
+    choices = Choices(_channels(channels), answers or {}, model, admins, scale, http, base_url.strip())
+    asking = interactive if interactive is not None else not yes and sys.stdin.isatty() and not os.environ.get("CI")
+    if asking:
         choices = ask(choices)
     config, env_file = directory / "config" / "bot.yaml", directory / ".env.example"
     existing = [p for p in (config, env_file) if p.exists()]
@@ -323,11 +341,17 @@ def _init(
             f"{name} has no admin yet: the first person who writes to the bot directly gets a code; "
             f"`bot pair approve CODE --admin` (while it runs) makes them its admin (`bot pair list` shows the codes)"
         )
-    secrets = needed(choices)
+    secrets = _secrets_step(choices, config, env_file.with_name(".env"), check) if asking else needed(choices)
     if secrets:
+        dotenv = env_file.with_name(".env")
+        fill = (
+            f"fill in {', '.join(secrets)} in {dotenv}"
+            if dotenv.exists()
+            else (f"copy {env_file} to {dotenv} and fill in {', '.join(secrets)}")
+        )
         typer.echo(
-            f"next: copy {env_file} to {env_file.with_name('.env')} and fill in {', '.join(secrets)} (the bot reads "
-            "that .env, or one in the folder it starts in; exported variables win), then `bot doctor`, then `bot run`"
+            f"next: {fill} (the bot reads that .env, or one in the folder it starts in; exported variables win), "
+            "then `bot doctor`, then `bot run`"
         )
         if choices.scale:
             typer.echo(
@@ -336,3 +360,23 @@ def _init(
             )
     else:
         typer.echo("next: `bot doctor`, then `bot run`")
+
+
+def _secrets_step(choices: Choices, config: Path, dotenv: Path, check: bool) -> list[str]:
+    """Ask each secret (hidden) into ``dotenv`` and, unless ``--no-check``, test them; the ones still missing."""
+    secrets = secrets_of(choices)
+    if not secrets:
+        return []
+    typer.echo(f"The secrets go to {dotenv} (mode 600, never into config/); Enter skips one.")
+    typed = ask_secrets(secrets, dotenv, config)
+    if typed:
+        write_secrets(dotenv, typed)
+        typer.echo(f"wrote {len(typed)} secret(s) to {dotenv}")
+    have = {k for k, v in dotenv_values(dotenv).items() if v} if dotenv.is_file() else set()
+    have |= {k for k, v in os.environ.items() if v}
+    missing = [s.variable for s in secrets if s.variable not in have]
+    if check and len(missing) < len(secrets):
+        typer.echo("Testing them (what `bot doctor` checks for the channels and the model; --no-check skips this):")
+        failed = check_secrets(config)
+        typer.echo(f"{failed} check(s) failed: fix the value in {dotenv}, then `bot doctor`" if failed else "")
+    return missing

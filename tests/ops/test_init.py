@@ -3,13 +3,16 @@ exported), for each channel and mode, asked at a terminal or given as flags; not
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from dotenv import dotenv_values
 from typer.testing import CliRunner
 
 from bot.cli.main import app
 from bot.config.settings import load_settings
+from tests.fakes.telegram_server import TOKEN, FakeTelegram
 
 
 def listed(env_example: Path) -> list[str]:
@@ -75,6 +78,7 @@ def test_flags_write_a_config_that_loads(tmp_path: Path, flags: list[str], secre
 def test_questions_at_a_terminal(tmp_path: Path) -> None:
     # A @name and a short Discord id are refused with how to find the id, and asked again.
     answers = ["discord, telegram", "polling", "1234", "123456789012345678", "@me", "999", "offline", "n", "y"]
+    answers += ["", "", ""]  # the secrets: skipped, to fill in later
     result = CliRunner().invoke(app, ["init", "--ask", "--dir", str(tmp_path)], input="\n".join(answers) + "\n")
     assert "'1234' is not a Discord user id" in result.output and "Copy User ID" in result.output
     assert "'@me' is a @name, not a user id" in result.output and "/whoami" in result.output
@@ -98,3 +102,46 @@ def test_nothing_is_overwritten_and_bad_flags_are_refused(tmp_path: Path) -> Non
     assert bad.exit_code == 2 and "unknown channel 'irc'" in bad.output
     bad = runner.invoke(app, ["init", "--yes", "--dir", str(tmp_path), "--force", "--admin", "42"])
     assert bad.exit_code == 2 and "CHANNEL:USER_ID" in bad.output
+
+
+@pytest.mark.parametrize("check", [True, False])
+async def test_secrets_are_asked_hidden_checked_for_shape_written_and_tested(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check: bool
+) -> None:
+    telegram = FakeTelegram()
+    await telegram.start()
+    monkeypatch.setenv("BOT_CHANNELS__TELEGRAM__API_BASE", telegram.base_url)
+    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
+    # The token pasted with "Bot " is refused offline and asked again; then the right one.
+    answers = ["telegram", "polling", "999", "offline", "n", "n", "Bot " + TOKEN, TOKEN]
+    flags = ["init", "--ask", "--dir", str(tmp_path), *([] if check else ["--no-check"])]
+    try:
+        result = await asyncio.to_thread(CliRunner().invoke, app, flags, input="\n".join(answers) + "\n")
+    finally:
+        await telegram.stop()
+    assert result.exit_code == 0, result.output
+    assert TOKEN not in result.output and TOKEN.split(":")[1] not in result.output  # typing is hidden
+    assert "TELEGRAM_BOT_TOKEN starts with 'Bot' and a space" in result.output
+    dotenv = tmp_path / ".env"
+    assert dotenv.stat().st_mode & 0o777 == 0o600
+    assert dotenv_values(dotenv) == {"TELEGRAM_BOT_TOKEN": TOKEN}
+    assert "next: `bot doctor`, then `bot run`" in result.output
+    asked = [call.method for call in telegram.calls]
+    if check:  # tested against the platform, as bot doctor does
+        assert "✓ telegram token: the bot @" in result.output and asked.count("getMe") >= 1
+    else:
+        assert "getMe" not in asked and "Testing them" not in result.output
+    text = (tmp_path / "config" / "bot.yaml").read_text()
+    assert "provider: offline" in text and TOKEN not in text
+
+
+def test_the_model_chosen_is_the_one_written(tmp_path: Path) -> None:
+    for model in ("gemini", "offline", "openai"):
+        flags = ["init", "--yes", "--force", "--dir", str(tmp_path), "--model", model]
+        result = CliRunner().invoke(
+            app, [*flags, *(["--base-url", "http://127.0.0.1:9/v1"] if model == "openai" else [])]
+        )
+        assert result.exit_code == 0, result.output
+        settings = load(tmp_path)
+        assert settings.model.provider == model  # type: ignore[attr-defined]
+    assert settings.model.base_url == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
