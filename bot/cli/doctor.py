@@ -59,17 +59,17 @@ class Line:
         return {"name": name if sep else self.what, "status": self.status, "detail": detail, "fix": self.fix}
 
 
-def report(lines: list[Line], *, as_json: bool = False) -> tuple[str, int]:
-    """What ``bot doctor`` prints and its exit code (1 when any check failed): one line per check and a total,
-    or with ``as_json`` one JSON object (``ok``, the counts, ``checks``) for CI."""
+def report(lines: list[Line], *, as_json: bool = False, fixed: list[str] | None = None) -> tuple[str, int]:
+    """What ``bot doctor`` prints and its exit code (1 when any check failed): what ``--fix`` did, one line per
+    check and a total, or with ``as_json`` one JSON object (``ok``, the counts, ``fixed``, ``checks``) for CI."""
     failed = sum(line.status == "fail" for line in lines)
     warned = sum(line.status == "warn" for line in lines)
     code = 1 if failed else 0
     if as_json:
         body = {"ok": not failed, "passed": len(lines) - failed, "failed": failed, "warnings": warned,
-                "checks": [line.as_dict() for line in lines]}  # fmt: skip
+                "fixed": fixed or [], "checks": [line.as_dict() for line in lines]}  # fmt: skip
         return json.dumps(body, ensure_ascii=False, indent=2), code
-    out = [line.render() for line in lines]
+    out = [*(fixed or []), *(line.render() for line in lines)]
     out.append(f"{len(lines) - failed} passed, {failed} failed." if failed else f"All {len(lines)} checks passed.")
     return "\n".join(out), code
 

@@ -294,12 +294,18 @@ def doctor(
     config: ConfigOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds each network check may take.")] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object: checks with name, status, fix.")] = False,
+    fix: Annotated[
+        bool,
+        typer.Option("--fix", help="First fix what is safe: create folders, migrate, write .env from the example."),
+    ] = False,
 ) -> None:
     """Check the setup: config, channel tokens, database, Redis, models, MCP servers, agent files; exit 1 on any ✗."""
     from bot.cli.doctor import diagnose, report
+    from bot.cli.doctor_fix import fix as fix_safe
 
     logging.getLogger().setLevel(logging.CRITICAL)  # the lines say it; library warnings would only repeat it
-    text, code = report(asyncio.run(diagnose(config, timeout)), as_json=as_json)
+    fixed = asyncio.run(fix_safe(config)) if fix else []
+    text, code = report(asyncio.run(diagnose(config, timeout)), as_json=as_json, fixed=[f.render() for f in fixed])
     typer.echo(text)
     raise typer.Exit(code)
 
