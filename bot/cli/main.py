@@ -23,6 +23,7 @@ from bot.cli.evals import eval_command
 from bot.cli.init import init as init_command
 from bot.cli.mcp import mcp_app
 from bot.cli.pair import NO_ADMIN, pair_app
+from bot.cli.service import service_app
 from bot.cli.settings import ConfigOpt, DirectoryOpt, announce_project, cli_settings, pass_config_down
 from bot.cli.startup import load_platform_libraries
 from bot.cli.traces import print_trace
@@ -44,6 +45,7 @@ app.add_typer(agents_app, name="agents")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(web_app, name="web")
 app.add_typer(pair_app, name="pair")
+app.add_typer(service_app, name="service")
 app.command("eval")(eval_command)
 
 _settings = cli_settings
