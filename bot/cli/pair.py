@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -23,6 +23,7 @@ from bot.config.settings import Settings
 
 if TYPE_CHECKING:
     from bot.access import AccessPolicy
+    from bot.events import OutboundMessage
     from bot.pairing import Pairing
 
 T = TypeVar("T")
@@ -142,6 +143,8 @@ def approve_command(
 
     async def act(pairing: Pairing, _access: AccessPolicy) -> tuple[bool, str]:
         approval = await pairing.approve(code, cli_actor(), admin=admin)
+        if approval.tell is not None:
+            await _tell(pairing, approval.tell)
         return approval.tell is not None, approval.reply
 
     done = asyncio.run(_with_pairing(settings, act))
@@ -153,9 +156,24 @@ def approve_command(
         raise typer.Exit(1)
     typer.echo(reply.replace("they can talk to me now", "they can talk to the bot now").split(" (/unpair ")[0] + ".")
     typer.echo(
-        "They are not written to first: their next message is answered (a running bot reads this at once, "
-        "or within 30 s where it had just refused them). `bot pair revoke CHANNEL:ID` lets them out again."
+        "They are told in their chat by the running bot (within 30 s; at its next start if it is not running), and "
+        "their next message is answered. `bot pair revoke CHANNEL:ID` lets them out again."
     )
+
+
+async def _tell(pairing: Pairing, message: OutboundMessage) -> None:
+    """Tell the person let in, through the running bot: a one-time notice job in their chat, due now. Every bot
+    process looks for due jobs at least every :data:`bot.jobs.service.POLL_S` and one of them claims it, so it is
+    sent once, whichever runs; a bot that is down sends it at its next start (within ``jobs.grace_s``)."""
+    from bot.jobs.triggers import Trigger
+    from bot.store.jobs import JobStore
+
+    now = pairing.clock.utcnow().replace(tzinfo=UTC)
+    jobs = JobStore(pairing.store.store, Trigger)
+    await jobs.add(
+        chat_key=str(message.chat), owner=cli_actor(), name="let in", trigger=Trigger.once(now.isoformat(), "UTC"),
+        action="notice", text=message.text, agent=None, first=now, max_per_chat=1_000_000, max_per_user=1_000_000,
+    )  # fmt: skip
 
 
 @pair_app.command("revoke")

@@ -68,7 +68,7 @@ def _listing(service: JobService, jobs: list[Job], empty: str, *, chats: bool = 
     for job in jobs:
         what = (
             f"message: {job.text}"
-            if job.action == "message"
+            if job.action in ("message", "notice")
             else f"{'@' + job.agent + ' ' if job.agent else ''}{job.text}"
         )
         state = "paused" if job.status == "paused" else f"next {service.when(job)}"

@@ -230,9 +230,15 @@ class JobService:
             steps = self.jobs.claim_steps(job, due, following, status="missed", detail=f"{missed} missed", fired=latest)
             return await self._commit(steps, note, outcome="missed")
         detail = f"{missed - 1} earlier fire(s) missed" if missed > 1 else None
-        if job.action == "message":
+        if job.action in ("message", "notice"):
             body = f"⏰ {job.text}" + ("\n(late: I was offline when this was due)" if late > 60 else "")
-            message = OutboundMessage(chat=chat, text=body, key=f"job:{job.id}:{int(latest.timestamp())}")
+            notice = job.action == "notice"
+            message = OutboundMessage(
+                chat=chat,
+                text=job.text if notice else body,
+                key=f"job:{job.id}:{int(latest.timestamp())}",
+                kind="notice" if notice else "text",
+            )
             steps = self.jobs.claim_steps(job, due, following, status="done", detail=detail, fired=latest)
             return await self._commit(steps, message, outcome="sent")
         event = self._event(job, latest, 0)

@@ -21,7 +21,8 @@ from bot.store.values import Change, Committed, StoredTrigger, TriggerReader
 
 T = TypeVar("T", bound=StoredTrigger)
 
-Action = Literal["message", "prompt"]
+Action = Literal["message", "prompt", "notice"]
+"""``notice``: a fixed text sent once as it is (no ⏰), e.g. ``bot pair approve`` telling the person let in."""
 LIVE = ("active", "paused")
 """Statuses that count towards the limits."""
 _COLUMNS = (

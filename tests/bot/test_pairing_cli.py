@@ -17,7 +17,9 @@ from agents.models.scripted import ScriptedModel
 from bot.cli.main import app
 from bot.cli.pair import cli_actor
 from bot.clock import FakeClock
+from bot.jobs.service import POLL_S
 from bot.pairing import BELIEVED_S
+from tests.waiting import eventually
 
 CODE = re.compile(r"\b([A-HJ-NP-Z2-9]{4}-[A-HJ-NP-Z2-9]{4})\b")
 
@@ -64,7 +66,12 @@ async def test_the_operator_approves_the_first_admin_from_the_shell_while_the_bo
         cli_actor(), "pairing", "pair_admin", "console:u9"
     )  # fmt: skip
 
-    # The running gateway lets them in at their next message, as an admin (no restart, no file edited).
+    # The running gateway tells them, once (its job timer finds the notice within POLL_S) ...
+    await clock.advance(POLL_S + 1)
+    told_in = await eventually(lambda: [t for t in h.channel.texts(stranger) if t.startswith("✅ An admin let you in")])
+    assert told_in == ["✅ An admin let you in: you can talk to me now. Send /help to see what I can do."]
+    assert await h.gateway.jobs.tick() == 0, "sent once"
+    # ... and lets them in at their next message, as an admin (no restart, no file edited).
     assert await h.say("now?", user="u9", chat=stranger) == ["echo: now?"]
     listing = await h.say("/pair", user="u9", chat=stranger)
     assert "console:u9 (u9), an admin" in listing[0], listing
