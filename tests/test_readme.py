@@ -1,4 +1,5 @@
-"""The README tells the truth: every configuration key it names exists, its YAML examples load."""
+"""The README and the manual tell the truth: every configuration key the reference names exists, their YAML examples
+load."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import yaml
 
 from bot.config.settings import builtin_defaults_path, load_settings
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "docs" / "configuration.md"
+"""The configuration reference: its table of sections and keys (it was the README's)."""
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _ROW = re.compile(r"^\| `([a-z_.<>]+)` \| (.+) \|$")
 _KEY = re.compile(r"`([a-z_]+(?:\.(?:[a-z_]+|\{[a-z_,]+\}))*)`")
 
@@ -66,7 +70,8 @@ def test_every_key_the_readme_names_is_in_the_defaults() -> None:
 
 
 def yaml_examples() -> list[str]:
-    blocks = re.findall(r"```yaml\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    text = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)
     return [b for b in blocks if re.match(r"^\s*(channels|mcp|store|tools|routing|limits):", b)]
 
 

@@ -118,7 +118,7 @@ def test_the_shipped_schema_is_current_and_the_example_suite_fits_it() -> None:
 
 
 def test_the_readmes_example_suite_is_valid() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "evaluations.md").read_text(encoding="utf-8")
     block = re.search(r"```yaml\n(# evals/support\.yaml.*?)```", readme, re.DOTALL)
     assert block is not None
     suite = parse_suite(block.group(1))

@@ -253,7 +253,7 @@ def test_the_image_installs_with_the_constraints_on_their_python() -> None:
     [install] = [line for line in lines if "-r /tmp/requirements.txt" in line]
     assert "pip install -c deploy/constraints.txt -r /tmp/requirements.txt" in install
     assert "optional-dependencies']['scale']" in install
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "deploy" / "docker.md").read_text()
     assert (
         "python deploy/constraints.py" in readme
         and "python deploy/constraints.py" in (DEPLOY / "constraints.py").read_text()
