@@ -28,6 +28,7 @@ from channels.discord.calls import DiscordError, Retrying, endpoints, parse_ref
 from channels.discord.media import with_file
 from channels.discord.settings import DiscordSettings
 from channels.formatting import rendered, split_markdown, to_discord_markdown
+from channels.retry_logs import quiet_retries
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,9 @@ class DiscordChannel:
         self._inbox = inbox
         self._stopped = False
         client = await self._logged_in()
+        quiet_retries(("discord.client", "discord.gateway"), log, "discord: the gateway connection failed",
+                      failing=("Attempting a reconnect in",), working=("has connected to Gateway", "RESUMED session"),
+                      every_s=1024)  # fmt: skip
         self._gateway = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
         connected = asyncio.create_task(client.connected.wait())
         done, _ = await asyncio.wait(

@@ -24,6 +24,7 @@ from bot.events import Action, ChatKey, InboundMessage, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.base import BuildContext
 from channels.formatting import rendered
+from channels.retry_logs import quiet_retries, without_query
 from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError, WebApi, api_url, blocks, render
 from channels.slack.gate import WALL_CLOCK, Clock, Refused, RequestGate
 from channels.slack.inbound import (
@@ -461,9 +462,13 @@ class _BoltNoise(logging.Filter):
 
 
 def _bolt_logger() -> logging.Logger:
+    """Bolt's logger, also the Socket Mode client's: its reconnect tries are told once per change."""
     logger = logging.getLogger(f"{__name__}.bolt")
     if not any(isinstance(f, _BoltNoise) for f in logger.filters):
         logger.addFilter(_BoltNoise())
+    quiet_retries((logger.name,), log, "slack: the Socket Mode connection failed", every_s=5,
+                  failing=("Failed to connect (error:", "Failed to check the current session"),
+                  working=("A new session (",), redact=without_query)  # fmt: skip
     return logger
 
 
