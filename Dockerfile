@@ -9,9 +9,12 @@ ENV PYTHONUNBUFFERED=1 \
     BOT_CHANNELS__CONSOLE__ENABLED=false \
     BOT_HTTP__ENABLED=true \
     BOT_HTTP__HOST=0.0.0.0 \
-    BOT_HTTP__PORT=8080 \
-    BOT_STORE__DATA_DIR=/data
+    BOT_HTTP__PORT=8080
 
+# /app is the bot's project folder. The image holds no configuration and no agent files (the four example
+# agents of config/agents stay in the repository): mount a project's config/ at /app/config (compose does,
+# read-only), or set BOT_<SECTION>__<KEY> variables. /app/data, the data folder (`data_dir: data` of the file
+# `bot init` writes, and the built-in default), is the /data volume, so no variable overrides that key.
 WORKDIR /app
 # Dependencies first, in a layer of their own: a change to the code does not reinstall them.  Their versions are
 # pinned by deploy/constraints.txt (every package the image installs; `python deploy/constraints.py` refreshes it
@@ -21,12 +24,12 @@ COPY deploy/constraints.txt ./deploy/
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 print('\n'.join(p['dependencies'] + p['optional-dependencies']['scale']))" > /tmp/requirements.txt \
     && pip install -c deploy/constraints.txt -r /tmp/requirements.txt \
-    && useradd --create-home --uid 10001 bot && mkdir -p /data && chown bot:bot /data
+    && useradd --create-home --uid 10001 bot && mkdir -p /data && chown bot:bot /data && ln -s /data /app/data
 COPY README.md ./
 COPY bot ./bot
 COPY channels ./channels
+# agents/ is the Python package of the agent runners (not agent files).
 COPY agents ./agents
-COPY config ./config
 RUN pip install --no-deps .
 
 USER bot

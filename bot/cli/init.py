@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from dotenv import dotenv_values
 
+from bot.cli.deploy_files import write_deploy_files
 from bot.cli.init_secrets import ask_secrets, check_secrets, write_secrets
 from bot.config.channels import user_id_problem
 from bot.config.settings import ConfigError, load_settings
@@ -353,13 +354,10 @@ def _init(
             f"next: {fill} (the bot reads that .env, or one in the folder it starts in; exported variables win), "
             "then `bot doctor`, then `bot run`"
         )
-        if choices.scale:
-            typer.echo(
-                "docker compose -f deploy/docker-compose.yml reads deploy/.env (the compose file's folder), "
-                "not this one: put the same lines there"
-            )
     else:
         typer.echo("next: `bot doctor`, then `bot run`")
+    for line in write_deploy_files(choices, directory, force=force):  # compose.yaml (--scale), the service hint
+        typer.echo(line)
 
 
 def _secrets_step(choices: Choices, config: Path, dotenv: Path, check: bool) -> list[str]:

@@ -81,7 +81,8 @@ def _quote(arg: str) -> str:
 
 
 def _path(path: Path) -> str:
-    return _quote(str(path))
+    """A path setting: specifiers escaped; taken as is, spaces included (WorkingDirectory= takes no quotes)."""
+    return str(path).replace("%", "%%")
 
 
 def render_unit(project: Path, config: Path | None, data: Path, *, system: bool, user: str | None = None) -> str:
@@ -116,7 +117,7 @@ def render_unit(project: Path, config: Path | None, data: Path, *, system: bool,
         "LockPersonality=true",
         "RestrictRealtime=true",
     ]
-    rw = f"ReadWritePaths={_path(data)}"
+    rw = f"ReadWritePaths={_quote(str(data))}"  # a list: quoted when it has spaces
     if system:
         lines += ["# The bot writes only its data folder.", "ProtectSystem=strict", "ProtectHome=read-only", rw]
         lines += ["PrivateTmp=true", "ProtectKernelTunables=true", "ProtectControlGroups=true"]

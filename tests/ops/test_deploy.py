@@ -37,7 +37,7 @@ def exposed_names() -> set[str]:
 def test_compose_runs_the_roles_from_the_project_root() -> None:
     compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
     build = compose["x-bot"]["build"]
-    assert (DEPLOY / build["context"] / build["dockerfile"]).is_file()
+    assert (DEPLOY / build["context"] / build.get("dockerfile", "Dockerfile")).is_file()
     for service, role in (("gateway", "gateway"), ("worker", "worker")):
         command = compose["services"][service]["command"]
         assert command[:3] == ["bot", "run", "--role"] and command[3] == role and role in ROLES
@@ -64,7 +64,7 @@ def test_systemd_unit() -> None:
     unit = configparser.ConfigParser(strict=False, interpolation=None)
     unit.optionxform = str  # type: ignore[assignment,method-assign]
     unit.read_string((DEPLOY / "bot.service").read_text())
-    assert unit["Service"]["ExecStart"].split()[1:3] == ["run", "-c"]
+    assert unit["Service"]["ExecStart"].split()[1:] == ["-C", unit["Service"]["WorkingDirectory"], "run"]
     assert unit["Service"]["Restart"] == "on-failure" and unit["Install"]["WantedBy"] == "multi-user.target"
 
 

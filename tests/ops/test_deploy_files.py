@@ -1,6 +1,7 @@
 """The deploy files work as written (there is no Docker here, so they are read, not run): every bot process shares
-one data volume; every channel's access settings reach the containers in a form the settings loader takes; the
-build context keeps secrets and local state out; the image installs pinned versions of everything it needs."""
+one data volume; the compose file leaves the configuration to the mounted file (tests/deploy), the Kubernetes
+ConfigMap passes every channel's access settings in a form the settings loader takes; the build context keeps
+secrets and local state out; the image installs pinned versions of everything it needs."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from channels.registry import PLUGINS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-CHANNELS = sorted(name for name in PLUGINS if name != "console")
-"""The platform channels: each needs its access settings passed to the containers."""
+CHANNELS = sorted(name for name, plugin in PLUGINS.items() if plugin.init().asks_admin)
+"""The platform channels (those with admins and access lists): each needs its access settings passed on."""
 ACCESS = ("ENABLED", "ALLOW_FROM", "ADMINS")
 _VAR = re.compile(r"\$\{(\w+)(?::-([^}]*))?\}")
 
@@ -46,7 +47,9 @@ def image_env() -> dict[str, str]:
     env: dict[str, str] = {}
     for line in dockerfile():
         if line.startswith("ENV "):
-            env.update(pair.split("=", 1) for pair in shlex.split(line[4:]))
+            for pair in shlex.split(line[4:]):
+                name, _, value = pair.partition("=")
+                env[name] = value
     return env
 
 
@@ -59,8 +62,9 @@ def interpolate(environment: dict[str, Any], shell: dict[str, str]) -> dict[str,
 
 
 def settings_in_container(env: dict[str, str], tmp_path: Path) -> Settings:
-    """What a bot process started with ``env`` (the image's ENV below it) loads; no config file."""
-    empty = tmp_path / "empty.yaml"
+    """What a bot process started with ``env`` (the image's ENV below it) loads; an empty config file."""
+    empty = tmp_path / "config" / "bot.yaml"
+    empty.parent.mkdir(exist_ok=True)
     empty.write_text("")
     return load_settings(empty, env={**image_env(), **env}, user_config=tmp_path / "none.yaml")
 
@@ -72,13 +76,14 @@ def test_compose_gives_every_bot_process_the_one_data_volume(tmp_path: Path) -> 
     services = compose()["services"]
     bots = {name: s for name, s in services.items() if s.get("command", [])[:2] == ["bot", "run"]}
     assert set(bots) == {"gateway", "worker"}
-    mounts = {name: s["volumes"] for name, s in bots.items()}
+    mounts = {name: [v for v in s["volumes"] if not v.startswith(".")] for name, s in bots.items()}
     assert mounts == {"gateway": ["bot-data:/data"], "worker": ["bot-data:/data"]}
     assert set(compose()["volumes"]) == {"redis-data", "postgres-data", "bot-data"}
-    # What the processes write goes there: the database's folder, media, send_file's copies, the workspace.
+    # What the processes write goes to the data folder, <project>/data, which in the image (/app) is /data.
     settings = settings_in_container({}, tmp_path)
-    assert settings.store.data_dir == Path("/data")
-    assert Path(settings.tools.workspace).is_relative_to("/data")
+    assert settings.store.data_dir.resolve() == (tmp_path / "data").resolve()
+    assert Path(settings.tools.workspace).is_relative_to(settings.store.data_dir)
+    assert "ln -s /data /app/data" in " ".join(dockerfile()) and "WORKDIR /app" in dockerfile()
 
 
 def test_kubernetes_pods_share_one_read_write_many_claim() -> None:
@@ -100,39 +105,12 @@ def test_kubernetes_pods_share_one_read_write_many_claim() -> None:
 # -- every channel's access settings -----------------------------------------------------------------------------
 
 
-def test_compose_passes_every_channels_access_settings(tmp_path: Path) -> None:
+def test_compose_sets_no_configuration_key() -> None:
+    """Channels, access and everything else come from the mounted config file (tests/deploy/test_compose.py
+    runs what `bot init --scale` writes); the compose file's environment is only the stack's database and bus."""
     environment = compose()["x-bot"]["environment"]
-    for channel in CHANNELS:
-        for key in ACCESS:
-            name = f"BOT_CHANNELS__{channel.upper()}__{key}"
-            assert environment.get(name) == f"${{{name}:-{'false' if key == 'ENABLED' else '[]'}}}", name
-    # Nothing set: every channel off, nobody allowed, and the settings load.
-    defaults = settings_in_container(interpolate(environment, {}), tmp_path)
-    for channel in CHANNELS:
-        section = defaults.channels.section(channel)
-        assert (section.enabled, section.allow_from, section.admins) == (False, [], [])
-    # Set as the compose file's header shows (an .env file beside it): each reaches its channel.
-    shell = {
-        "TELEGRAM_BOT_TOKEN": "123456:ABC",
-        "SLACK_BOT_TOKEN": "xoxb-1",
-        "SLACK_APP_TOKEN": "xapp-1",
-        "DISCORD_BOT_TOKEN": "ZGlzY29yZA.discord.token",
-        "BOT_CHANNELS__TELEGRAM__ENABLED": "true",
-        "BOT_CHANNELS__TELEGRAM__ALLOW_FROM": '["123456789", "987654321"]',
-        "BOT_CHANNELS__TELEGRAM__ADMINS": '["123456789"]',
-        "BOT_CHANNELS__SLACK__ENABLED": "true",
-        "BOT_CHANNELS__SLACK__ALLOW_FROM": "[U0123ABCD]",
-        "BOT_CHANNELS__SLACK__ADMINS": '["*"]',
-        "BOT_CHANNELS__DISCORD__ENABLED": "true",
-        "BOT_CHANNELS__DISCORD__ALLOW_FROM": "[123456789012345678]",  # unquoted: still read as an id
-        "BOT_CHANNELS__DISCORD__ADMINS": "[]",
-    }
-    settings = settings_in_container(interpolate(environment, shell), tmp_path)
-    telegram, slack, discord = (settings.channels.section(c) for c in ("telegram", "slack", "discord"))
-    assert telegram.enabled and telegram.allow_from == ["123456789", "987654321"] and telegram.admins == ["123456789"]
-    assert slack.enabled and slack.allow_from == ["U0123ABCD"] and slack.is_admin("U999")
-    assert discord.enabled and discord.allow_from == ["123456789012345678"] and discord.admins == []
-    assert settings.store.url.startswith("postgresql://") and settings.bus.url == "redis://redis:6379/0"
+    assert set(environment) == {"DATABASE_URL", "REDIS_URL"}
+    assert not [name for name in image_env() if name.startswith("BOT_STORE__")], "the data folder is the file's"
 
 
 def test_kubernetes_config_map_sets_every_channels_access(tmp_path: Path) -> None:
@@ -176,6 +154,10 @@ def test_dockerignore_keeps_secrets_and_local_state_out() -> None:
         assert _ignored(local, patterns), local
     for noise in ("tests/conftest.py", ".artifacts/shot.png", "bot/__pycache__/x.pyc", ".mypy_cache/x", "bench/x.py"):
         assert _ignored(noise, patterns), noise
+    # The repository's config and its example agents never reach an image (a project's config/ is mounted).
+    for example in ("config/bot.yaml", "config/agents/debugger.md"):
+        assert _ignored(example, patterns), example
+    assert not _ignored("bot/config/settings.py", patterns) and not _ignored("bot/defaults/agents/chat.md", patterns)
     copied = [line.split()[1] for line in dockerfile() if line.startswith("COPY ")]
     assert copied, "the Dockerfile copies files"
     for source in copied:
