@@ -39,6 +39,9 @@ class InitChoices(Protocol):
     @property
     def scale(self) -> bool: ...
 
+    @property
+    def channels(self) -> list[str]: ...
+
 
 @dataclass
 class DeployFiles:
@@ -208,9 +211,10 @@ def deploy_files(choices: InitChoices, directory: Path) -> DeployFiles:
         )
         if clone is None:
             out.next.append(f"  build the image first, from the clone: docker build -t {IMAGE} /path/to/supervisor-bot")
-    out.next.append(
-        "to keep it running on this machine: `bot service install` writes a systemd user unit for this project"
-    )
+    if any(channel != "console" for channel in choices.channels):  # the console needs a terminal, not a service
+        out.next.append(
+            "to keep it running on this machine: `bot service install` writes a systemd user unit for this project"
+        )
     return out
 
 

@@ -52,6 +52,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert f"wrote {folder / COMPOSE_FILE}" in result.output and "docker compose up -d" in result.output
+    assert "`bot service install`" in result.output
     return folder
 
 
