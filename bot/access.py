@@ -6,6 +6,11 @@ operator approved them with ``bot pair approve CODE --admin``), and for a press 
 the web console, the signed-in user's role under ``web`` (only admins act there).  The console allows everyone
 and its user is an admin because its section says ``allow_from: ["*"]``, ``admins: ["*"]``.
 
+The ``web`` channel (the console's Chat page) is for people the console signed in: a sender there is a name the
+``web`` section knows now (a user removed from ``web.users`` loses the chat at once), within
+``channels.web.allow_from`` (``*`` by default); an admin when the console makes them one (role ``admin``, or the
+admin token) or ``channels.web.admins`` names them.  Viewers chat as ordinary users.
+
 It lives at the top of ``bot`` because every layer that decides asks it (the gateway's intake and supervisor,
 ``bot/runs`` for who pays, ``bot/web`` for console presses), and it needs only the settings and the pairing.
 """
@@ -21,8 +26,11 @@ from bot.pairing import Pairing
 
 KEEP_SENDERS = 4096
 """Resolved senders kept (:meth:`AccessPolicy.admit`)."""
-LOCAL_CHANNELS = frozenset({"console"})
-"""Channels whose one user is the operator: they need no admin named (:meth:`AccessPolicy.without_admin`)."""
+LOCAL_CHANNELS = frozenset({"console", "web"})
+"""Channels whose users the operator let in themselves (the terminal's user, the web console's sign-ins): they
+need no admin named (:meth:`AccessPolicy.without_admin`)."""
+WEB_CHAT = "web"
+"""The web console's Chat page: its senders are the console's users (:meth:`AccessPolicy.web_rights`)."""
 
 
 def is_admin(channels: ChannelsSection, channel: str, user_id: str) -> bool:
@@ -61,6 +69,8 @@ class AccessPolicy:
 
     def is_admin(self, channel: str, user_id: str) -> bool:
         """An admin of ``channel`` by configuration, or let in as one by pairing (as this process last read it)."""
+        if channel == WEB_CHAT:
+            return self.web_rights(user_id)[1]
         if is_admin(self.channels, channel, user_id):
             return True
         return self.pairing is not None and self.pairing.known_admin(f"{channel}:{user_id}")
@@ -88,9 +98,19 @@ class AccessPolicy:
         section = self.section(channel)
         if section is None:
             return False
+        if channel == WEB_CHAT:
+            return self.web_rights(user_id)[0]
         if section.allows(user_id) or section.is_admin(user_id):
             return True
         return self.pairing is not None and await self.pairing.allows(channel, user_id)
+
+    def web_rights(self, user: str) -> tuple[bool, bool]:
+        """(allowed, admin) of the console user ``user`` in the ``web`` channel (see the module docstring)."""
+        section = self.section(WEB_CHAT)
+        role = self.web.role_of(user) if self.web.enabled else None
+        if section is None or role is None or not (section.allows(user) or section.is_admin(user)):
+            return False, False
+        return True, role == "admin" or section.is_admin(user)
 
     def console_sender(self, console: ConsoleInput) -> Sender | None:
         """The web console's signed-in admin as a sender (None: no longer an admin there)."""
@@ -113,9 +133,12 @@ class AccessPolicy:
         sender, section = event.sender, self.section(event.chat.channel)
         if section is None:
             return Admission(sender.model_copy(update={"is_admin": False}) if sender.is_admin else sender, False)
-        is_admin = section.is_admin(sender.id)
-        allowed = section.allows(sender.id) or is_admin
-        if not allowed and self.pairing is not None:
+        if event.chat.channel == WEB_CHAT:
+            allowed, is_admin = self.web_rights(sender.id)
+        else:
+            is_admin = section.is_admin(sender.id)
+            allowed = section.allows(sender.id) or is_admin
+        if not allowed and self.pairing is not None and event.chat.channel != WEB_CHAT:
             standing = await self.pairing.standing(event.chat.channel, sender.id)
             allowed, is_admin = standing is not None, standing is True
         if sender.is_admin != is_admin:  # admin rights come from configuration (or pairing), never the platform

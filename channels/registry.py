@@ -15,6 +15,7 @@ from channels.console import ConsoleSettings
 from channels.discord.settings import DiscordSettings
 from channels.slack.settings import SlackSettings
 from channels.telegram.settings import TelegramSettings
+from channels.web.settings import WebChatSettings
 
 PLUGINS: dict[str, ChannelPlugin] = {}
 
@@ -76,5 +77,15 @@ register(
         doctor="channels.discord.doctor:check",
         setup="channels.discord.setup:SETUP",
         library="discord.py",
+    )
+)
+register(
+    ChannelPlugin(
+        "web",
+        WebChatSettings,
+        "channels.web.adapter:build",
+        text_limit=16_000,
+        fetcher="channels.web.files:build_fetcher",
+        setup="channels.web.settings:SETUP",
     )
 )

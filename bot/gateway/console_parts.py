@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from agents.tools.base import Tool
 from bot.clock import Clock
@@ -26,9 +26,13 @@ from bot.store.sql import SqlStore
 from bot.tracing.recorder import Tracing
 from bot.web.actions import ConsoleActions, Submit
 from bot.web.auth import Sessions
+from bot.web.chat_page import ChatChannel, Talk
 from bot.web.console import WebConsole
 from bot.web.data import ConsoleData
 from bot.web.health import HealthView
+from channels.base import Channel
+from channels.web.files import UPLOADS
+from channels.web.settings import WebChatSettings
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,7 @@ class ConsoleHost(Protocol):
     pairing: Pairing
     delivery: Delivery
     handled: HandledEvents | None
+    channels: list[Channel]
 
     def health(self) -> dict[str, Any]: ...
 
@@ -89,7 +94,18 @@ def build_console(g: ConsoleHost, submit: Submit) -> WebConsole:
         health=health,
         clock=g.clock,
         pairing=PairingDesk(g.pairing.store.waiting, pair),
+        talk=chat_parts(g),
     )
+
+
+def chat_parts(g: ConsoleHost) -> Talk | None:
+    """The Chat page's parts when the ``web`` channel runs here (its adapter is the page's way in)."""
+    channel = next((c for c in g.channels if c.name == "web"), None)
+    if channel is None:
+        return None
+    section = cast(WebChatSettings, g.settings.channels.section("web"))
+    uploads = g.settings.store.data_dir.expanduser() / UPLOADS
+    return Talk(cast(ChatChannel, channel), uploads, int(section.max_upload_mb * 1024 * 1024), section.keep_messages)
 
 
 def console_line(web: WebSection, host: str, port: int) -> str:

@@ -13,15 +13,12 @@ import hmac
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from importlib import resources
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import jinja2
 from aiohttp import web
-from markupsafe import Markup
 
-from agents.visible import visible
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.web import WebSection
 from bot.events import ChatKey
@@ -32,8 +29,10 @@ from bot.routing import STRATEGIES
 from bot.routing.policy import GLOBAL
 from bot.web.actions import ConsoleActions
 from bot.web.auth import LoginLimiter, Sessions, WebUserSession
+from bot.web.chat_page import ChatPage, Talk
 from bot.web.data import ConsoleData
 from bot.web.health import HealthView
+from bot.web.responses import asset, harden, printed
 
 log = logging.getLogger(__name__)
 
@@ -41,18 +40,6 @@ COOKIE = "bot_session"
 LOGIN_COOKIE = "bot_login_csrf"
 Handler = Callable[[web.Request, WebUserSession], Awaitable[web.StreamResponse]]
 Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def printed(value: Any) -> Any:
-    """What a template prints: text with zero-width, bidi and control characters as ``\\uXXXX`` (markup the
-    console made itself, such as a graph's SVG, is left as it is)."""
-    if isinstance(value, str) and not isinstance(value, Markup):
-        return visible(value, spaces=False)
-    return value
-
-
-def _asset(name: str) -> str:
-    return resources.files("bot.web").joinpath("static", name).read_text(encoding="utf-8")
 
 
 class WebConsole:
@@ -67,8 +54,10 @@ class WebConsole:
         poll_s: float = 1.0,
         clock: Clock = SYSTEM_CLOCK,
         pairing: PairingDesk | None = None,
+        talk: Talk | None = None,
     ) -> None:
-        """``clock``: the sign-in limiter's windows; ``pairing``: strangers waiting to be let in (the inbox)."""
+        """``clock``: the sign-in limiter's windows; ``pairing``: strangers waiting to be let in (the inbox);
+        ``talk``: the Chat page's parts (the ``web`` channel enabled)."""
         self.config = config
         self.pairing = pairing
         self.root = config.path.rstrip("/")
@@ -81,7 +70,9 @@ class WebConsole:
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("bot.web", "templates"), autoescape=True, enable_async=False, finalize=printed
         )
-        self.css, self.js = _asset("console.css"), _asset("console.js")
+        self.css, self.js = asset("console.css"), asset("console.js")
+        self.talk = ChatPage(self, talk, asset("talk.js")) if talk is not None else None
+        self.templates.globals["talk"] = self.talk is not None
         self._closing = asyncio.Event()
 
     def mount(self, http: HttpServer) -> None:
@@ -108,6 +99,8 @@ class WebConsole:
         add.add_get(f"{r}/health", self._viewing(self._health))
         add.add_get(f"{r}/evals", self._viewing(self._evals))
         add.add_get(f"{r}/evals/{ident}", self._viewing(self._eval_run))
+        if self.talk is not None:
+            self.talk.mount(http)
 
     def close(self) -> None:
         """End the live-update streams (the server stops after)."""
@@ -182,18 +175,7 @@ class WebConsole:
         self._harden(response, nonce)
         return response
 
-    @staticmethod
-    def _harden(response: web.StreamResponse, nonce: str = "") -> web.StreamResponse:
-        style = f"'nonce-{nonce}'" if nonce else "'none'"
-        response.headers["Content-Security-Policy"] = (
-            f"default-src 'none'; script-src 'self'; style-src {style}; img-src 'self' data:; "
-            "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-        )
-        response.headers["X-Frame-Options"] = "DENY"
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "same-origin"
-        response.headers["Cache-Control"] = "no-store"
-        return response
+    _harden = staticmethod(harden)
 
     def _plain(self, status: int, text: str) -> web.StreamResponse:
         return self._harden(web.Response(status=status, text=text + "\n"))
