@@ -124,7 +124,10 @@ class ReplyStream:
         while True:
             self._more.clear()
             if self.text != self.shown:
-                await self._show(self.text, final=False)
+                # Shielded: a preview being sent when the answer ends is not cut off mid-request (a platform
+                # library's rate-limit bucket can stay taken by a cancelled request: discord.py then held the
+                # final edit for its 30 s timeout). ``_stop`` waits for it through ``_sending``.
+                await asyncio.shield(self._show(self.text, final=False))
             await self.clock.sleep(self.every_s)
             if self.text == self.shown:
                 await self._more.wait()
