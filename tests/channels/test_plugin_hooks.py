@@ -52,7 +52,7 @@ def test_init_asks_writes_and_the_settings_load_it(toy: None, tmp_path: Path) ->
 
 
 def test_init_asks_the_toy_question_at_a_terminal(toy: None, tmp_path: Path) -> None:
-    settings = init(tmp_path, answers="toy\nhook\nann\noffline\nn\nn\n\n")
+    settings = init(tmp_path, answers="toy\nhook\nann\noffline\nn\nn\n\n\n")
     assert settings.channels.section("toy").mode == "hook"
     assert settings.channels.section("toy").allow_from == ["ann"]
 
