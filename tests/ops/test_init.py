@@ -50,8 +50,8 @@ def test_flags_write_a_config_that_loads(tmp_path: Path, flags: list[str], secre
     result = CliRunner().invoke(app, ["init", "--yes", "--dir", str(tmp_path), *flags])
     assert result.exit_code == 0, result.output
     assert f"copy {tmp_path / '.env.example'} to {tmp_path / '.env'}" in result.output
-    # docker compose reads the .env beside its file, not the project's.
-    assert ("reads deploy/.env" in result.output) == ("--scale" in flags)
+    # --scale: a compose.yaml in the project, which reads the project's .env (tests/deploy checks what it runs).
+    assert ("docker compose up -d" in result.output) == ("--scale" in flags) == (tmp_path / "compose.yaml").is_file()
     text = (tmp_path / "config" / "bot.yaml").read_text()
     assert text.startswith("# Written by `bot init`")
     assert listed(tmp_path / ".env.example") == secrets
