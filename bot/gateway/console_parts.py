@@ -105,7 +105,8 @@ def chat_parts(g: ConsoleHost) -> Talk | None:
         return None
     section = cast(WebChatSettings, g.settings.channels.section("web"))
     uploads = g.settings.store.data_dir.expanduser() / UPLOADS
-    return Talk(cast(ChatChannel, channel), uploads, int(section.max_upload_mb * 1024 * 1024), section.keep_messages)
+    cap = int(section.max_upload_mb * 1024 * 1024)
+    return Talk(cast(ChatChannel, channel), uploads, cap, section.keep_messages, g.settings.media.keep_hours)
 
 
 def console_line(web: WebSection, host: str, port: int) -> str:

@@ -6,7 +6,8 @@ is answered ``202`` only after the web adapter committed it to the inbox, like a
 goes through the same check as every channel's (a forged or stale payload is refused and changes nothing).
 What the bot sends streams to the page as server-sent events, each with the id of the change it carries, so a
 page that reconnects gets only what it missed.  A file is streamed to ``<data_dir>/web-uploads/<person>/``
-with its size capped as it arrives; files are downloaded only by the person whose chat shows them.
+with its size capped as it arrives (and deleted after ``media.keep_hours``, swept at that person's next upload);
+files are downloaded only by the person whose chat shows them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from agents.messages import Message
 from bot.events import Attachment
 from bot.http import HttpServer
 from bot.inbox import NotStored, Receipt
+from bot.media.intake import sweep
 from bot.web.actions import ConsoleActions
 from bot.web.auth import Sessions, WebUserSession
 from bot.web.data import ConsoleData
@@ -103,6 +105,8 @@ class Talk:
     max_upload_bytes: int
     keep: int = 200
     """Stored messages shown after a restart."""
+    keep_hours: float = 72
+    """Uploads older than this are deleted (``media.keep_hours``, as the media intake's own copies)."""
 
 
 class Refused(Exception):
@@ -261,6 +265,7 @@ class ChatPage:
         """The file streamed to this person's uploads folder, refused past the cap (nothing kept of it then)."""
         folder = self.talk.uploads / _folder(user)
         await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(sweep, folder, self.talk.keep_hours)
         path = folder / secrets.token_urlsafe(18)
         cap, size = self.talk.max_upload_bytes, 0
         handle = await asyncio.to_thread(path.open, "wb")

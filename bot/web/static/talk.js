@@ -81,7 +81,7 @@
         say(answer.error || "Refused.", true);
         el.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
       } else {
-        say("Sent.", false);
+        say("", false);  // the prompt itself now says how it was answered
       }
     }, function () {
       say("Not sent: the bot cannot be reached. Press again.", true);
