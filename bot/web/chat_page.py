@@ -189,7 +189,7 @@ class ChatPage:
                 if found[0] == "end":
                     break
                 await response.write(_event(*found))
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:
             pass  # the browser went away
         finally:
             self.channel.unwatch(user, queue)
@@ -201,12 +201,13 @@ class ChatPage:
             return None
         getting = asyncio.ensure_future(queue.get())
         closing = asyncio.ensure_future(self.console._closing.wait())
-        done, _ = await asyncio.wait({getting, closing}, timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED)
-        closing.cancel()
-        if getting in done:
-            return getting.result()
-        getting.cancel()
-        return None
+        try:
+            done, _ = await asyncio.wait({getting, closing}, timeout=KEEPALIVE_S, return_when="FIRST_COMPLETED")
+        finally:
+            closing.cancel()
+            if not getting.done():
+                getting.cancel()
+        return getting.result() if getting in done and not getting.cancelled() else None
 
     # -- what the person does ----------------------------------------------------------------
 

@@ -328,3 +328,15 @@ async def test_history_and_a_pending_prompt_survive_a_restart(chat_env: ChatEnv)
         await stream.until(stream.bot_says("Deleted /tmp/old."), "the tool's result")
     assert chat_env.ran == ["/tmp/old"]
     model.assert_complete()
+
+
+async def test_console_admins_are_admins_in_their_chat_viewers_are_not(chat_env: ChatEnv) -> None:
+    gateway = await chat_env.start(ScriptedModel([]))
+    alice, victor = await chat_env.client(gateway), await chat_env.client(gateway, "victor", VIEWER_PASSWORD)
+    async with Stream(alice) as mine, Stream(victor) as theirs:
+        assert (await send(alice, "/routing"))[0] == 202
+        assert (await send(victor, "/routing"))[0] == 202
+        await theirs.until(theirs.bot_says("/routing is for admins only"), "the viewer's refusal")
+        shown = await mine.until(lambda s: next((i for i in s.items().values() if i["role"] == "bot"), None), "routing")
+        assert "admins only" not in shown["text"]
+        assert all("/routing is for admins only" not in i["text"] for i in mine.items().values())
