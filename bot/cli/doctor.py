@@ -318,7 +318,11 @@ async def _workspace(settings: Settings) -> list[Line]:
 
 
 async def _models(settings: Settings) -> list[Line]:
-    catalog = ModelCatalog(settings)
+    try:
+        catalog = ModelCatalog(settings)
+    except ConfigError as exc:  # the main model cannot be built (provider: gemini without its key)
+        label = f"{settings.model.provider}/{settings.model.name}"
+        return [Line(False, f"model {label}: {exc}", "set the key (in .env or exported), or choose another model")]
     wanted = [("model", "")] + [("fallback", spec) for spec in settings.model.fallbacks]
     if settings.routing.llm.model:
         wanted.append(("routing.llm.model", settings.routing.llm.model))

@@ -154,7 +154,7 @@ def _ids(values: list[str] | None) -> str:
 def render_env(choices: Choices) -> str:
     lines = [
         "# Secrets for config/bot.yaml: copy to .env (never commit it) and fill in, or export them (they win).",
-        "# The bot reads .env beside config/ or in the folder it starts in; docker compose reads deploy/.env.",
+        "# The bot reads .env beside config/ or in the folder it starts in; so does the compose.yaml of --scale.",
         "",
     ]
     for secret in secrets_of(choices):

@@ -85,7 +85,9 @@ def write_secrets(env_file: Path, values: Mapping[str, str]) -> None:
         env_file.parent.mkdir(parents=True, exist_ok=True)
         os.close(os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     for variable, value in values.items():
-        set_key(env_file, variable, value, quote_mode="auto")
+        # Unquoted where nothing needs quoting: `docker run --env-file` keeps quotes as part of the value.
+        plain = value and not any(c.isspace() or c in "'\"#$\\`" for c in value)
+        set_key(env_file, variable, value, quote_mode="never" if plain else "always")
     env_file.chmod(0o600)
 
 

@@ -49,3 +49,15 @@ def test_fix_never_creates_a_workspace_that_holds_the_bots_files(
     result = CliRunner().invoke(app, ["doctor", "--fix"])
     assert result.exit_code == 1 and "✗ workspace:" in result.output
     assert "tools.workspace: created" not in result.output
+
+
+def test_a_model_without_its_key_is_a_failed_check_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    assert CliRunner().invoke(app, ["init", "--yes", "--model", "gemini"]).exit_code == 0
+    result = CliRunner().invoke(app, ["doctor", "--fix"])
+    assert result.exit_code == 1 and result.exception is None or isinstance(result.exception, SystemExit)
+    assert "✗ model gemini/gemini-2.5-flash: Gemini needs a key: set GEMINI_API_KEY" in result.output

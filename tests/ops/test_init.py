@@ -124,7 +124,7 @@ async def test_secrets_are_asked_hidden_checked_for_shape_written_and_tested(
     assert "TELEGRAM_BOT_TOKEN starts with 'Bot' and a space" in result.output
     dotenv = tmp_path / ".env"
     assert dotenv.stat().st_mode & 0o777 == 0o600
-    assert dotenv_values(dotenv) == {"TELEGRAM_BOT_TOKEN": TOKEN}
+    assert dotenv_values(dotenv) == {"TELEGRAM_BOT_TOKEN": TOKEN} and f"TELEGRAM_BOT_TOKEN={TOKEN}\n" in dotenv.read_text()
     assert "next: `bot doctor`, then `bot run`" in result.output
     asked = [call.method for call in telegram.calls]
     if check:  # tested against the platform, as bot doctor does
