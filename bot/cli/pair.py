@@ -90,7 +90,7 @@ def _ago(then: datetime, now: datetime) -> str:
 @pair_app.command("list")
 def list_command(config: ConfigOpt = None) -> None:
     """The codes waiting for an approval (per channel, with the sender and its age) and who was let in."""
-    settings = cli_settings(config)
+    settings = cli_settings(config, secrets=False)
 
     async def act(pairing: Pairing, access: AccessPolicy) -> list[str]:
         from bot.store.pairing import shown_code
@@ -139,7 +139,7 @@ def approve_command(
     config: ConfigOpt = None,
 ) -> None:
     """Let in the person a code was given to (works beside a running bot; audited as cli:<you>)."""
-    settings = cli_settings(config)
+    settings = cli_settings(config, secrets=False)
 
     async def act(pairing: Pairing, _access: AccessPolicy) -> tuple[bool, str]:
         approval = await pairing.approve(code, cli_actor(), admin=admin)
@@ -188,7 +188,7 @@ def revoke_command(
             f"error: give CHANNEL:ID, e.g. telegram:123456789 (got {account!r}); bot pair list shows them", err=True
         )
         raise typer.Exit(2)
-    settings = cli_settings(config)
+    settings = cli_settings(config, secrets=False)
 
     async def act(pairing: Pairing, _access: AccessPolicy) -> bool:
         return await pairing.revoke(account, cli_actor())

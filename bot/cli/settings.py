@@ -85,10 +85,11 @@ def _defaults(command: Any, config: str) -> dict[str, Any]:
     return out
 
 
-def cli_settings(config: Path | None, **overrides: object) -> Settings:
-    """The settings for a command: its ``--config`` (which the top-level ``-c`` fills in), else the usual layers."""
+def cli_settings(config: Path | None, *, secrets: bool = True, **overrides: object) -> Settings:
+    """The settings for a command: its ``--config`` (which the top-level ``-c`` fills in), else the usual layers.
+    ``secrets=False``: a command that only reads the store (``bot pair``) works before the tokens are set."""
     try:
-        return load_settings(config, overrides=overrides or None)
+        return load_settings(config, overrides=overrides or None, require_secrets=secrets)
     except ConfigError as exc:
         typer.echo(f"config error: {exc}", err=True)
         raise typer.Exit(2) from None
