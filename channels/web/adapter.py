@@ -212,7 +212,7 @@ class WebChatChannel:
         later = list(chat.items.values())
         chat.items.clear()
         for role, text in history[-self.settings.keep_messages :]:
-            self._add(chat, role, terminal_safe(text))
+            self._add(chat, role, shown(text) if role == "bot" else terminal_safe(text))
         for item in later:
             item.seq = next(self._seq)
             chat.items[item.ref] = item
