@@ -61,3 +61,13 @@ class ChannelSetup:
     def serves_http(self, answers: Mapping[str, str]) -> bool:
         """Receives over the shared HTTP server (webhooks): ``bot init`` turns it on."""
         return False
+
+    def listens_publicly(self, answers: Mapping[str, str]) -> bool:
+        """The platform reaches it from outside (a webhook): the HTTP server listens on every address, not only
+        127.0.0.1."""
+        return self.serves_http(answers)
+
+    def sections(self, answers: Mapping[str, str]) -> list[str]:
+        """Top-level keys the channel needs besides its own section (the web chat: ``web.enabled``), unindented
+        YAML lines."""
+        return []

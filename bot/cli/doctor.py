@@ -26,6 +26,7 @@ from dotenv import dotenv_values
 
 from agents.messages import Message
 from agents.models.base import Generation, ModelError, ModelUnavailable
+from bot.access import LOCAL_CHANNELS
 from bot.config.own import WORKSPACE_FIX, workspace_path, workspace_problem
 from bot.config.paths import HOME_VARIABLE, project_dir
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings, load_settings
@@ -173,7 +174,7 @@ async def _channels(settings: Settings) -> list[Line]:
         else:
             who = "everyone" if "*" in section.allow_from else f"{len(section.allow_from)} allowed"
             lines.append(Line(True, f"{name}: enabled ({who}, {len(section.admins) + paired} admin(s))"))
-            if name != "console" and not section.admins and not paired:
+            if name not in LOCAL_CHANNELS and not section.admins and not paired:
                 lines.append(
                     Line(True, f"{name}: no admin: nobody can let a colleague in from a chat", _NO_ADMIN_FIX % name,
                          warn=True)
@@ -195,7 +196,7 @@ _NO_ADMIN_FIX = (
 
 async def _paired_admins(settings: Settings, channel: str, admins: list[str]) -> int:
     """1 when ``channel`` has no ``admins`` but one let in by ``bot pair approve CODE --admin`` (a store read)."""
-    if admins or channel == "console":
+    if admins or channel in LOCAL_CHANNELS:
         return 0
     from bot.cli.pair import paired_admin_channels
 
@@ -228,6 +229,9 @@ async def _http(settings: Settings) -> list[Line]:
 async def _web(settings: Settings) -> list[Line]:
     web = settings.web
     if not web.enabled:
+        if "web" in settings.channels.enabled():
+            return [Line(False, "web: the web channel is on but the web console is off: nobody can reach its Chat page",
+                         "set web.enabled: true (and http.enabled: true), or channels.web.enabled: false")]  # fmt: skip
         return []
     admins = sum(1 for u in web.users if u.role == "admin")
     who = f"{admins} admin(s), {len(web.users) - admins} viewer(s)" + (", an admin token" if web.token else "")

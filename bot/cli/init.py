@@ -78,6 +78,12 @@ def _serves_http(choices: Choices) -> bool:
     return choices.http or choices.scale or _webhooks(choices)
 
 
+def _public(choices: Choices) -> bool:
+    """The HTTP server listens on every address: asked for, scaled out (probes), or a platform's webhook."""
+    chosen = [(setup, choices.of(n)) for n, setup in _setups().items() if n in choices.channels]
+    return choices.http or choices.scale or any(setup.listens_publicly(answers) for setup, answers in chosen)
+
+
 def _webhooks(choices: Choices) -> bool:
     return any(setup.serves_http(choices.of(n)) for n, setup in _setups().items() if n in choices.channels)
 
@@ -115,7 +121,7 @@ def render_config(choices: Choices) -> str:
         "http:",
         "  # /healthz, /readyz and /metrics (Prometheus), and the webhooks.",
         f"  enabled: {str(http).lower()}",
-        f"  host: {'0.0.0.0' if http else '127.0.0.1'}",
+        f"  host: {'0.0.0.0' if http and _public(choices) else '127.0.0.1'}",
         "  port: 8080",
         "",
         "budgets:",
@@ -132,6 +138,9 @@ def render_config(choices: Choices) -> str:
     ]
     for name, setup in _setups().items():
         lines += _channel_lines(name, setup, choices)
+    for name, setup in _setups().items():
+        if name in choices.channels and setup.sections(choices.of(name)):
+            lines += ["", *setup.sections(choices.of(name))]
     return "\n".join(lines) + "\n"
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field
 
 from channels.base import ChannelSection
-from channels.setup import ChannelSetup
+from channels.setup import ChannelSetup, Secret
 
 
 class WebChatSettings(ChannelSection):
@@ -30,10 +31,29 @@ class WebChatSettings(ChannelSection):
 
 
 class WebChatSetup(ChannelSetup):
-    """``bot init``: nothing to ask; the web console's sign-in decides who chats."""
+    """``bot init``: nothing to ask; the web console's sign-in decides who chats, so it turns the console on,
+    with its admin token from the environment (users with passwords: ``bot web hash-password``)."""
 
     asks_admin = False
     comment = "chat in the browser, on the web console's Chat page (needs web.enabled)"
+
+    def secrets(self, answers: Mapping[str, str]) -> list[Secret]:
+        how = "the web console's admin token, to sign in: 16+ random characters (openssl rand -hex 16)"
+        return [Secret("BOT_WEB__TOKEN", how, placeholder="0123456789abcdef0123456789abcdef")]
+
+    def serves_http(self, answers: Mapping[str, str]) -> bool:
+        return True  # the console is served by the HTTP server
+
+    def listens_publicly(self, answers: Mapping[str, str]) -> bool:
+        return False  # 127.0.0.1: reach it from elsewhere through an HTTPS proxy (web.trust_proxy)
+
+    def sections(self, answers: Mapping[str, str]) -> list[str]:
+        return [
+            "web:",
+            "  # The web console at http://127.0.0.1:8080/web: sign in with BOT_WEB__TOKEN (or users from",
+            "  # `bot web hash-password`); its Chat page is the web channel.",
+            "  enabled: true",
+        ]
 
 
 SETUP = WebChatSetup()

@@ -124,7 +124,9 @@ async def test_secrets_are_asked_hidden_checked_for_shape_written_and_tested(
     assert "TELEGRAM_BOT_TOKEN starts with 'Bot' and a space" in result.output
     dotenv = tmp_path / ".env"
     assert dotenv.stat().st_mode & 0o777 == 0o600
-    assert dotenv_values(dotenv) == {"TELEGRAM_BOT_TOKEN": TOKEN} and f"TELEGRAM_BOT_TOKEN={TOKEN}\n" in dotenv.read_text()
+    assert (
+        dotenv_values(dotenv) == {"TELEGRAM_BOT_TOKEN": TOKEN} and f"TELEGRAM_BOT_TOKEN={TOKEN}\n" in dotenv.read_text()
+    )
     assert "next: `bot doctor`, then `bot run`" in result.output
     asked = [call.method for call in telegram.calls]
     if check:  # tested against the platform, as bot doctor does
@@ -145,3 +147,22 @@ def test_the_model_chosen_is_the_one_written(tmp_path: Path) -> None:
         settings = load(tmp_path)
         assert settings.model.provider == model  # type: ignore[attr-defined]
     assert settings.model.base_url == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
+
+
+def test_choosing_the_web_chat_turns_the_console_on_with_its_token_on_localhost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = CliRunner().invoke(app, ["init", "--yes", "--dir", str(tmp_path), "--channels", "console,web"])
+    assert result.exit_code == 0, result.output
+    assert "BOT_WEB__TOKEN" in listed(tmp_path / ".env.example")
+    settings = load(tmp_path)
+    assert settings.web.enabled and settings.channels.web.enabled  # type: ignore[attr-defined]
+    assert settings.http.enabled and settings.http.host == "127.0.0.1"  # type: ignore[attr-defined]
+    assert len(settings.web.token) >= 16  # type: ignore[attr-defined]
+    # Without the console, the web channel is unreachable: bot doctor says so.
+    (tmp_path / "config" / "bot.yaml").write_text("channels:\n  web: {enabled: true}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    doctor = CliRunner().invoke(app, ["doctor"])
+    assert "✗ web: the web channel is on but the web console is off" in doctor.output
+    assert "web: no admin" not in doctor.output  # its admins are the console's
