@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlparse
 COMPOSE_FILE = Path("compose.yaml")
 """Where ``bot init --scale`` puts the compose file: the project folder, where ``docker compose`` finds it."""
 IMAGE = "supervisor-bot"
-"""The image's name: what ``docker build -t supervisor-bot .`` (README), compose and Kubernetes call it."""
+"""The image's name: what ``docker build -t supervisor-bot .`` (docs/deploy/docker.md), compose and Kubernetes use."""
 STACK_URLS = {
     "DATABASE_URL": "postgresql://bot:${POSTGRES_PASSWORD:-bot}@postgres:5432/bot",
     "REDIS_URL": "redis://redis:6379/0",

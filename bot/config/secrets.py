@@ -14,7 +14,8 @@ SECRET_KEYS = frozenset(
 )
 
 SECRET_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "DATABASE_URL")
-"""Variables that hold secrets whatever their value (the ones the README names), beside each channel's."""
+"""Variables that hold secrets whatever their value (the manual names them: docs/configuration.md,
+docs/agents/models.md), beside each channel's."""
 
 
 def walk(data: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:

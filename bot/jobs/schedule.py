@@ -1,6 +1,6 @@
 """A cron expression's fires in a time zone: the local days and times it names, turned into instants.
 
-The rules (the README states them; they hold for every zone in tzdata, 30-minute shifts included):
+The rules (docs/jobs.md states them; they hold for every zone in tzdata, 30-minute shifts included):
 
 - a local time that exists once fires at that local time (midnight after the clocks go forward included);
 - a local time the clocks skip fires once, at the first instant after the gap (02:30 on the night Berlin goes

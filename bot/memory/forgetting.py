@@ -11,7 +11,7 @@ dropped after, so the next turn reads what is stored now.
 
 On SQLite, ``secure_delete`` (:mod:`bot.store.sqlite`) zeroes what deleted and rewritten rows leave on free pages
 and the WAL is checkpointed into the database file and truncated, so the database file holds the fact nowhere.
-PostgreSQL keeps old row versions until VACUUM reclaims them (see the README's memory section).
+PostgreSQL keeps old row versions until VACUUM reclaims them (see docs/agents/memory.md).
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def connect(path: str, *, synchronous: str, busy_timeout_ms: int, wal: bool = Fa
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     # What a delete or an update frees is overwritten with zeros, so a forgotten memory cannot be read back from
-    # free pages (some builds have it on by default, ours had not).  Cost: README, Storage that stays bounded.
+    # free pages (some builds have it on by default, ours had not).  Cost: docs/operations/storage.md.
     conn.execute("PRAGMA secure_delete = ON")
     return conn
 

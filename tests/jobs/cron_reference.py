@@ -1,6 +1,6 @@
 """An independent reference for when a cron job fires in a time zone, for the oracle tests.
 
-It shares nothing with ``bot.jobs`` but the rules written in the README:
+It shares nothing with ``bot.jobs`` but the rules written in docs/jobs.md:
 
 - which local wall times match an expression is cronsim's answer (Debian cron semantics), asked on naive
   datetimes, where no clock ever changes; the macros are spelled out here from the crontab(5) manual page;

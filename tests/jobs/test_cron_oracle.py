@@ -1,6 +1,6 @@
 """The held-out oracle: every fire of many expressions in six zones over 2026-2027, as the job service finds them
 (one ``next_after`` from the last), against the independent reference in ``cron_reference`` (cronsim's
-crontab reading, the zone's offsets seen from UTC, the README's rules). 0 disagreements; the counts and the last
+crontab reading, the zone's offsets seen from UTC, the rules of docs/jobs.md). 0 disagreements; the counts and the last
 fire before a moment (the missed-fire notice) agree with the list too."""
 
 from __future__ import annotations

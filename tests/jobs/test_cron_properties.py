@@ -5,7 +5,7 @@
   is a stepped ``*/n``, and ends ``a/n`` weekdays at Saturday; cron does neither). One-value ranges (``5-5``) are
   not drawn: both libraries misread them, so explicit cases in test_triggers pin cron's reading.
 - Clock changes: every tzdata zone whose offset changes in 2026-2028, around every change, and random expressions
-  in random such zones, against the reference (cronsim's wall times, the README's rules).
+  in random such zones, against the reference (cronsim's wall times, the rules of docs/jobs.md).
 """
 
 from __future__ import annotations
