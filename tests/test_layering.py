@@ -1,6 +1,7 @@
 """The dependency direction: agents imports neither bot nor channels; channels import only bot's contracts
 (and no agents module at all); no import cycles anywhere, function-level imports included; and package by
-package, the layers of the README's Architecture drawing (:data:`LAYERS`): no package cycle, no import up."""
+package, the layers of the Architecture drawing in docs/architecture.md (:data:`LAYERS`): no package cycle, no
+import up."""
 
 from __future__ import annotations
 
@@ -223,7 +224,9 @@ def _layer(package: str) -> float:
     if package.startswith("channels.") and package != "channels.formatting":
         return next(i for i, (name, _) in enumerate(LAYERS) if name == CHANNEL_LAYER) - 0.5
     found = [i for i, (_, members) in enumerate(LAYERS) if package in members]
-    assert found, f"{package} is in no layer of the drawing: add it to LAYERS (and to the README's drawing)"
+    assert found, (
+        f"{package} is in no layer of the drawing: add it to LAYERS (and to the drawing in docs/architecture.md)"
+    )
     return found[0]
 
 

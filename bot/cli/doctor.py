@@ -296,7 +296,7 @@ async def _redis(settings: Settings) -> list[Line]:
     try:
         import redis.asyncio as redis
     except ImportError:
-        return [Line(False, "bus: the redis package is missing", "pip install 'supervisor-bot[scale]'")]
+        return [Line(False, "bus: the redis package is missing", "pip install -e '.[scale]' in the bot's clone")]
     client: Any = redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
     try:
         await client.ping()
@@ -350,7 +350,8 @@ async def _one_model(catalog: ModelCatalog, role: str, spec: str) -> Line:
     except ConfigError as exc:
         return Line(False, f"{role} {label}: {exc}", "set the key in the environment, or choose another model")
     if not model.understands:
-        return Line(True, f"{role}: the offline stand-in, canned answers (GEMINI_API_KEY gives a real model)")
+        how = "model.provider: gemini or openai" if catalog.settings.model.provider == "offline" else "GEMINI_API_KEY"
+        return Line(True, f"{role}: the offline stand-in, canned answers ({how} gives a real model)")
     started = time.perf_counter()
     try:
         response = await model.request([Message.user("Reply with OK.")])

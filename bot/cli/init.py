@@ -381,9 +381,11 @@ def _secrets_step(choices: Choices, config: Path, dotenv: Path, check: bool) -> 
         typer.echo(f"wrote {len(typed)} secret(s) to {dotenv}")
     have = {k for k, v in dotenv_values(dotenv).items() if v} if dotenv.is_file() else set()
     have |= {k for k, v in os.environ.items() if v}
-    missing = [s.variable for s in secrets if s.variable not in have]
+    optional = {"OPENAI_API_KEY"} if choices.base_url else set()  # a local endpoint may want no key
+    missing = [s.variable for s in secrets if s.variable not in have and s.variable not in optional]
     if check and len(missing) < len(secrets):
         typer.echo("Testing them (what `bot doctor` checks for the channels and the model; --no-check skips this):")
         failed = check_secrets(config)
-        typer.echo(f"{failed} check(s) failed: fix the value in {dotenv}, then `bot doctor`" if failed else "")
+        if failed:
+            typer.echo(f"{failed} check(s) failed: see each fix above (the values are in {dotenv}); then `bot doctor`")
     return missing

@@ -8,6 +8,7 @@ that exists, the rest of it kept), each checked offline for its shape at once an
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -65,8 +66,9 @@ def shape_problems(config: Path, values: Mapping[str, str], variables: set[str])
     found: dict[str, str] = {}
     for name in settings.channels.enabled():
         for problem in settings.channels.section(name).problems():
-            head, _, _ = problem.partition(": set ")
-            for variable in VARIABLE.findall(problem):
+            head, _, fix = problem.partition(": set ")
+            named = VARIABLE.findall(fix)[:1]  # the variable the fix sets (a "swapped" text names two)
+            for variable in named:
                 if variable in variables and variable not in found:
                     found[variable] = head.split(" ", 1)[1] if " " in head else head
     return found
@@ -107,7 +109,13 @@ def check_secrets(config: Path) -> int:
     except ConfigError as exc:
         typer.echo(f"✗ config: {exc}")
         return 1
-    lines = asyncio.run(secret_checks(settings, CHECK_TIMEOUT_S))
+    quiet = logging.getLogger()
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # the lines say it; a client's retry warnings would only repeat it
+    try:
+        lines = asyncio.run(secret_checks(settings, CHECK_TIMEOUT_S))
+    finally:
+        quiet.setLevel(level)
     text, _ = report(lines)
     failed = sum(line.status == "fail" for line in lines)
     typer.echo("\n".join(text.splitlines()[:-1]))

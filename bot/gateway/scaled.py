@@ -78,7 +78,7 @@ def connect_redis(url: str) -> Any:
         import redis.asyncio as aioredis
     except ImportError:
         raise ConfigError(
-            "bus.url is set but the Redis client is not installed: pip install 'supervisor-bot[scale]'"
+            "bus.url is set but the Redis client is not installed: pip install -e '.[scale]' in the bot's clone"
         ) from None
     # redis-py 8 reads with a 5 s socket timeout by default, which cut the worker's 30 s wait for its gateway's
     # answer short (and the chat's next message went first): reads may take as long as the longest block.

@@ -220,7 +220,7 @@ class JobService:
         missed = trigger.count(first, latest)
         following = trigger.next_after(latest, now)
         late = (now - latest).total_seconds()
-        if late > self.config.grace_s:
+        if late > self.config.grace_s and job.action != "notice":  # a notice is told however late (pairing)
             text = (
                 f"⏰ Job {job.id} ({job.name}) missed {_fires(missed)} while I was offline "
                 f"(the last at {_local(latest, job)}); next: {_local(following, job) if following else 'none'}."

@@ -12,7 +12,7 @@ async def postgres_reachable(url: str, timeout_s: float = 10) -> str | None:
 
         from bot.store.postgres import dsn_of
     except ImportError:
-        return "the postgres extra is not installed (pip install 'supervisor-bot[postgres]')"
+        return "the postgres extra is not installed (pip install -e '.[postgres]' in the bot's clone)"
     try:
         conn = await asyncio.wait_for(asyncpg.connect(dsn_of(url)), timeout_s)
     except Exception as exc:

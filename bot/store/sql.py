@@ -160,7 +160,7 @@ class SqlStore:
                 from bot.store.postgres import PgReader, PgWriter, dsn_of
             except ImportError as exc:
                 raise StoreError(
-                    f"PostgreSQL needs the postgres extra ({exc}): pip install 'supervisor-bot[postgres]'"
+                    f"PostgreSQL needs the postgres extra ({exc}): pip install -e '.[postgres]' in the bot's clone"
                 ) from None
             url = self.url
             writer = PgWriter(

@@ -125,7 +125,7 @@ def test_without_asyncpg_postgresql_says_which_extra_to_install(tmp_path: Path) 
         "    print(exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert "pip install 'supervisor-bot[postgres]'" in done.stdout, done.stdout + done.stderr
+    assert "pip install -e '.[postgres]' in the bot's clone" in done.stdout, done.stdout + done.stderr
 
 
 async def test_a_typo_in_an_agent_or_strategy_gets_a_did_you_mean(make_harness: Any) -> None:

@@ -166,3 +166,14 @@ def test_choosing_the_web_chat_turns_the_console_on_with_its_token_on_localhost(
     doctor = CliRunner().invoke(app, ["doctor"])
     assert "✗ web: the web channel is on but the web console is off" in doctor.output
     assert "web: no admin" not in doctor.output  # its admins are the console's
+
+
+def test_a_swapped_slack_pair_is_asked_again_under_each_right_name(tmp_path: Path) -> None:
+    from bot.cli.init_secrets import shape_problems
+
+    result = CliRunner().invoke(app, ["init", "--yes", "--dir", str(tmp_path), "--channels", "slack"])
+    assert result.exit_code == 0, result.output
+    swapped = {"SLACK_BOT_TOKEN": "xapp-1-A2-3-abc", "SLACK_APP_TOKEN": "xoxb-1-2-abc", "GEMINI_API_KEY": "k"}
+    wrong = shape_problems(tmp_path / "config" / "bot.yaml", swapped, set(swapped))
+    assert wrong["SLACK_BOT_TOKEN"].startswith("starts with xapp-…: that is the app token")
+    assert wrong["SLACK_APP_TOKEN"].startswith("starts with xoxb-…: that is the bot token")

@@ -50,4 +50,4 @@ async def test_hybrid_asks_the_model_only_when_unsure(openai_server: FakeOpenAI)
             assert "Figures out why my code crashes" in debugger and "Requests it takes, for example:" in debugger
     finally:
         await model.aclose()
-    print(f"hybrid: {asked} model calls for {len(rows)} messages")  # the README's figure (pytest -s)
+    print(f"hybrid: {asked} model calls for {len(rows)} messages")  # docs/agents/routing.md's figure (pytest -s)
