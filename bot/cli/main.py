@@ -367,7 +367,18 @@ def route(
 
 
 def main() -> None:
-    app(prog_name="bot")
+    command = typer.main.get_command(app)
+    _no_flag_metavars(command)
+    command(prog_name="bot")
+
+
+def _no_flag_metavars(command: Any) -> None:
+    """A flag takes no value: its help line shows none (typer would print ``--json <bool>``)."""
+    for param in command.params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _no_flag_metavars(sub)
 
 
 if __name__ == "__main__":

@@ -61,3 +61,15 @@ def test_a_model_without_its_key_is_a_failed_check_not_a_traceback(
     result = CliRunner().invoke(app, ["doctor", "--fix"])
     assert result.exit_code == 1 and result.exception is None or isinstance(result.exception, SystemExit)
     assert "✗ model gemini/gemini-2.5-flash: Gemini needs a key: set GEMINI_API_KEY" in result.output
+
+
+def test_flags_show_no_value_in_help() -> None:
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "COLUMNS": "150"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "bot.cli.main", "doctor", "-h"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert shown.returncode == 0 and "--fix" in shown.stdout
+    assert "<bool>" not in shown.stdout and "<float>" in shown.stdout  # a flag takes no value; --timeout does
