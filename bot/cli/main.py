@@ -377,6 +377,15 @@ def _no_flag_metavars(command: Any) -> None:
     for param in command.params:
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
+    help_option = command.get_help_option  # -h/--help is made when help is asked for
+
+    def without_metavar(ctx: Any) -> Any:
+        option = help_option(ctx)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = without_metavar
     for sub in getattr(command, "commands", {}).values():
         _no_flag_metavars(sub)
 
