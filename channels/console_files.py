@@ -17,6 +17,16 @@ from bot.media.fetch import CHUNK, FetchError
 from channels.console import ConsoleSettings
 
 
+async def file_chunks(path: Path) -> AsyncIterator[bytes]:
+    """``path``'s bytes in chunks, read on a thread (a local file's fetcher: the console's, the web chat's)."""
+    handle = await asyncio.to_thread(path.open, "rb")
+    try:
+        while chunk := await asyncio.to_thread(handle.read, CHUNK):
+            yield chunk
+    finally:
+        handle.close()
+
+
 class LocalFiles:
     """Streams a local file named by a ``file://`` reference."""
 
@@ -27,12 +37,8 @@ class LocalFiles:
         path = Path(url2pathname(parts.path))
         if not path.is_file():
             raise FetchError(f"there is no file {path.name}")
-        handle = await asyncio.to_thread(path.open, "rb")
-        try:
-            while chunk := await asyncio.to_thread(handle.read, CHUNK):
-                yield chunk
-        finally:
-            handle.close()
+        async for chunk in file_chunks(path):
+            yield chunk
 
     async def close(self) -> None:
         return None

@@ -7,14 +7,14 @@ outside a ``web-uploads/<person>/`` folder is read, and no link is followed.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 from bot.events import Attachment
-from bot.media.fetch import CHUNK, FetchError
+from bot.media.fetch import FetchError
+from channels.console_files import file_chunks
 from channels.web.settings import WebChatSettings
 
 UPLOADS = "web-uploads"
@@ -36,13 +36,8 @@ class UploadedFiles:
     """Streams an upload the page stored."""
 
     async def chunks(self, attachment: Attachment) -> AsyncIterator[bytes]:
-        path = uploaded_path(attachment.ref)
-        handle = await asyncio.to_thread(path.open, "rb")
-        try:
-            while chunk := await asyncio.to_thread(handle.read, CHUNK):
-                yield chunk
-        finally:
-            handle.close()
+        async for chunk in file_chunks(uploaded_path(attachment.ref)):
+            yield chunk
 
     async def close(self) -> None:
         return None
