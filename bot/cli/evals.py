@@ -108,11 +108,20 @@ def eval_command(
         raise typer.Exit(2) from None
     if suite is None:
         raise typer.Exit(1)
+    unknown = _unknown_selection(suite, case or [], tag or [])
+    if unknown:
+        typer.echo(unknown, err=True)
+        raise typer.Exit(2)
     if case or tag:
         suite = suite.select(case, tag)
         if not suite.cases:
-            typer.echo("no case has that id or tag", err=True)
-            raise typer.Exit(1)
+            typer.echo("no case has both that id and that tag", err=True)
+            raise typer.Exit(2)
+    for flag, path in (("--out", out), ("--junit", junit_file)):
+        problem = _unwritable(path)
+        if problem is not None:  # said before the suite runs (and is paid for), not after
+            typer.echo(f"{flag} {path}: {problem}", err=True)
+            raise typer.Exit(2)
     names = [m.strip() for spec in [*(model or []), models] for m in spec.split(",") if m.strip()]
     base_dir = suite_file.parent if suite_file is not None else Path.cwd()
     source = str(suite_file) if suite_file is not None else f"traces since {since}"
@@ -133,14 +142,50 @@ def eval_command(
     from bot.evals.results import redacted
 
     result = redacted(result, redaction)
-    _save(settings, result, out, junit_file, no_store)
+    unsaved = _save(settings, result, out, junit_file, no_store)
     if as_json:
         typer.echo(terminal_safe(result.model_dump_json(indent=1)))
     else:
         from bot.evals.report import report
 
         typer.echo(terminal_safe(report(result, changes, every_case=False)))
+    for line in unsaved:  # after the summary, so a file that could not be written does not hide it
+        typer.echo(line, err=True)
+    if unsaved:
+        raise typer.Exit(2)
     raise typer.Exit(0 if result.trials and result.pass_rate >= min_pass else 1)
+
+
+def _unknown_selection(suite: Any, cases: list[str], tags: list[str]) -> str | None:
+    """A ``--case`` or ``--tag`` the suite does not have, named with what it has (a typo is a set-up error)."""
+    from difflib import get_close_matches
+
+    ids = [c.id for c in suite.cases]
+    known_tags = sorted({t for c in suite.cases for t in c.tags})
+    for flag, given, known in (("--case", cases, ids), ("--tag", tags, known_tags)):
+        for name in given:
+            if name not in known:
+                near = get_close_matches(name, known, n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                listed = ", ".join(known[:20]) + (" …" if len(known) > 20 else "") if known else "none"
+                return f"{flag} {name!r}: no such {flag[2:]} in the suite{hint} (it has: {listed})"
+    return None
+
+
+def _unwritable(path: Path | None) -> str | None:
+    """Why ``path`` cannot be written (None: it can, or no path): checked before the run."""
+    if path is None:
+        return None
+    if path.is_dir():
+        return "is a folder; give a file name"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the folders still to create go under the nearest one that exists
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "cannot be written (permission denied)"
+    return None
 
 
 def _logging(settings: Settings) -> None:
@@ -306,20 +351,32 @@ async def _stored_previous(settings: Settings, result: Any) -> Any:
         await store.close()
 
 
-def _save(settings: Settings, result: Any, out: Path | None, junit_file: Path | None, no_store: bool) -> None:
+def _save(settings: Settings, result: Any, out: Path | None, junit_file: Path | None, no_store: bool) -> list[str]:
+    """Store the run and write its files; a file that cannot be written is said (returned), not a traceback: the
+    run was paid for, so the rest is still saved and the summary printed."""
     from bot.evals.report import junit
     from bot.evals.results import save_json
 
-    path = save_json(result, _folder(settings))
-    typer.echo(f"results: {path}", err=True)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(result.model_dump_json(indent=1), encoding="utf-8")
-    if junit_file is not None:
-        junit_file.parent.mkdir(parents=True, exist_ok=True)
-        junit_file.write_text(junit(result), encoding="utf-8")
     if not no_store:
         asyncio.run(_store(settings, result))
+    failed = []
+    writes: list[tuple[str, Path | None, Any]] = [
+        ("results", _folder(settings), None),
+        ("--out", out, lambda: result.model_dump_json(indent=1)),
+        ("--junit", junit_file, lambda: junit(result)),
+    ]
+    for what, path, text in writes:
+        if path is None:
+            continue
+        try:
+            if text is None:
+                typer.echo(f"results: {save_json(result, path)}", err=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text(), encoding="utf-8")
+        except OSError as exc:
+            failed.append(f"{what} {path}: not written ({exc.strerror or exc}); the run is stored and summarised")
+    return failed
 
 
 async def _store(settings: Settings, result: Any) -> None:

@@ -1,0 +1,55 @@
+"""Set-up mistakes of ``bot eval`` exit 2 before any model call, naming what is wrong (CI tells them from a
+regression); a results file that cannot be written after a paid run is said after the summary, and the run is
+still stored."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from bot.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = str(ROOT / "evals" / "builtin.yaml")
+
+
+def config(tmp_path: Path) -> str:
+    path = tmp_path / "bot.yaml"
+    path.write_text(yaml.safe_dump({"store": {"data_dir": str(tmp_path / "data")}}))
+    return str(path)
+
+
+def test_a_case_or_tag_the_suite_lacks_is_named_with_a_did_you_mean(tmp_path: Path) -> None:
+    runner = CliRunner()
+    typo = runner.invoke(app, ["eval", SUITE, "--model", "offline", "--case", "time-in-a-cty", "-c", config(tmp_path)])
+    assert typo.exit_code == 2, typo.output
+    assert "--case 'time-in-a-cty': no such case in the suite; did you mean 'time-in-a-city'?" in typo.output
+    tag = runner.invoke(app, ["eval", SUITE, "--model", "offline", "--tag", "nope", "-c", config(tmp_path)])
+    assert tag.exit_code == 2 and "--tag 'nope': no such tag in the suite" in tag.output
+    assert "approvals" in tag.output  # the tags it has
+    assert not (tmp_path / "data" / "evals").exists(), "nothing ran"
+
+
+def test_an_unwritable_junit_path_is_refused_before_the_run(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    flags = ["eval", SUITE, "--model", "offline", "--junit", str(tmp_path / "a-file" / "junit.xml")]
+    result = CliRunner().invoke(app, [*flags, "-c", config(tmp_path)])
+    assert result.exit_code == 2 and f"--junit {tmp_path / 'a-file' / 'junit.xml'}: " in result.output
+    assert "is not a folder" in result.output and not (tmp_path / "data" / "evals").exists()
+
+
+def test_a_file_not_written_after_the_run_leaves_the_summary_and_the_stored_run(tmp_path: Path) -> None:
+    settings = config(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "evals").write_text("")  # the results folder cannot be made
+    flags = ["eval", SUITE, "--model", "offline", "--case", "time-in-a-city", "--out", str(tmp_path / "r.json")]
+    result = CliRunner().invoke(app, [*flags, "-c", settings])
+    assert result.exit_code == 2, result.output
+    assert "1/1 passed" in result.output  # the summary
+    assert f"results {tmp_path / 'data' / 'evals'}: not written" in result.output
+    assert (tmp_path / "r.json").is_file()  # the other file was written
+    with sqlite3.connect(tmp_path / "data" / "bot.db") as db:
+        assert db.execute("SELECT suite, passed FROM eval_runs").fetchall() == [("builtin", 1)]
