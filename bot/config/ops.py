@@ -83,5 +83,15 @@ class BudgetsSection(_Section):
         return self.enabled and (self.user.any() or self.chat.any())
 
     def price(self, model: str) -> Price | None:
-        """The price of ``model`` (as the response names it), by its full or its bare name."""
-        return self.prices.get(model) or self.prices.get(model.rpartition("/")[2])
+        """The price of ``model`` (as the response names it, bare or ``provider/name``): by that name, by its bare
+        name, or by the one ``provider/name`` key whose name it is (responses name the model bare, so a price
+        keyed ``openai/model-b`` counts for ``model-b``; two providers' prices for one name that differ: none)."""
+        bare = model.rpartition("/")[2]
+        found = self.prices.get(model) or self.prices.get(bare)
+        if found is not None:
+            return found
+        keyed: list[Price] = []
+        for key, price in self.prices.items():
+            if key.rpartition("/")[2] == bare and price not in keyed:
+                keyed.append(price)
+        return keyed[0] if len(keyed) == 1 else None

@@ -134,3 +134,17 @@ async def test_limits_reset_at_midnight_in_the_configured_zone(make_harness: Any
         raise AssertionError("over the monthly budget")
     await clock.advance_to(datetime(2026, 4, 1, 0, 0, 1, tzinfo=berlin))
     await guard.check(payer)
+
+
+def test_a_price_keyed_provider_slash_name_counts_for_the_bare_name_a_response_gives() -> None:
+    from bot.config.ops import BudgetsSection
+
+    prices = {"openai/model-b": {"input": 1, "output": 2}, "gemini-2.5-pro": {"input": 1.25, "output": 10}}
+    budgets = BudgetsSection.model_validate({"prices": prices})
+    assert budgets.price("model-b") == budgets.prices["openai/model-b"]  # the response names it bare
+    assert budgets.price("openai/model-b") == budgets.prices["openai/model-b"]
+    assert budgets.price("gemini/gemini-2.5-pro") == budgets.prices["gemini-2.5-pro"]
+    assert budgets.price("model-c") is None
+    # Two providers' different prices for one bare name: which one answered is unknown, so none is guessed.
+    both = BudgetsSection.model_validate({"prices": {**prices, "other/model-b": {"input": 9, "output": 9}}})
+    assert both.price("model-b") is None and both.price("other/model-b") == both.prices["other/model-b"]
