@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from typing import Any
 
 from agents.messages import ToolCall
@@ -49,6 +50,11 @@ def choose(spec: str) -> ModelChoice:
     head, sep, rest = spec.partition("/")
     if sep and head in PROVIDERS and rest:
         return ModelChoice(spec, {"model": {"provider": head, "name": rest}})
+    near = get_close_matches(head, PROVIDERS, n=1, cutoff=0.75) if sep else []
+    if near:  # "opnai/gpt-4o" would be a model of that name at the configured provider, failing only when called
+        raise ConfigError(
+            f"{spec!r}: no provider {head!r}; did you mean {near[0]}/{rest}? (providers: {', '.join(PROVIDERS)})"
+        )
     return ModelChoice(spec, {"model": {"name": spec}})
 
 

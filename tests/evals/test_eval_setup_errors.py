@@ -53,3 +53,10 @@ def test_a_file_not_written_after_the_run_leaves_the_summary_and_the_stored_run(
     assert (tmp_path / "r.json").is_file()  # the other file was written
     with sqlite3.connect(tmp_path / "data" / "bot.db") as db:
         assert db.execute("SELECT suite, passed FROM eval_runs").fetchall() == [("builtin", 1)]
+
+
+def test_a_mistyped_provider_is_refused_before_the_run(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["eval", SUITE, "--model", "opnai/gpt-4o-mini", "-c", config(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "no provider 'opnai'; did you mean openai/gpt-4o-mini?" in result.output
+    assert not (tmp_path / "data" / "evals").exists()
