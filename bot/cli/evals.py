@@ -123,6 +123,10 @@ def eval_command(
             typer.echo(f"{flag} {path}: {problem}", err=True)
             raise typer.Exit(2)
     names = [m.strip() for spec in [*(model or []), models] for m in spec.split(",") if m.strip()]
+    unjudged = _unjudged(suite, judge, names or list(suite.models) or [_configured_label(settings)])
+    if unjudged:
+        typer.echo(unjudged, err=True)
+        raise typer.Exit(2)
     base_dir = suite_file.parent if suite_file is not None else Path.cwd()
     source = str(suite_file) if suite_file is not None else f"traces since {since}"
     if trust_suite:
@@ -170,6 +174,32 @@ def _unknown_selection(suite: Any, cases: list[str], tags: list[str]) -> str | N
                 listed = ", ".join(known[:20]) + (" …" if len(known) > 20 else "") if known else "none"
                 return f"{flag} {name!r}: no such {flag[2:]} in the suite{hint} (it has: {listed})"
     return None
+
+
+def _configured_label(settings: Settings) -> str:
+    from bot.evals.models import configured
+
+    return configured(settings).label
+
+
+def _unjudged(suite: Any, judge: str | None, models: list[str]) -> str | None:
+    """``judge:`` checks that no model could score (the offline stand-in cannot judge): a suite whose meaning is
+    in its rubrics would pass unjudged, so that is a set-up error, said before any model call."""
+    cases = []
+    for case in suite.cases:
+        for turn in case.turns:
+            for check in turn.expect.judge:
+                for model in models:
+                    spec = check.model or judge or suite.judge.model or (None if model == "scripted" else model)
+                    if spec in (None, "offline") and case.id not in cases:
+                        cases.append(case.id)
+    if not cases:
+        return None
+    return (
+        f"{len(cases)} case(s) have judge: checks no model can score ({', '.join(cases[:5])}"
+        f"{' …' if len(cases) > 5 else ''}): the offline stand-in cannot judge. Give --judge provider/name "
+        "(or judge.model in the suite), or leave those cases out with --case/--tag"
+    )
 
 
 def _unwritable(path: Path | None) -> str | None:

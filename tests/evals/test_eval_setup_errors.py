@@ -60,3 +60,21 @@ def test_a_mistyped_provider_is_refused_before_the_run(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "no provider 'opnai'; did you mean openai/gpt-4o-mini?" in result.output
     assert not (tmp_path / "data" / "evals").exists()
+
+
+def test_judge_checks_no_model_can_score_are_a_set_up_error(tmp_path: Path) -> None:
+    suite = tmp_path / "judged.yaml"
+    suite.write_text(
+        "name: judged\ncases:\n  - id: polite\n    turns:\n      - user: hello\n"
+        "        expect: {judge: The answer greets the person}\n  - id: plain\n    turns:\n"
+        "      - user: hello\n        expect: {status: done}\n"
+    )
+    for flags in (["--model", "offline"], ["--model", "offline", "--judge", "offline"]):
+        result = CliRunner().invoke(app, ["eval", str(suite), *flags, "-c", config(tmp_path)])
+        assert result.exit_code == 2, result.output
+        assert "1 case(s) have judge: checks no model can score (polite)" in result.output
+    assert not (tmp_path / "data" / "evals").exists(), "nothing ran"
+    left_out = CliRunner().invoke(
+        app, ["eval", str(suite), "--model", "offline", "--case", "plain", "-c", config(tmp_path)]
+    )
+    assert left_out.exit_code == 0, left_out.output
