@@ -34,6 +34,7 @@ from bot.evals.checks import CheckContext, check_turn, script_check, tools_of
 from bot.evals.confine import OutsideError, read_confined
 from bot.evals.judge import judge
 from bot.evals.models import OFFLINE, JudgeModels, ModelChoice, choose, configured
+from bot.evals.preflight import refusal, set_up_problems
 from bot.evals.results import RESULT_CHARS, CheckResult, RunResult, TrialResult, TurnResult, redacted
 from bot.evals.scratch import scratch
 from bot.evals.seat import EvalChannel, GatewayFactory, GatewayUnderTest, Seat, TurnError, TurnLog
@@ -143,6 +144,14 @@ class Runner:
         models = self.options.models or [choose(m) for m in self.suite.models] or [configured(base)]
         self.check(len(models))
         self._channels = [name for name in type(base.channels).model_fields if name != "console"]
+        nowhere = self.base_dir / ".bot-eval-preflight"  # only named: nothing is written there
+
+        def settings_of(case: Case, model: ModelChoice) -> Settings:
+            return self.settings(self.overrides(case, model, nowhere / "data", nowhere / "workspace"))
+
+        problems = await set_up_problems(self.suite, self.base_dir, models, settings_of)
+        if problems:
+            raise refusal(problems)
         self._judges = JudgeModels(base)
         result = RunResult(
             id=fast_id(),

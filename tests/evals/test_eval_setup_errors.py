@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -78,3 +79,23 @@ def test_judge_checks_no_model_can_score_are_a_set_up_error(tmp_path: Path) -> N
         app, ["eval", str(suite), "--model", "offline", "--case", "plain", "-c", config(tmp_path)]
     )
     assert left_out.exit_code == 0, left_out.output
+
+
+def test_a_model_without_its_key_a_bad_config_and_a_missing_agents_folder_exit_2_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    keyless = CliRunner().invoke(app, ["eval", SUITE, "--model", "gemini/gemini-2.5-flash", "-c", config(tmp_path)])
+    assert keyless.exit_code == 2, keyless.output
+    assert "model gemini/gemini-2.5-flash: Gemini needs a key" in keyless.output
+    suite = tmp_path / "bad.yaml"
+    suite.write_text(
+        "name: bad\nagents: [no-such-folder]\nconfig: {routing: {strategy: sideways}}\n"
+        "cases:\n  - id: one\n    turns:\n      - user: hello\n        expect: {status: done}\n"
+    )
+    bad = CliRunner().invoke(app, ["eval", str(suite), "--model", "offline", "-c", config(tmp_path)])
+    assert bad.exit_code == 2, bad.output
+    assert "the suite cannot run as it is set up (nothing was run)" in bad.output
+    assert f"agents: {tmp_path / 'no-such-folder'} is not a folder" in bad.output
+    assert "config (offline):" in bad.output and "routing.strategy" in bad.output
+    assert not (tmp_path / "data" / "evals").exists()

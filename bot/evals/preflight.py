@@ -1,0 +1,61 @@
+"""Set-up mistakes found before any model call: the settings under the suite's ``config`` load for each model,
+each model under test can be built (its provider's key is set), the suite's agent folders exist.  A run that would
+otherwise fail every trial (and exit 1, like a regression) is refused with exit 2 and what is wrong, so CI tells a
+bad set-up from a worse model.  (A single case's own ``config`` that does not load fails that case alone.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.errors import ConfigError
+from bot.evals.trust import Refused
+
+if TYPE_CHECKING:
+    from bot.config.settings import Settings
+    from bot.evals.models import ModelChoice
+    from bot.evals.suite import Case, Suite
+
+SHOWN = 10
+
+
+class BadSetUp(Refused):
+    """The suite cannot run as it is set up (``bot eval`` exits 2)."""
+
+
+async def set_up_problems(
+    suite: Suite, base_dir: Path, models: list[ModelChoice], settings_of: Callable[[Case, ModelChoice], Settings]
+) -> list[str]:
+    """What keeps every trial of a model from running; ``settings_of(case, model)``: a trial's settings."""
+    from bot.models import ModelCatalog
+
+    problems = [
+        f"agents: {base_dir / folder} is not a folder (the suite's agents: lists it)"
+        for folder in suite.agents
+        if not (base_dir / folder).is_dir()
+    ]
+    if not suite.cases:
+        return problems
+    bare = suite.cases[0].model_copy(update={"config": {}})  # the suite's config alone: a case's own fails alone
+    for model in models:
+        try:
+            settings = settings_of(bare, model)
+        except ConfigError as exc:
+            problems.append(f"config ({model.label}): {exc}")
+            continue
+        if model.make is not None:
+            continue
+        try:
+            catalog = ModelCatalog(settings)
+        except ConfigError as exc:  # the provider's key is not set, an unknown provider
+            problems.append(f"model {model.label}: {exc}")
+        else:
+            await catalog.aclose()
+    return list(dict.fromkeys(problems))
+
+
+def refusal(problems: list[str]) -> BadSetUp:
+    more = f"\n  … and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+    shown = "\n  ".join(problems[:SHOWN])
+    return BadSetUp(f"the suite cannot run as it is set up (nothing was run):\n  {shown}{more}")
