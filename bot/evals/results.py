@@ -292,14 +292,19 @@ def _rate(totals: Totals | None) -> str:
         return "—"
     if totals.trials == 1:
         return "passed" if totals.passed else ("skipped" if totals.skipped else "failed")
-    return f"{totals.passed}/{totals.trials}"
+    return f"{totals.passed}/{totals.trials}" + (f" ({totals.skipped} skipped)" if totals.skipped else "")
 
 
 def diff(previous: RunResult, current: RunResult) -> list[str]:
-    """What changed since ``previous``: cases that passed and fail (or the other way), cases new or gone, and
-    each model's pass rate, cost, tokens and latency."""
-    before, now = previous.by_case(), current.by_case()
+    """What changed since ``previous``: cases that passed and fail (or the other way, or were skipped), cases new
+    or gone, and each model's pass rate, cost, tokens and latency.  A run of some of the cases (``--case``,
+    ``--tag``) is compared with the same cases of ``previous``, not with the cases it left out."""
+    ran, ran_before = {t.case for t in current.trials}, {t.case for t in previous.trials}
     lines = []
+    if ran < ran_before:
+        lines.append(f"compared on the {len(ran)} case(s) run this time ({len(ran_before - ran)} not run)")
+        previous = previous.model_copy(update={"trials": [t for t in previous.trials if t.case in ran]})
+    before, now = previous.by_case(), current.by_case()
     for key in sorted(set(before) | set(now)):
         case, model = key
         old, new = before.get(key), now.get(key)
@@ -307,7 +312,7 @@ def diff(previous: RunResult, current: RunResult) -> list[str]:
             lines.append(f"{case} [{model}]: new, {_rate(new)}")
         elif new is None:
             lines.append(f"{case} [{model}]: not run this time (was {_rate(old)})")
-        elif (old.passed, old.trials) != (new.passed, new.trials):
+        elif (old.passed, old.trials, old.skipped) != (new.passed, new.trials, new.skipped):
             lines.append(f"{case} [{model}]: {_rate(old)} → {_rate(new)}")
     old_models, new_models = previous.by_model(), current.by_model()
     for model, new in new_models.items():

@@ -223,3 +223,24 @@ cases:
     assert answer.passed and judged.passed is None and "cannot judge" in judged.seen
     assert trial.passed, "a skipped check fails nothing"
     assert result.totals.checks == 1, "and counts for nothing"
+
+
+def test_the_diff_shows_skipped_to_failed_and_compares_a_selection_with_the_same_cases() -> None:
+    from datetime import UTC, datetime
+
+    from bot.evals.results import diff
+
+    def run(*trials: TrialResult) -> RunResult:
+        return RunResult(id="r", suite="s", started_at=datetime.now(UTC), models=["m"], trials=list(trials))
+
+    full = run(
+        TrialResult(case="a", model="m", skipped="the budget was reached"),
+        TrialResult(case="b", model="m", passed=True),
+        TrialResult(case="c", model="m", passed=True),
+    )
+    again = run(TrialResult(case="a", model="m", passed=False), TrialResult(case="b", model="m", passed=True))
+    changes = diff(full, again)
+    assert changes[0] == "compared on the 2 case(s) run this time (1 not run)"
+    assert "a [m]: skipped → failed" in changes
+    assert not any("not run this time" in line for line in changes)
+    assert changes[-1].startswith("m: pass rate 50% → 50%")  # b of a and b, both times
