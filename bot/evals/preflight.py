@@ -35,6 +35,7 @@ async def set_up_problems(
         for folder in suite.agents
         if not (base_dir / folder).is_dir()
     ]
+    problems += unknown_tools(suite)
     if not suite.cases:
         return problems
     bare = suite.cases[0].model_copy(update={"config": {}})  # the suite's config alone: a case's own fails alone
@@ -53,6 +54,29 @@ async def set_up_problems(
         else:
             await catalog.aclose()
     return list(dict.fromkeys(problems))
+
+
+def unknown_tools(suite: Suite) -> list[str]:
+    """Tool names the checks give that no tool has (``no_tool: [wirte_file]`` would hold whatever ran), with a
+    did-you-mean; MCP tools (``mcp.<server>.<tool>``) and handoffs (``transfer_to_<agent>``) are named freely."""
+    from difflib import get_close_matches
+
+    from agents.handoffs import PREFIX
+    from bot.runs.tool_names import known_tool_names
+
+    known = sorted(known_tool_names())
+    found = []
+    for case in suite.cases:
+        for index, turn in enumerate(case.turns, 1):
+            expect = turn.expect
+            named = [t.name for t in expect.tool] + (expect.no_tool if isinstance(expect.no_tool, list) else [])
+            for name in named:
+                if name in known or name.startswith(("mcp.", PREFIX)):
+                    continue
+                near = get_close_matches(name, known, n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                found.append(f"case {case.id}, turn {index}: no tool is named {name!r}{hint}")
+    return found
 
 
 def refusal(problems: list[str]) -> BadSetUp:

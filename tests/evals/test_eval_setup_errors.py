@@ -99,3 +99,15 @@ def test_a_model_without_its_key_a_bad_config_and_a_missing_agents_folder_exit_2
     assert f"agents: {tmp_path / 'no-such-folder'} is not a folder" in bad.output
     assert "config (offline):" in bad.output and "routing.strategy" in bad.output
     assert not (tmp_path / "data" / "evals").exists()
+
+
+def test_a_tool_name_no_tool_has_is_refused_with_a_did_you_mean(tmp_path: Path) -> None:
+    suite = tmp_path / "tools.yaml"
+    suite.write_text(
+        "name: tools\ncases:\n  - id: one\n    turns:\n      - user: write hello to notes.txt\n"
+        "        expect: {no_tool: [wirte_file], tool: [mcp.files.read, read_file]}\n"
+    )
+    result = CliRunner().invoke(app, ["eval", str(suite), "--model", "offline", "-c", config(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "case one, turn 1: no tool is named 'wirte_file'; did you mean 'write_file'?" in result.output
+    assert "mcp.files.read" not in result.output and "'read_file'" not in result.output
