@@ -100,19 +100,21 @@ def report(result: RunResult, changes: list[str] | None = None, *, traces: bool 
 def junit(result: RunResult) -> str:
     """JUnit XML: a test suite per model, a test case per trial (a failure lists its failed checks)."""
     root = ET.Element("testsuites", name=result.suite, tests=str(len(result.trials)))
-    failures_total = 0
+    failures_total = errors_total = 0
     for model in result.models:
         trials = [t for t in result.trials if t.model == model]
-        failed = [t for t in trials if not t.passed and not t.skipped]
+        errored = [t for t in trials if t.errored is not None]
+        failed = [t for t in trials if not t.passed and not t.skipped and t.errored is None]
         skipped = [t for t in trials if t.skipped]
         failures_total += len(failed)
+        errors_total += len(errored)
         suite = ET.SubElement(
             root,
             "testsuite",
             name=f"{result.suite}[{model}]",
             tests=str(len(trials)),
             failures=str(len(failed)),
-            errors="0",
+            errors=str(len(errored)),
             skipped=str(len(skipped)),
             time=f"{sum(t.duration_ms for t in trials) / 1000:.3f}",
             timestamp=result.started_at.isoformat(timespec="seconds"),
@@ -130,11 +132,14 @@ def junit(result: RunResult) -> str:
                 ET.SubElement(case, "skipped", message=trial.skipped)
             elif not trial.passed:
                 lines = trial.failures()
-                failure = ET.SubElement(case, "failure", message=lines[0] if lines else "failed", type="eval")
+                reason = trial.errored
+                element, kind = ("error", "error") if reason is not None else ("failure", "eval")
+                failure = ET.SubElement(case, element, message=reason or (lines[0] if lines else "failed"), type=kind)
                 failure.text = "\n".join([*lines, "", *trace_lines(trial, indent="")])
             totals = Totals.of([trial])
             out = ET.SubElement(case, "system-out")
             out.text = figures(totals)
     root.set("failures", str(failures_total))
+    root.set("errors", str(errors_total))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -122,6 +122,27 @@ class TrialResult(BaseModel):
     def latency_ms(self) -> float:
         return sum(t.latency_ms for t in self.turns)
 
+    @property
+    def errored(self) -> str | None:
+        """Why the trial could not be judged on its merits (None: it was): it could not be set up or finished, a
+        turn could not be played, the model's endpoint failed, or the judge did. JUnit counts these as errors,
+        apart from failures (a regression)."""
+        if self.passed or self.skipped:
+            return None
+        if self.error:
+            return self.error
+        for turn in self.turns:
+            if turn.error:
+                return f"turn {turn.index}: {turn.error}"
+        for event in self.events:
+            message = str(event.get("message") or "")  # kept flat (:meth:`TraceEvent.as_dict`)
+            if event.get("type") == "error" and message.startswith("model error"):
+                return message
+        for check in self.all_checks:
+            if check.passed is False and check.check == "judge" and check.seen.startswith(JUDGE_FAILED):
+                return check.seen
+        return None
+
     def failures(self) -> list[str]:
         """Each failed check (and error) as one line: where, what was expected, what happened."""
         out = [f"error: {self.error}"] if self.error else []
@@ -135,6 +156,10 @@ class TrialResult(BaseModel):
             ]
         out += [f"{c.check}: expected {c.expected}; saw {c.seen}" for c in self.checks if c.passed is False]
         return out
+
+
+JUDGE_FAILED = ("the judge failed", "the judge did not answer")
+"""How a judge check that the judge could not score starts its ``seen`` (:mod:`bot.evals.judge`)."""
 
 
 class Totals(BaseModel):

@@ -244,3 +244,30 @@ def test_the_diff_shows_skipped_to_failed_and_compares_a_selection_with_the_same
     assert "a [m]: skipped → failed" in changes
     assert not any("not run this time" in line for line in changes)
     assert changes[-1].startswith("m: pass rate 50% → 50%")  # b of a and b, both times
+
+
+def test_an_endpoint_or_judge_failure_is_a_junit_error_apart_from_failures() -> None:
+    import xml.etree.ElementTree as ET
+    from datetime import UTC, datetime
+
+    from bot.evals.report import junit
+    from bot.evals.results import CheckResult, TurnResult
+
+    at = datetime.now(UTC).isoformat()
+    failed_call = {"type": "error", "message": "model error: HTTP 500 from the endpoint", "at": at}  # as stored
+    down = TrialResult(case="down", model="m", events=[failed_call])
+    judged = TrialResult(
+        case="judged", model="m",
+        turns=[TurnResult(index=1, action="hi", checks=[CheckResult(check="judge", expected="x", passed=False,
+                                                                    seen="the judge failed: timed out")])],
+    )  # fmt: skip
+    wrong = TrialResult(
+        case="wrong", model="m",
+        turns=[TurnResult(index=1, action="hi", checks=[CheckResult(check="answer", expected="x", passed=False)])],
+    )  # fmt: skip
+    run = RunResult(id="r", suite="s", started_at=datetime.now(UTC), models=["m"], trials=[down, judged, wrong])
+    root = ET.fromstring(junit(run).split("\n", 1)[1])
+    [suite] = root.findall("testsuite")
+    assert (suite.get("failures"), suite.get("errors"), root.get("errors")) == ("1", "2", "2")
+    kinds = {c.get("name"): [e.tag for e in c if e.tag in ("error", "failure")] for c in suite.findall("testcase")}
+    assert kinds == {"down": ["error"], "judged": ["error"], "wrong": ["failure"]}
