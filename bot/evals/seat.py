@@ -178,7 +178,10 @@ class Seat:
         button = _by_label(buttons, label) if label is not None else _by_choice(buttons, choice or "")
         if button is None:
             wanted = f"label {label!r}" if label is not None else f"choice {choice!r}"
-            shown = ", ".join(repr(b.label) for b in buttons)
+            if label is not None:
+                shown = ", ".join(repr(b.label) for b in buttons)
+            else:  # the choices, as a suite names them (the payload's last part), each with its label
+                shown = ", ".join(f"{b.payload.rsplit(':', 1)[-1]!r} ({b.label})" for b in buttons)
             raise TurnError(f"the prompt has no button with {wanted} (it has {shown})")
         action = Action(
             id=f"eval-{next(self._ids)}", chat=self.chat, sender=self.sender, payload=button.payload, message_ref=ref

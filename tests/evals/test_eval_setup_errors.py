@@ -111,3 +111,15 @@ def test_a_tool_name_no_tool_has_is_refused_with_a_did_you_mean(tmp_path: Path) 
     assert result.exit_code == 2, result.output
     assert "case one, turn 1: no tool is named 'wirte_file'; did you mean 'write_file'?" in result.output
     assert "mcp.files.read" not in result.output and "'read_file'" not in result.output
+
+
+def test_a_choice_the_prompt_lacks_lists_the_choices_it_has(tmp_path: Path) -> None:
+    suite = tmp_path / "press.yaml"
+    suite.write_text(
+        "name: press\nconfig: {agents: {dirs: []}}\ncases:\n  - id: plan\n    turns:\n"
+        "      - user: plan a weekend trip to Paris\n        expect: {interrupt: plan_approval}\n"
+        "      - choice: zz\n        expect: {status: done}\n"
+    )
+    result = CliRunner().invoke(app, ["eval", str(suite), "--model", "offline", "--no-store", "-c", config(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "the prompt has no button with choice 'zz' (it has 'approve' (" in result.output, result.output
