@@ -100,6 +100,17 @@ def merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def unplayed(turn: Turn, index: int, stopped_at: int) -> TurnResult:
+    """A turn after one that could not be played: each of its checks (an entry of a list or mapping counts as one)
+    failed, so a model whose case stopped early has as many checks as one that went through."""
+    seen = f"not played: turn {stopped_at} could not be played"
+    checks = []
+    for name, value in turn.expect.model_dump(exclude_defaults=True).items():
+        count = len(value) if isinstance(value, list | dict) and name != "answer" else 1
+        checks += [CheckResult(check=name, expected="(not played)", passed=False, seen=seen)] * count
+    return TurnResult(index=index, action=_said(turn), checks=checks)
+
+
 def _said(turn: Turn) -> str:
     if turn.user is not None:
         return f"user: {turn.user}" + (f" (+{len(turn.attach)} files)" if turn.attach else "")
@@ -268,7 +279,8 @@ class Runner:
                 result, turn_log = await self._turn(gateway, seat, turn, index, model, folder)
                 trial.turns.append(result)
                 events += [e.as_dict() for e in turn_log.events]
-                if result.error:
+                if result.error:  # the rest cannot be played: their checks count, as not held
+                    trial.turns += [unplayed(later, n, index) for n, later in enumerate(case.turns, 1) if n > index]
                     break
             if isinstance(instance, ScriptedModel):
                 trial.checks.append(script_check(instance.remaining, instance.errors))

@@ -4,6 +4,7 @@ still stored."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -119,7 +120,15 @@ def test_a_choice_the_prompt_lacks_lists_the_choices_it_has(tmp_path: Path) -> N
         "name: press\nconfig: {agents: {dirs: []}}\ncases:\n  - id: plan\n    turns:\n"
         "      - user: plan a weekend trip to Paris\n        expect: {interrupt: plan_approval}\n"
         "      - choice: zz\n        expect: {status: done}\n"
+        "      - user: thanks\n        expect: {status: done, answer: welcome, notice: [a, b]}\n"
     )
-    result = CliRunner().invoke(app, ["eval", str(suite), "--model", "offline", "--no-store", "-c", config(tmp_path)])
+    out = tmp_path / "out.json"
+    flags = ["eval", str(suite), "--model", "offline", "--no-store", "--out", str(out)]
+    result = CliRunner().invoke(app, [*flags, "-c", config(tmp_path)])
     assert result.exit_code == 1, result.output
     assert "the prompt has no button with choice 'zz' (it has 'approve' (" in result.output, result.output
+    # The turn after it is not played, and its checks count as not held (not left out of the total).
+    [trial] = json.loads(out.read_text())["trials"]
+    last = trial["turns"][2]
+    assert [c["check"] for c in last["checks"]] == ["answer", "notice", "notice", "status"]
+    assert all(not c["passed"] and c["seen"] == "not played: turn 2 could not be played" for c in last["checks"])
