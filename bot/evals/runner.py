@@ -328,8 +328,10 @@ class Runner:
         def cost(name: str, usage: Usage) -> float:
             return float(gateway.budgets.cost(name, usage)) if gateway.budgets is not None else 0.0
 
-        for event in turn_log.of("llm_call"):
-            d = event.data
+        # The agents' model calls and the router's (a model asked to route: ``model_call`` of the route event).
+        calls = [e.data for e in turn_log.of("llm_call")]
+        calls += [e.data["model_call"] for e in turn_log.of("route") if isinstance(e.data.get("model_call"), dict)]
+        for d in calls:
             usage = Usage(
                 input_tokens=int(d.get("input_tokens") or 0),
                 output_tokens=int(d.get("output_tokens") or 0),

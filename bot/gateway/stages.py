@@ -256,6 +256,7 @@ class Run:
                 patterns=decision.matched_patterns or None,
                 latency_us=round(decision.latency_us, 1),
                 note=decision.note or None,
+                model_call=decision.model_call,
                 routed=decision.text[:2000] if decision.method != "explicit" else None,  # what a re-route corrects
             )
         text = decision.text or event.text

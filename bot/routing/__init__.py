@@ -189,13 +189,17 @@ class Router:
                 latency_us=(time.perf_counter() - started) * 1e6,
                 text=text,
                 note=f"the model chose {chosen.agent}" + (f" (offline: {guess.summary()})" if guess else ""),
+                model_call=chosen.call,
                 factors=factors,
             )
         if strategy == "hybrid" and guess is not None:
             guess.note = "; ".join(n for n in (guess.note, chosen.error or "") if n)
             guess.latency_us = (time.perf_counter() - started) * 1e6
+            guess.model_call = chosen.call
             return guess
-        return self._fallback(text, strategy, chosen.error or "the model chose no agent", started)
+        fallback = self._fallback(text, strategy, chosen.error or "the model chose no agent", started)
+        fallback.model_call = chosen.call
+        return fallback
 
     @staticmethod
     def _from_rule(text: str, strategy: str, rule: RuleResult, started: float) -> RouteDecision:

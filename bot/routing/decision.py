@@ -35,6 +35,9 @@ class RouteDecision:
     strong: bool = False
     """Without the encoder: a file agent's trigger at ``rule.strong_priority`` decided (hybrid does not ask the
     model then)."""
+    model_call: dict[str, Any] | None = None
+    """The routing model's call (``model`` and tokens), when the model was asked and answered: counted where
+    model calls are (an evaluation's calls, tokens and cost)."""
     factors: dict[str, Any] = field(default_factory=dict)
     """Each factor of the decision (``bot route --json``, traces): the classifiers' shares, the agent nearest in
     meaning with its closeness and probability, the triggers' scores, the runner-up, the encoder's state."""

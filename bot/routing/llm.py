@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agents.messages import Message
 from agents.models.base import Model, ModelError, ToolDeclaration
@@ -40,6 +40,8 @@ class LlmDecision:
     agent: str | None
     error: str | None
     latency_us: float
+    call: dict[str, Any] | None = None
+    """The model call made, as traces record it: ``model`` and its token counts (None: no answer came)."""
 
 
 class LlmRouter:
@@ -73,8 +75,10 @@ class LlmRouter:
     async def route(self, text: str) -> LlmDecision:
         started = time.perf_counter()
 
+        call: dict[str, Any] | None = None
+
         def done(agent: str | None, error: str | None) -> LlmDecision:
-            return LlmDecision(agent, error, (time.perf_counter() - started) * 1e6)
+            return LlmDecision(agent, error, (time.perf_counter() - started) * 1e6, call)
 
         try:
             async with asyncio.timeout(self.timeout_s):
@@ -83,6 +87,9 @@ class LlmRouter:
             return done(None, f"the router model did not answer within {self.timeout_s:g} s")
         except ModelError as exc:
             return done(None, f"the router model failed: {exc}")
+        usage = response.usage
+        call = {"model": response.model or self.model.name, "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens, "cached_tokens": usage.cached_tokens}  # fmt: skip
         names = [c.name for c in response.tool_calls]
         if len(names) != 1:
             return done(None, f"the router model made {len(names)} transfer calls instead of one")

@@ -76,3 +76,26 @@ async def test_the_numbers_are_what_the_endpoint_did(
     assert "openai/fake-model: 2/2 passed (100%), 7/7 checks, 3 model calls, 36 → 15 tokens, 1 tool calls" in text
     assert f"${(agent_cost + judge_cost) / 1e6:.4f}" in text
     assert 'tests="2" failures="0"' in junit(result)
+
+
+async def test_the_routing_models_call_is_counted_with_the_agents(
+    openai_server: FakeOpenAI, settings_source: Callable[..., SettingsSource]
+) -> None:
+    openai_server.call("transfer_to_chat", {})  # the router's choice: 12 prompt, 5 completion tokens
+    openai_server.reply("Hello!")  # the chat agent's answer
+    source = settings_source(
+        model={"max_retries": 0, "providers": {"openai": {"api_key": "sk-test", "base_url": openai_server.base_url}}},
+        budgets={"prices": PRICES},
+    )
+    suite = parse_suite(
+        "name: routed\nconfig: {routing: {strategy: llm}}\ncases:\n  - id: hello\n    turns:\n"
+        "      - user: hello there\n        expect: {agent: chat, answer: Hello}\n"
+    )
+    options = EvalOptions(models=[choose("openai/fake-model")], concurrency=1)
+    result = await run_suite(suite, source, options, Path.cwd(), gateway=Gateway)
+
+    assert [t.passed for t in result.trials] == [True], [t.failures() for t in result.trials]
+    assert len(openai_server.requests) == 2
+    totals = result.by_model()["openai/fake-model"]
+    assert (totals.model_calls, totals.input_tokens, totals.output_tokens) == (2, 24, 10)
+    assert totals.cost == pytest.approx(2 * (12 * 2 + 5 * 8) / 1e6)
