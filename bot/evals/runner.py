@@ -221,9 +221,10 @@ class Runner:
         out = merged(merged(self.suite.config, case.config), model.settings)
         if self.suite.agents:
             out = merged(out, {"agents": {"dirs": [str(self.base_dir / d) for d in self.suite.agents]}})
+        # Streaming as the platforms do it (on unless the suite turns it off): an endpoint whose streamed answers
+        # or tool-call deltas break fails here too. The seat keeps the final messages, not the previews.
         console = {
             "enabled": True,
-            "streaming": False,
             "allow_from": ["*"],
             "admins": [case.user] if case.admin else [],
             "mention_policy": "all",

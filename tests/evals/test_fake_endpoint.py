@@ -68,6 +68,7 @@ async def test_the_numbers_are_what_the_endpoint_did(
     requests = [r.body for r in openai_server.requests]
     assert len(requests) == 4 and {r["model"] for r in requests} == {"fake-model"}
     assert "get_current_time" in [t["function"]["name"] for t in requests[0]["tools"]]
+    assert requests[0].get("stream") is True, "streamed, as every platform streams by default"
     assert requests[1]["messages"][-1]["role"] == "tool", "the tool's result went back to the endpoint"
     assert requests[2]["response_format"]["type"] == "json_schema", "the judge asked for its verdict's shape"
     assert "<Rubric>\nsays what time it is in Paris\n</Rubric>" in requests[2]["messages"][-1]["content"]

@@ -135,7 +135,8 @@ class FakeOpenAI:
         if message.get("tool_calls"):
             delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(message["tool_calls"])]
         usage = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "fake-model", "choices": []}
-        return [self._chunk(delta), self._chunk({}, finish=choice["finish_reason"]), {**usage, "usage": _usage()}]
+        counted = completion.get("usage") or _usage()  # the answer's own counts (cached tokens too), streamed last
+        return [self._chunk(delta), self._chunk({}, finish=choice["finish_reason"]), {**usage, "usage": counted}]
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
