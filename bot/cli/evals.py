@@ -50,8 +50,18 @@ def eval_command(
         float | None, typer.Option("--budget", min=0, help="Start no more trials once the estimated cost reaches this.")
     ] = None,
     min_pass: Annotated[
-        float, typer.Option("--min-pass", min=0, max=1, help="Exit 1 when the pass rate is below this.")
-    ] = 1.0,
+        list[str] | None,
+        typer.Option(
+            "--min-pass", help="Exit 1 when a model's pass rate is below RATE (0-1; MODEL=RATE for one). Default 1."
+        ),
+    ] = None,
+    case_min: Annotated[
+        int | None, typer.Option("--case-min", min=1, help="Exit 1 when a case passes fewer than K of its repeats.")
+    ] = None,
+    fail_on_regression: Annotated[
+        str | None,
+        typer.Option("--fail-on-regression", help="Exit 1 when a case that passed in this run (an id, or last) fails."),
+    ] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="The model that scores judge: checks.")] = None,
     junit_file: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the results (JSON) here too.")] = None,
@@ -123,10 +133,21 @@ def eval_command(
             typer.echo(f"{flag} {path}: {problem}", err=True)
             raise typer.Exit(2)
     names = [m.strip() for spec in [*(model or []), models] for m in spec.split(",") if m.strip()]
-    unjudged = _unjudged(suite, judge, names or list(suite.models) or [_configured_label(settings)])
+    tested = names or list(suite.models) or [_configured_label(settings)]
+    unjudged = _unjudged(suite, judge, tested)
     if unjudged:
         typer.echo(unjudged, err=True)
         raise typer.Exit(2)
+    from bot.evals.gates import GateError, Gates
+
+    try:
+        gates = Gates.parse(min_pass or [], case_min)
+        gates.check_models(tested)
+        if fail_on_regression is not None:
+            gates.baseline = _baseline(settings, suite.name, fail_on_regression)
+    except GateError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
     base_dir = suite_file.parent if suite_file is not None else Path.cwd()
     source = str(suite_file) if suite_file is not None else f"traces since {since}"
     if trust_suite:
@@ -157,7 +178,32 @@ def eval_command(
         typer.echo(line, err=True)
     if unsaved:
         raise typer.Exit(2)
-    raise typer.Exit(0 if result.trials and result.pass_rate >= min_pass else 1)
+    broken = gates.broken(result)
+    for line in broken:
+        typer.echo(f"gate: {line}", err=True)
+    raise typer.Exit(1 if broken else 0)
+
+
+def _baseline(settings: Settings, suite: str, run: str) -> Any:
+    """The run ``--fail-on-regression`` compares with: by id, or ``last`` (the suite's newest saved run)."""
+    from bot.evals.gates import GateError
+    from bot.evals.results import RunResult, previous_run
+
+    folder = _folder(settings)
+    if run == "last":
+        found = previous_run(folder, suite)
+    else:
+        found = None
+        for path in folder.glob(f"{suite}-*.json"):
+            try:
+                candidate = RunResult.model_validate_json(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if candidate.id == run:
+                found = candidate
+    if found is None:
+        raise GateError(f"--fail-on-regression {run}: no saved run of suite {suite} in {folder} has that id")
+    return found
 
 
 def _unknown_selection(suite: Any, cases: list[str], tags: list[str]) -> str | None:
