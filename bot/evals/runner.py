@@ -189,7 +189,19 @@ class Runner:
         template = root / "template.db"
         await migrate_url(f"sqlite:///{template}")
 
-        async def one(case: Case, model: ModelChoice, attempt: int) -> TrialResult:
+        done: dict[int, TrialResult] = {}
+        told = 0
+
+        def tell(index: int, trial: TrialResult) -> None:
+            """Progress in the run's order (case, model, attempt), whatever finishes first: each line as soon as
+            every trial before it has finished, so two runs of a suite print the same lines in the same order."""
+            nonlocal told
+            done[index] = trial
+            while told in done and self.options.on_trial is not None:
+                self.options.on_trial(done.pop(told))
+                told += 1
+
+        async def one(index: int, case: Case, model: ModelChoice, attempt: int) -> TrialResult:
             async with gate:
                 if self.options.budget is not None and self.spent >= self.options.budget:
                     self.stopped = self.stopped or (
@@ -200,19 +212,19 @@ class Runner:
                     trial = await self.trial(case, model, attempt, root, template)
                     self.spent += trial.cost
             trial = redacted(trial, Redaction(self._secrets), typed=[t.user for t in case.turns if t.user])
-            if self.options.on_trial is not None:
-                self.options.on_trial(trial)
+            tell(index, trial)
             return trial
 
         # A task group, not gather: cancelled (``bot eval`` on SIGTERM), it waits until every trial has stopped its
         # gateway, so the run's folder is removed after the last file in it was closed.
         async with asyncio.TaskGroup() as group:
-            tasks = [
-                group.create_task(one(case, model, attempt))
+            runs = [
+                (case, model, attempt)
                 for case in self.suite.cases
                 for model in models
                 for attempt in range(1, self.options.repeat + 1)
             ]
+            tasks = [group.create_task(one(i, *run)) for i, run in enumerate(runs)]
         return [task.result() for task in tasks]
 
     # -- one trial -----------------------------------------------------------------------------------

@@ -51,9 +51,13 @@ async def test_models_side_by_side_repeated_at_once(settings_source: Callable[..
 
     models = [choose("offline"), choose("scripted"), ModelChoice("flaky", make=flaky)]
     seen: list[str] = []
-    options = EvalOptions(models=models, repeat=2, concurrency=3, on_trial=lambda t: seen.append(t.case))
+    options = EvalOptions(
+        models=models, repeat=2, concurrency=3, on_trial=lambda t: seen.append(f"{t.case} {t.model} {t.attempt}")
+    )
     result = await run_suite(parse_suite(SUITE), settings_source(), options, Path.cwd(), gateway=Gateway)
     assert len(result.trials) == len(seen) == 12 and result.models == ["offline", "scripted", "flaky"]
+    # Progress in the run's order, whatever finished first: case, model, attempt.
+    assert seen == [f"{c} {m} {a}" for c in ("greets", "the-time") for m in result.models for a in (1, 2)]
     by_model = result.by_model()
     assert (by_model["offline"].passed, by_model["scripted"].passed, by_model["flaky"].passed) == (4, 4, 2)
     assert {k: (v.passed, v.trials) for k, v in result.by_case().items() if k[1] == "flaky"} == {
