@@ -24,21 +24,52 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import yaml
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from agents import yaml_safe
 from bot.evals.confine import OutsideError, confined
+from bot.evals.expect import (
+    INTERRUPT_KINDS,
+    STATUSES,
+    AnswerCheck,
+    Expect,
+    HandoffCheck,
+    InterruptCheck,
+    JudgeCheck,
+    MemoryCheck,
+    Strict,
+    ToolCheck,
+    Turn,
+    in_workspace,
+    listed,
+)
+
+__all__ = [
+    "INTERRUPT_KINDS",
+    "STATUSES",
+    "AnswerCheck",
+    "Case",
+    "Expect",
+    "HandoffCheck",
+    "InterruptCheck",
+    "JudgeCheck",
+    "MemoryCheck",
+    "ScriptStep",
+    "Suite",
+    "SuiteError",
+    "ToolCheck",
+    "Turn",
+    "load_suite",
+    "parse_suite",
+    "suite_json_schema",
+]
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-INTERRUPT_KINDS = ("tool_confirm", "plan_approval", "ask_user")
-STATUSES = ("done", "failed", "stopped", "cancelled", "waiting")
 
 
 class SuiteError(Exception):
@@ -50,212 +81,18 @@ class SuiteError(Exception):
         super().__init__(f"{source}: " + ("\n  ".join(["invalid suite:", *problems]) if problems else "invalid"))
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True)
-
-
-def _listed(value: Any) -> Any:
-    return value if isinstance(value, list) else [value]
-
-
-def _named(key: str) -> Any:
-    """One check or several, each a mapping or its short form (a string for ``key``)."""
-    return lambda value: [{key: v} if isinstance(v, str) else v for v in _listed(value)]
-
-
-def _regex_problem(pattern: str) -> str | None:
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        return f"not a regular expression ({exc})"
-    return None
-
-
-def _schema_problem(schema: Any) -> str | None:
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        return f"not a JSON schema ({exc.message})"
-    return None
-
-
-def _in_workspace(files: dict[str, Any]) -> dict[str, Any]:
-    for name in files:
-        if not name or Path(name).is_absolute() or ".." in Path(name).parts:
-            raise ValueError(f"{name!r}: a path inside the workspace")
-    return files
-
-
-class ToolCheck(_Strict):
-    """The turn called this tool, with arguments that match."""
-
-    name: str = Field(min_length=1)
-    args: dict[str, Any] | None = None
-    """What its arguments must be (see ``match``); none: any arguments."""
-    match: Literal["exact", "subset", "regex", "schema"] = "subset"
-    """exact: equal; subset: these keys with these values (nested objects alike); regex: each value a regular
-    expression the argument's text must contain; schema: ``args`` is a JSON schema the arguments fit."""
-    times: int | None = Field(None, ge=1)
-    """Exactly this many calls of it (none: at least one)."""
-
-    @model_validator(mode="after")
-    def _usable(self) -> ToolCheck:
-        if self.match == "regex":
-            for key, pattern in (self.args or {}).items():
-                problem = _regex_problem(pattern) if isinstance(pattern, str) else "a regular expression is text"
-                if problem:
-                    raise ValueError(f"args.{key}: {problem}")
-        if self.match == "schema":
-            problem = _schema_problem(self.args or {})
-            if problem:
-                raise ValueError(f"args: {problem}")
-        return self
-
-
-class AnswerCheck(_Strict):
-    """What the bot wrote in the turn (its messages, prompts included; notices and edits left out)."""
-
-    contains: Annotated[list[str], BeforeValidator(_listed, json_schema_input_type=str | list[str])] = []
-    not_contains: Annotated[list[str], BeforeValidator(_listed, json_schema_input_type=str | list[str])] = []
-    matches: str | None = None
-    """A regular expression found in it."""
-    equals: str | None = None
-    json_schema: dict[str, Any] | None = Field(None, alias="schema")
-    """The answer is JSON (a fenced block is fine) that fits this schema."""
-    ignore_case: bool = False
-
-    @model_validator(mode="after")
-    def _usable(self) -> AnswerCheck:
-        problem = _regex_problem(self.matches) if self.matches is not None else None
-        problem = problem or (_schema_problem(self.json_schema) if self.json_schema is not None else None)
-        if problem:
-            raise ValueError(problem)
-        return self
-
-
-class InterruptCheck(_Strict):
-    """The turn paused for a person: a confirmation, a plan to approve or a question."""
-
-    kind: Literal["tool_confirm", "plan_approval", "ask_user"]
-    prompt: str | None = None
-    """Text the prompt contains."""
-
-
-class HandoffCheck(_Strict):
-    """An agent handed the conversation to another (accepted, not refused)."""
-
-    to: str
-    source: str | None = Field(None, alias="from")
-
-
-class MemoryCheck(_Strict):
-    """Long-term memory: after the turn a memory holds ``stored``; in the turn a recalled memory (or the
-    ``recall`` tool's answer) holds ``recalled``."""
-
-    stored: str | None = None
-    recalled: str | None = None
-
-
-class JudgeCheck(_Strict):
-    """A rubric a model scores the turn's answer against (0 to 1); the prompt and the score are kept."""
-
-    rubric: str = Field(min_length=1)
-    threshold: float | None = Field(None, ge=0, le=1)
-    """The least score that passes (none: the suite's ``judge.threshold``)."""
-    model: str | None = None
-    """The judge (none: ``--judge``, the suite's ``judge.model``, else the model under test)."""
-
-
-Tools = Annotated[
-    list[ToolCheck], BeforeValidator(_named("name"), json_schema_input_type=str | ToolCheck | list[str | ToolCheck])
-]
-Judges = Annotated[
-    list[JudgeCheck],
-    BeforeValidator(_named("rubric"), json_schema_input_type=str | JudgeCheck | list[str | JudgeCheck]),
-]
-Handoffs = Annotated[
-    list[HandoffCheck] | Literal[False] | None,
-    BeforeValidator(
-        lambda v: v if v is False or v is None else _named("to")(v),
-        json_schema_input_type=Literal[False] | str | HandoffCheck | list[str | HandoffCheck] | None,
-    ),
-]
-
-
-class Expect(_Strict):
-    """The checks of one turn; each holds or the turn fails."""
-
-    agent: str | None = None
-    """The agent the message was routed to (a press or an answer: the agent that went on)."""
-    tool: Tools = []
-    exact_tools: bool = False
-    """No tool called beyond those ``tool`` lists (with ``times``: exactly as often)."""
-    no_tool: bool | list[str] = False
-    """true: no tool called at all; names: none of these called."""
-    interrupt: Annotated[
-        InterruptCheck | Literal[False] | None,
-        BeforeValidator(
-            lambda v: {"kind": v} if isinstance(v, str) else v,
-            json_schema_input_type=Literal["tool_confirm", "plan_approval", "ask_user", False] | InterruptCheck | None,
-        ),
-    ] = None
-    """A kind (``tool_confirm``, ``plan_approval``, ``ask_user``) or false: no pause."""
-    answer: Annotated[
-        AnswerCheck | None,
-        BeforeValidator(
-            lambda v: {"contains": v} if isinstance(v, str | list) else v,
-            json_schema_input_type=str | list[str] | AnswerCheck | None,
-        ),
-    ] = None
-    notice: Annotated[list[str], BeforeValidator(_listed, json_schema_input_type=str | list[str])] = []
-    """Text the turn's notices contain (routing, handoff, progress lines)."""
-    handoff: Handoffs = None
-    """A target (or several, or ``{to, from}``), or false: no handoff."""
-    memory: MemoryCheck | None = None
-    files: dict[str, str | bool] = {}
-    """The workspace after the turn: path → text the file contains, true (it exists) or false (it does not)."""
-    judge: Judges = []
-    status: Literal["done", "failed", "stopped", "cancelled", "waiting"] | None = None
-    """How the turn's run ended (``waiting``: paused for a person)."""
-
-    _inside = field_validator("files")(lambda files: _in_workspace(files))
-
-
-class Turn(_Strict):
-    """One thing the person does: a message, or a press of the pending prompt's button."""
-
-    user: str | None = None
-    """A message (the answer to a pending question too)."""
-    press: str | None = None
-    """A button of the newest prompt, by its label (its start; an emoji before it is ignored)."""
-    choice: str | None = None
-    """A button by the choice its payload carries (what traces record: ``a``, ``d``, ``approve``)."""
-    attach: Annotated[list[str], BeforeValidator(_listed, json_schema_input_type=str | list[str])] = []
-    """Files sent with the message (paths relative to the suite file)."""
-    expect: Expect = Expect()
-
-    @model_validator(mode="after")
-    def _one_action(self) -> Turn:
-        given = [k for k in ("user", "press", "choice") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError(f"a turn is one of user, press or choice (it has {', '.join(given) or 'none'})")
-        if self.attach and self.user is None:
-            raise ValueError("attach goes with a user message")
-        return self
-
-
-class Usage(_Strict):
+class Usage(Strict):
     input_tokens: int = Field(0, ge=0)
     output_tokens: int = Field(0, ge=0)
     cached_tokens: int = Field(0, ge=0)
 
 
-class CallStep(_Strict):
+class CallStep(Strict):
     name: str
     args: dict[str, Any] = {}
 
 
-class ScriptStep(_Strict):
+class ScriptStep(Strict):
     """One answer of the scripted model: text, one tool call, several, a JSON object (a plan), or an error."""
 
     text: str | None = None
@@ -283,7 +120,7 @@ Script = Annotated[
 ]
 
 
-class Case(_Strict):
+class Case(Strict):
     """A conversation in a fresh store and workspace, as one person in one chat."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)
@@ -300,16 +137,16 @@ class Case(_Strict):
     """The scripted model's answers, in order (``--model scripted``)."""
     turns: list[Turn] = Field(min_length=1)
 
-    _inside = field_validator("files")(lambda files: _in_workspace(files))
+    _inside = field_validator("files")(lambda files: in_workspace(files))
 
 
-class JudgeConfig(_Strict):
+class JudgeConfig(Strict):
     model: str | None = None
     """The judge model (``provider/name``); none: the model under test."""
     threshold: float = Field(0.7, ge=0, le=1)
 
 
-class Suite(_Strict):
+class Suite(Strict):
     """An eval suite: cases run through the real supervisor, checked turn by turn."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)
@@ -447,7 +284,7 @@ def _describe(error: Any) -> str:
         deepest = max(shaped, key=lambda e: len(e.absolute_path))
         if deepest.validator not in ("type", "anyOf", "oneOf") or len(deepest.absolute_path) > len(error.path):
             return _describe(deepest)
-        kinds = sorted({t for e in error.context if e.validator == "type" for t in _listed(e.validator_value)})
+        kinds = sorted({t for e in error.context if e.validator == "type" for t in listed(e.validator_value)})
         return f"{where}: {_shown(error.instance)} is not {' or '.join(kinds) or 'allowed here'}{_quote_hint(error)}"
     if error.validator == "additionalProperties":
         known = sorted(error.schema.get("properties", {}))
@@ -460,14 +297,14 @@ def _describe(error: Any) -> str:
     if error.validator == "enum":
         close = difflib.get_close_matches(str(error.instance), [str(v) for v in error.validator_value], n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        listed = ", ".join(_shown(v) for v in error.validator_value)
-        return f"{where}: {_shown(error.instance)} is not one of {listed}{hint}"
+        choices = ", ".join(_shown(v) for v in error.validator_value)
+        return f"{where}: {_shown(error.instance)} is not one of {choices}{hint}"
     if error.validator == "const":
         return f"{where}: {_shown(error.instance)} is not allowed here"
     if error.validator == "required":
         return f"{where}: {error.message.replace('property', 'key')}"
     if error.validator == "type":
-        wanted = " or ".join(_listed(error.validator_value))
+        wanted = " or ".join(listed(error.validator_value))
         return f"{where}: {_shown(error.instance)} is not {wanted}{_quote_hint(error)}"
     return f"{where}: {error.message}"
 
@@ -478,7 +315,7 @@ def _shown(value: Any) -> str:
 
 def _quote_hint(error: Any) -> str:
     """YAML reads ``yes``, ``1`` or ``on`` as a boolean or number where text was meant."""
-    wanted = {t for e in [error, *(error.context or [])] if e.validator == "type" for t in _listed(e.validator_value)}
+    wanted = {t for e in [error, *(error.context or [])] if e.validator == "type" for t in listed(e.validator_value)}
     if "string" in wanted and isinstance(error.instance, bool | int | float):
         return f" (YAML read it as {type(error.instance).__name__}: put it in quotes)"
     return ""
@@ -492,4 +329,4 @@ def _same_shape(error: Any, instance: Any) -> bool:
     wanted = next((name for cls, name in shapes.items() if isinstance(instance, cls)), None)
     if kind is None:
         return "properties" in schema and wanted == "object"
-    return wanted in _listed(kind)
+    return wanted in listed(kind)
