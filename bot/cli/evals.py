@@ -23,6 +23,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 import yaml
 
+from bot.cli.eval_saved import baseline, evals_folder, save, stored_previous
+from bot.cli.eval_setup import configured_label, unjudged, unknown_selection, unwritable
 from bot.cli.settings import ConfigOpt, cli_settings
 from bot.config.settings import ConfigError, Settings, load_settings
 from channels.terminal import terminal_safe
@@ -118,7 +120,7 @@ def eval_command(
         raise typer.Exit(2) from None
     if suite is None:
         raise typer.Exit(1)
-    unknown = _unknown_selection(suite, case or [], tag or [])
+    unknown = unknown_selection(suite, case or [], tag or [])
     if unknown:
         typer.echo(unknown, err=True)
         raise typer.Exit(2)
@@ -128,15 +130,15 @@ def eval_command(
             typer.echo("no case has both that id and that tag", err=True)
             raise typer.Exit(2)
     for flag, path in (("--out", out), ("--junit", junit_file)):
-        problem = _unwritable(path)
+        problem = unwritable(path)
         if problem is not None:  # said before the suite runs (and is paid for), not after
             typer.echo(f"{flag} {path}: {problem}", err=True)
             raise typer.Exit(2)
     names = [m.strip() for spec in [*(model or []), models] for m in spec.split(",") if m.strip()]
-    tested = names or list(suite.models) or [_configured_label(settings)]
-    unjudged = _unjudged(suite, judge, tested)
-    if unjudged:
-        typer.echo(unjudged, err=True)
+    tested = names or list(suite.models) or [configured_label(settings)]
+    problem = unjudged(suite, judge, tested)
+    if problem:
+        typer.echo(problem, err=True)
         raise typer.Exit(2)
     from bot.evals.gates import GateError, Gates
 
@@ -144,7 +146,7 @@ def eval_command(
         gates = Gates.parse(min_pass or [], case_min)
         gates.check_models(tested)
         if fail_on_regression is not None:
-            gates.baseline = _baseline(settings, suite.name, fail_on_regression)
+            gates.baseline = baseline(settings, suite.name, fail_on_regression)
     except GateError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
@@ -167,7 +169,7 @@ def eval_command(
     from bot.evals.results import redacted
 
     result = redacted(result, redaction)
-    unsaved = _save(settings, result, out, junit_file, no_store)
+    unsaved = save(settings, result, out, junit_file, no_store)
     if as_json:
         typer.echo(terminal_safe(result.model_dump_json(indent=1)))
     else:
@@ -182,86 +184,6 @@ def eval_command(
     for line in broken:
         typer.echo(f"gate: {line}", err=True)
     raise typer.Exit(1 if broken else 0)
-
-
-def _baseline(settings: Settings, suite: str, run: str) -> Any:
-    """The run ``--fail-on-regression`` compares with: by id, or ``last`` (the suite's newest saved run)."""
-    from bot.evals.gates import GateError
-    from bot.evals.results import RunResult, previous_run
-
-    folder = _folder(settings)
-    if run == "last":
-        found = previous_run(folder, suite)
-    else:
-        found = None
-        for path in folder.glob(f"{suite}-*.json"):
-            try:
-                candidate = RunResult.model_validate_json(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if candidate.id == run:
-                found = candidate
-    if found is None:
-        raise GateError(f"--fail-on-regression {run}: no saved run of suite {suite} in {folder} has that id")
-    return found
-
-
-def _unknown_selection(suite: Any, cases: list[str], tags: list[str]) -> str | None:
-    """A ``--case`` or ``--tag`` the suite does not have, named with what it has (a typo is a set-up error)."""
-    from difflib import get_close_matches
-
-    ids = [c.id for c in suite.cases]
-    known_tags = sorted({t for c in suite.cases for t in c.tags})
-    for flag, given, known in (("--case", cases, ids), ("--tag", tags, known_tags)):
-        for name in given:
-            if name not in known:
-                near = get_close_matches(name, known, n=1)
-                hint = f"; did you mean {near[0]!r}?" if near else ""
-                listed = ", ".join(known[:20]) + (" …" if len(known) > 20 else "") if known else "none"
-                return f"{flag} {name!r}: no such {flag[2:]} in the suite{hint} (it has: {listed})"
-    return None
-
-
-def _configured_label(settings: Settings) -> str:
-    from bot.evals.models import configured
-
-    return configured(settings).label
-
-
-def _unjudged(suite: Any, judge: str | None, models: list[str]) -> str | None:
-    """``judge:`` checks that no model could score (the offline stand-in cannot judge): a suite whose meaning is
-    in its rubrics would pass unjudged, so that is a set-up error, said before any model call."""
-    cases = []
-    for case in suite.cases:
-        for turn in case.turns:
-            for check in turn.expect.judge:
-                for model in models:
-                    spec = check.model or judge or suite.judge.model or (None if model == "scripted" else model)
-                    if spec in (None, "offline") and case.id not in cases:
-                        cases.append(case.id)
-    if not cases:
-        return None
-    return (
-        f"{len(cases)} case(s) have judge: checks no model can score ({', '.join(cases[:5])}"
-        f"{' …' if len(cases) > 5 else ''}): the offline stand-in cannot judge. Give --judge provider/name "
-        "(or judge.model in the suite), or leave those cases out with --case/--tag"
-    )
-
-
-def _unwritable(path: Path | None) -> str | None:
-    """Why ``path`` cannot be written (None: it can, or no path): checked before the run."""
-    if path is None:
-        return None
-    if path.is_dir():
-        return "is a folder; give a file name"
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent  # the folders still to create go under the nearest one that exists
-    if not folder.is_dir():
-        return f"{folder} is not a folder"
-    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        return "cannot be written (permission denied)"
-    return None
 
 
 def _logging(settings: Settings) -> None:
@@ -400,72 +322,5 @@ async def _run(
     except ConfigError as exc:
         typer.echo(f"config error: {exc}", err=True)
         raise typer.Exit(2) from None
-    before = await _stored_previous(settings, result) or previous_run(_folder(settings), suite.name, result)
+    before = await stored_previous(settings, result) or previous_run(evals_folder(settings), suite.name, result)
     return result, diff(before, result) if before is not None else None
-
-
-def _folder(settings: Settings) -> Path:
-    return settings.store.data_dir.expanduser() / "evals"
-
-
-async def _stored_previous(settings: Settings, result: Any) -> Any:
-    from bot.evals.store import last_run
-    from bot.store import store_from_settings
-    from bot.store.base import StoreError
-    from bot.store.evals import SqlEvalRuns
-
-    store = store_from_settings(settings.store, read_only=True)
-    try:
-        await store.start()
-    except StoreError:
-        return None
-    try:
-        return await last_run(SqlEvalRuns(store), result.suite, result)
-    except Exception:  # a database from before eval runs were stored: nothing to compare with there
-        return None
-    finally:
-        await store.close()
-
-
-def _save(settings: Settings, result: Any, out: Path | None, junit_file: Path | None, no_store: bool) -> list[str]:
-    """Store the run and write its files; a file that cannot be written is said (returned), not a traceback: the
-    run was paid for, so the rest is still saved and the summary printed."""
-    from bot.evals.report import junit
-    from bot.evals.results import save_json
-
-    if not no_store:
-        asyncio.run(_store(settings, result))
-    failed = []
-    writes: list[tuple[str, Path | None, Any]] = [
-        ("results", _folder(settings), None),
-        ("--out", out, lambda: result.model_dump_json(indent=1)),
-        ("--junit", junit_file, lambda: junit(result)),
-    ]
-    for what, path, text in writes:
-        if path is None:
-            continue
-        try:
-            if text is None:
-                typer.echo(f"results: {save_json(result, path)}", err=True)
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text(), encoding="utf-8")
-        except OSError as exc:
-            failed.append(f"{what} {path}: not written ({exc.strerror or exc}); the run is stored and summarised")
-    return failed
-
-
-async def _store(settings: Settings, result: Any) -> None:
-    from bot.evals.store import save_run
-    from bot.store import store_from_settings
-    from bot.store.base import StoreError
-    from bot.store.evals import SqlEvalRuns
-
-    store = store_from_settings(settings.store, secrets=settings.secrets())
-    try:
-        await store.start()
-        await save_run(SqlEvalRuns(store), result)
-    except StoreError as exc:
-        typer.echo(f"the run was not recorded in the store ({exc}); its results are in the file", err=True)
-    finally:
-        await store.close()
