@@ -1,5 +1,6 @@
 """``bot eval SUITE.yaml``: run a suite of conversations through the real supervisor and check each turn
-(``bot/evals``); ``bot eval --from-traces --since 7d --agent NAME``: replay real conversations.
+(``bot/evals``); ``bot eval --from-traces --since 7d --agent NAME``: replay real conversations; ``bot eval
+--compare RUN [RUN]``: saved runs side by side (``bot/cli/eval_compare.py``).
 
 Exit codes: 0 the pass rate reached ``--min-pass``; 1 it did not (or nothing to run); 2 a suite or settings that
 cannot be used (a suite setting what only ``--trust-suite`` allows, too many trials); 128 + the signal when
@@ -73,6 +74,9 @@ def eval_command(
         bool, typer.Option("--from-traces", help="Make the cases from recorded conversations.")
     ] = False,
     since: Annotated[str, typer.Option("--since", help="With --from-traces: how far back (30m, 12h, 7d).")] = "7d",
+    gap: Annotated[
+        str, typer.Option("--gap", help="With --from-traces: a chat idle this long begins a new case (30m, 2h).")
+    ] = "30m",
     agent: Annotated[
         str | None, typer.Option("--agent", help="With --from-traces: conversations this agent took part in.")
     ] = None,
@@ -84,6 +88,15 @@ def eval_command(
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the run in the store.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="Print the suite file's JSON schema and exit.")] = False,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            metavar="RUN [RUN]",
+            help="Saved runs side by side (an id, last or previous; the first is the baseline), or one run's models;"
+            " no model is called.",
+        ),
+    ] = None,
     trust_suite: Annotated[
         bool,
         typer.Option(
@@ -99,6 +112,11 @@ def eval_command(
     if schema:
         typer.echo(json.dumps(suite_json_schema(), indent=2, ensure_ascii=False))
         return
+    if compare is not None:  # the second run, if any, is where a suite file would be: --compare RUN RUN
+        from bot.cli.eval_compare import compare_command
+
+        second = str(suite_file) if suite_file is not None else None
+        raise typer.Exit(compare_command(cli_settings(config), compare, second, as_json))
     settings = cli_settings(config)
     _logging(settings)
     from bot.redaction import Redaction
@@ -109,7 +127,7 @@ def eval_command(
         raise typer.Exit(2)
     try:
         if from_traces:
-            suite = asyncio.run(_from_traces(settings, since, agent, limit, write))
+            suite = asyncio.run(_from_traces(settings, since, agent, limit, write, gap))
         else:
             from bot.evals.suite import load_suite
 
@@ -233,7 +251,9 @@ async def _until_signalled(work: Coroutine[Any, Any, T]) -> T:
             loop.remove_signal_handler(sig)
 
 
-async def _from_traces(settings: Settings, since: str, agent: str | None, limit: int, write: Path | None) -> Any:
+async def _from_traces(
+    settings: Settings, since: str, agent: str | None, limit: int, write: Path | None, gap: str = "30m"
+) -> Any:
     from bot.clock import SYSTEM_CLOCK
     from bot.evals.traces import TraceCases, seconds_of
     from bot.store import store_from_settings
@@ -250,7 +270,8 @@ async def _from_traces(settings: Settings, since: str, agent: str | None, limit:
         typer.echo(f"cannot read the traces: {exc}", err=True)
         raise typer.Exit(2) from None
     try:
-        maker = TraceCases(SqlTraces(store), SqlReplaySource(store), Redactor.from_settings(settings))
+        redactor = Redactor.from_settings(settings)
+        maker = TraceCases(SqlTraces(store), SqlReplaySource(store), redactor, gap=seconds_of(gap))
         suite = await maker.suite(start, agent, limit)
     finally:
         await store.close()

@@ -29,14 +29,16 @@ from typing import Annotated, Any
 
 import yaml
 from jsonschema import Draft202012Validator
-from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from agents import yaml_safe
+from agents.messages import Message
 from bot.evals.confine import OutsideError, confined
 from bot.evals.expect import (
     INTERRUPT_KINDS,
     STATUSES,
     AnswerCheck,
+    CodeChecks,
     Expect,
     HandoffCheck,
     InterruptCheck,
@@ -48,6 +50,7 @@ from bot.evals.expect import (
     in_workspace,
     listed,
 )
+from bot.evals.simulate_format import Simulate
 
 __all__ = [
     "INTERRUPT_KINDS",
@@ -135,9 +138,41 @@ class Case(Strict):
     """Settings for this case, over the suite's ``config``."""
     script: Script = None
     """The scripted model's answers, in order (``--model scripted``)."""
-    turns: list[Turn] = Field(min_length=1)
+    history: list[dict[str, Any]] = []
+    """The chat's history before the first turn, as the store keeps messages (``role``, ``text``, ``tool_calls``):
+    ``--from-traces`` gives a conversation that began after another what the model saw then."""
+    turns: list[Turn] = Field([], min_length=1)
+    """The conversation as written: what the person says and presses, each turn with its checks."""
+    simulate: Simulate | None = None
+    """Instead of ``turns``: a model plays the person from a goal (:mod:`bot.evals.simulate_format`)."""
+    max_cost: float | None = Field(None, ge=0)
+    """The case's estimated cost (USD: its turns' model calls and its judges') is at most this
+    (``budgets.prices``)."""
+    max_latency_ms: float | None = Field(None, ge=0)
+    """Its turns' times summed are at most this (milliseconds)."""
+    check: CodeChecks = []
+    """Python checks run after the last turn (``module:function``, given the last turn's transcript, the earlier
+    ones in it; needs ``--trust-suite``)."""
 
     _inside = field_validator("files")(lambda files: in_workspace(files))
+
+    @model_validator(mode="after")
+    def _turns_or_simulate(self) -> Case:
+        if bool(self.turns) == (self.simulate is not None):
+            raise ValueError("a case has turns or simulate (one of them)")
+        return self
+
+    @field_validator("history")
+    @classmethod
+    def _messages(cls, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for n, message in enumerate(history):
+            try:
+                Message.model_validate(message)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise ValueError(f"history[{n}]: not a message ({where}: {first['msg']})") from None
+        return history
 
 
 class JudgeConfig(Strict):
@@ -159,6 +194,8 @@ class Suite(Strict):
     """Models to run when the command names none (``offline``, ``scripted``, ``provider/name``)."""
     judge: JudgeConfig = JudgeConfig()
     cases: list[Case] = Field(min_length=1)
+    _code_lines: dict[tuple[str, int], int] = PrivateAttr(default_factory=dict)
+    """(case id, turn number or 0 for the case's own) → the line of its Python checks in the file."""
 
     @field_validator("cases")
     @classmethod
@@ -229,6 +266,12 @@ def parse_suite(text: str, source: str = "<suite>", base_dir: Path | None = None
                         found.append((_line_of(root, path), f"{_where(path)}: {exc}"))
     if found:
         raise SuiteError(source, [f"line {n}: {what}" for n, what in sorted(found)])
+    suite._code_lines = {  # where each Python check is written (a refusal names it)
+        (case.id, j): _line_of(root, ["cases", i, *(["turns", j - 1, "expect"] if j else []), "check"])
+        for i, case in enumerate(suite.cases)
+        for j in range(len(case.turns) + 1)
+        if (case.turns[j - 1].expect.check if j else case.check)
+    }
     return suite
 
 

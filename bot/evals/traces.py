@@ -17,17 +17,21 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 from agents.messages import Message
 from bot.evals.seat import event_of
 from bot.evals.suite import Suite
+from bot.routing.llm import transfer_tool_name
 from bot.store.ports import ReplaySource, TraceRepo
 from bot.tracing.event import TraceEvent
 from bot.tracing.recorder import Redactor
 
 MAX_TURNS = 40
+GAP_S = 1800.0
+"""A chat idle longer than this (seconds) begins a new conversation: a case of its own."""
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -105,6 +109,21 @@ def _turn_of_resolution(resolution: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+@dataclass
+class Request:
+    """One request of a recorded chat, as turns to play again."""
+
+    user: str
+    cutoff: int
+    """The id of its message in the chat's history."""
+    route: TraceEvent
+    at: datetime
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[list[TraceEvent]] = field(default_factory=list)
+    """The traced model calls (``llm_call``) of each turn."""
+    complete: bool = True
+
+
 class TextRedactor(Protocol):
     def text(self, value: str) -> str: ...
 
@@ -112,10 +131,14 @@ class TextRedactor(Protocol):
 class TraceCases:
     """Reads traces, runs, interrupts and history from a store (read-only) and makes cases of them."""
 
-    def __init__(self, traces: TraceRepo, source: ReplaySource, redactor: TextRedactor | None = None) -> None:
+    def __init__(
+        self, traces: TraceRepo, source: ReplaySource, redactor: TextRedactor | None = None, gap: float = GAP_S
+    ) -> None:
+        """``gap``: seconds a chat was idle that end one conversation (a case) and begin the next."""
         self.traces = traces
         self.source = source
         self.redactor = redactor or Redactor()
+        self.gap = gap
         self.notes: list[str] = []
         """Requests and answers left out, and why."""
 
@@ -130,9 +153,7 @@ class TraceCases:
             events = [event_of(r[1:]) for r in await self.traces.after(chat_key, first - 1)]
             if agent and not any(e.agent == agent or e.data.get("target") == agent for e in events):
                 continue
-            case = await self._case(str(chat_key), events, len(cases) + 1)
-            if case is not None:
-                cases.append(case)
+            cases += await self._cases(str(chat_key), events, len(cases) + 1)
         if not cases:
             return None
         about = f" with {agent}" if agent else ""
@@ -144,55 +165,76 @@ class TraceCases:
             }
         )
 
-    async def _case(self, chat_key: str, events: list[TraceEvent], number: int) -> dict[str, Any] | None:
-        position = {e.id: i for i, e in enumerate(events)}
+    async def _cases(self, chat_key: str, events: list[TraceEvent], number: int) -> list[dict[str, Any]]:
+        """The chat's conversations as cases: its requests, split where the chat was idle longer than ``gap``."""
         by_request: dict[str, list[TraceEvent]] = {}
         for e in events:
             by_request.setdefault(e.correlation_id, []).append(e)
-        turns: list[tuple[int, dict[str, Any]]] = []
-        user = ""
-        cutoffs: list[int] = []
-        calls = 0
+        conversations: list[list[Request]] = []
+        last_at: datetime | None = None
         for correlation_id, request in by_request.items():
             if not any(e.type == "route" for e in request):
                 continue  # a request that began before ``since``
-            found = await self._message(chat_key, correlation_id)
-            if found is None:
-                self.notes.append(f"{chat_key}: {correlation_id}: its message is no longer stored; left out")
+            played = await self._request(chat_key, correlation_id, request)
+            if played is None:
                 continue
-            text, user_id, cutoff = found
-            user = user or user_id
-            cutoffs.append(cutoff)
-            calls += sum(1 for e in request if e.type == "llm_call")
-            seqs = [i for i, e in enumerate(request) if e.type == "interrupt" and e.data.get("status") == "resolved"]
-            bounds = [0, *seqs, len(request)]
-            for k in range(len(bounds) - 1):
-                segment = request[bounds[k] : bounds[k + 1]]
-                turn: dict[str, Any] | None
-                if k == 0:
-                    route = next(e for e in request if e.type == "route")
-                    explicit = route.data.get("method") == "explicit" and not text.startswith(f"@{route.agent}")
-                    said = f"@{route.agent} {text}" if explicit else text
-                    turn = {"user": said}
-                else:
-                    turn = await self._answer(request[: bounds[k]], chat_key, correlation_id)
-                    if turn is None:
-                        break
-                turn["expect"] = _expect(segment, first=k == 0)
-                turns.append((position[segment[0].id], turn))
+            if not conversations or (last_at is not None and (request[0].at - last_at).total_seconds() > self.gap):
+                conversations.append([])
+            conversations[-1].append(played)
+            last_at = request[-1].at
+        cases: list[dict[str, Any]] = []
+        for k, requests in enumerate(conversations):
+            case = await self._case(chat_key, requests, number + len(cases), first=k == 0)
+            if case is not None:
+                cases.append(case)
+        return cases
+
+    async def _request(self, chat_key: str, correlation_id: str, request: list[TraceEvent]) -> Request | None:
+        """A request's turns: its message, then each answer to one of its pauses (None: it cannot be replayed)."""
+        found = await self._message(chat_key, correlation_id)
+        if found is None:
+            self.notes.append(f"{chat_key}: {correlation_id}: its message is no longer stored; left out")
+            return None
+        text, user_id, cutoff = found
+        route = next(e for e in request if e.type == "route")
+        played = Request(user=user_id, cutoff=cutoff, route=route, at=request[0].at)
+        seqs = [i for i, e in enumerate(request) if e.type == "interrupt" and e.data.get("status") == "resolved"]
+        bounds = [0, *seqs, len(request)]
+        for k in range(len(bounds) - 1):
+            segment = request[bounds[k] : bounds[k + 1]]
+            turn: dict[str, Any] | None
+            if k == 0:
+                explicit = route.data.get("method") == "explicit" and not text.startswith(f"@{route.agent}")
+                turn = {"user": f"@{route.agent} {text}" if explicit else text}
+            else:
+                turn = await self._answer(request[: bounds[k]], chat_key, correlation_id)
+                if turn is None:
+                    played.complete = False
+                    break
+            turn["expect"] = _expect(segment, first=k == 0)
+            played.turns.append(turn)
+            played.calls.append([e for e in segment if e.type == "llm_call"])
+        return played
+
+    async def _case(self, chat_key: str, requests: list[Request], number: int, first: bool) -> dict[str, Any] | None:
+        turns = [t for r in requests for t in r.turns]
         if not turns:
             return None
-        turns.sort(key=lambda t: t[0])
         if len(turns) > MAX_TURNS:
-            self.notes.append(f"{chat_key}: only its first {MAX_TURNS} turns were taken")
+            self.notes.append(f"{chat_key}: only the first {MAX_TURNS} turns of a conversation were taken")
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", chat_key).strip("-")[:70] or "chat"
         case: dict[str, Any] = {
-            "id": f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', chat_key).strip('-')[:70] or 'chat'}-{number}",
-            "description": f"replayed from {chat_key}",
-            "user": user or "eval-user",
-            "turns": [t for _n, t in turns[:MAX_TURNS]],
+            "id": f"{slug}-{number}",
+            "description": f"replayed from {chat_key}, {requests[0].at:%Y-%m-%d %H:%M} UTC",
+            "user": next((r.user for r in requests if r.user), "eval-user"),
+            "turns": turns[:MAX_TURNS],
         }
-        script = await self._script(chat_key, min(cutoffs))
-        if script is not None and len(script) == calls and len(turns) <= MAX_TURNS:
+        if not first:  # what the chat's history held when this conversation began, as the model saw it
+            history = [self._redacted_message(m) for m in await self.source.history(chat_key, requests[0].cutoff)]
+            if history:
+                case["history"] = history
+        script = await self._script(chat_key, requests)
+        if script is not None and len(turns) <= MAX_TURNS:
             case["script"] = script
         return case
 
@@ -222,15 +264,53 @@ class TraceCases:
             turn["user"] = self.redactor.text(str(turn["user"]))
         return turn
 
-    async def _script(self, chat_key: str, first_id: int) -> list[Any] | None:
-        """The model's answers as the history kept them (text, or the tool calls of a turn), in order."""
+    async def _script(self, chat_key: str, requests: list[Request]) -> list[Any] | None:
+        """Every model answer of the conversation in the order the model was asked: per request the router's (a
+        ``transfer_to_<agent>`` call, when a model routed it), then the agent's answers as the history kept them (a
+        turn's text, or its tool calls), each with the tokens the trace counted.  The answers' final texts are also
+        checked (``answer: {similar: …}``).  None when the history does not hold one answer per traced model call
+        (a call whose answer is kept elsewhere: a guardrail's, a planner's)."""
+        calls = [c for r in requests for segment in r.calls for c in segment]
+        stored = await self.source.answers(chat_key, requests[0].cutoff)
+        if len(stored) < len(calls):
+            self.notes.append(f"{chat_key}: the history holds fewer model answers than the trace counted: no script")
+            return None
+        answers = iter(Message.model_validate_json(data) for data in stored)
         steps: list[Any] = []
-        for data in await self.source.answers(chat_key, first_id):
-            message = Message.model_validate_json(data)
-            if message.tool_calls:
-                steps.append({"calls": [{"name": c.name, "args": c.args} for c in message.tool_calls]})
-            elif message.text is not None:
-                steps.append({"text": message.text})
-            else:
-                return None
+        for request in requests:
+            routed = request.route.data.get("model_call")
+            if isinstance(routed, dict):
+                call = transfer_tool_name(request.route.agent)
+                router: dict[str, Any] = (
+                    {"call": call} if request.route.data.get("method") == "llm" else {"text": ""}
+                )  # not ``llm``: the model's answer was not one transfer, so the fallback chose
+                steps.append({**router, "usage": _usage(routed)})
+            for turn, segment in zip(request.turns, request.calls, strict=False):
+                said = ""
+                for event in segment:
+                    message = next(answers)
+                    if message.tool_calls:
+                        step: dict[str, Any] = {"calls": [{"name": c.name, "args": c.args} for c in message.tool_calls]}
+                    elif message.text is not None:
+                        step, said = {"text": message.text}, message.text
+                    else:
+                        return None
+                    steps.append({**step, "usage": _usage(event.data)})
+                expect = turn["expect"]
+                if said.strip() and expect.get("status") == "done" and "answer" not in expect:
+                    expect["answer"] = {"similar": self.redactor.text(said)[:2000]}
         return steps
+
+    def _redacted_message(self, data: str) -> dict[str, Any]:
+        message = Message.model_validate_json(data)
+        if message.text:
+            message = message.model_copy(update={"text": self.redactor.text(message.text)})
+        return message.model_dump(mode="json", exclude_defaults=True)
+
+
+def _usage(data: dict[str, Any]) -> dict[str, int]:
+    return {
+        key: int(data.get(key) or 0)
+        for key in ("input_tokens", "output_tokens", "cached_tokens")
+        if int(data.get(key) or 0) > 0
+    }

@@ -75,6 +75,13 @@ class SqlReplaySource:
         )
         return [str(r[0]) for r in rows]
 
+    async def history(self, chat_key: str, before_id: int, limit: int = 200) -> list[str]:
+        rows = await self.store.read(
+            "SELECT data FROM session_messages WHERE chat_key = ? AND id < ? ORDER BY id DESC LIMIT ?",
+            (chat_key, before_id, limit),
+        )
+        return [str(r[0]) for r in reversed(rows)]
+
     async def memories(self) -> list[tuple[int, str]]:
         rows = await self.store.read("SELECT id, text FROM memories ORDER BY id")
         return [(int(i), str(t)) for i, t in rows]

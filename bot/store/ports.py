@@ -176,6 +176,9 @@ class ReplaySource(Protocol):
     async def answers(self, chat_key: str, first_id: int) -> list[str]:
         """The chat's assistant messages (JSON) from ``first_id`` on, in order."""
 
+    async def history(self, chat_key: str, before_id: int, limit: int = 200) -> list[str]:
+        """The chat's messages (JSON) before ``before_id``: the newest ``limit``, oldest first."""
+
     async def memories(self) -> list[tuple[int, str]]:
         """(id, text) of every memory, in id order."""
 
