@@ -89,6 +89,8 @@ class RunContext:
             truncated=response.truncated or None,
             failed_attempts=list(attempts) if attempts else None,
             purpose=purpose,
+            from_cache=response.from_cache or None,
+            answer=response.as_step(),  # what the model answered, so a replay from traces gives the same
         )
 
     def system(self, prompt: str) -> str:

@@ -52,6 +52,17 @@ class ModelResponse(BaseModel):
     """The answer stopped at the output limit (``MAX_TOKENS``, ``length``): it is incomplete."""
     attempts: tuple[str, ...] = ()
     """Models that failed before this one answered (``model.fallbacks``), each with its error."""
+    from_cache: bool = False
+    """Answered from a recorded answer (an evaluation's response cache or cassette), not by the provider."""
+
+    def as_step(self) -> dict[str, Any]:
+        """The answer as a scripted model's step (``json``, ``calls`` or ``text``): what a trace keeps of it, so a
+        recorded conversation can be played again with the same answers."""
+        if self.parsed is not None:
+            return {"json": self.parsed}
+        if self.tool_calls:
+            return {"calls": [{"name": c.name, "args": c.args} for c in self.tool_calls]}
+        return {"text": self.text or ""}
 
     def to_message(self, *, agent: str | None = None) -> Message:
         return Message(

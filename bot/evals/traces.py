@@ -265,36 +265,39 @@ class TraceCases:
         return turn
 
     async def _script(self, chat_key: str, requests: list[Request]) -> list[Any] | None:
-        """Every model answer of the conversation in the order the model was asked: per request the router's (a
-        ``transfer_to_<agent>`` call, when a model routed it), then the agent's answers as the history kept them (a
-        turn's text, or its tool calls), each with the tokens the trace counted.  The answers' final texts are also
-        checked (``answer: {similar: …}``).  None when the history does not hold one answer per traced model call
-        (a call whose answer is kept elsewhere: a guardrail's, a planner's)."""
+        """Every model answer of the conversation in the order the model was asked: per request the router's (when
+        a model routed it), then each of the agents' (a turn's text, its tool calls, a plan's JSON, a guardrail's
+        repair), each with the tokens the trace counted.  Traces keep each answer; an older trace, or one with an
+        answer longer than a trace field keeps, takes the agents' answers from the chat's history instead, when it
+        holds one per traced call.  The final text of each turn that ended done is also checked, by meaning
+        (``answer: {similar: …}``).  None: the answers are not all known."""
         calls = [c for r in requests for segment in r.calls for c in segment]
-        stored = await self.source.answers(chat_key, requests[0].cutoff)
-        if len(stored) < len(calls):
-            self.notes.append(f"{chat_key}: the history holds fewer model answers than the trace counted: no script")
-            return None
-        answers = iter(Message.model_validate_json(data) for data in stored)
+        traced = all(_usable(c.data.get("answer")) for c in calls)
+        stored: list[Message] = []
+        if not traced:
+            rows = await self.source.answers(chat_key, requests[0].cutoff)
+            if len(rows) < len(calls):
+                self.notes.append(f"{chat_key}: not every model answer is known (an older trace): no script")
+                return None
+            stored = [Message.model_validate_json(data) for data in rows]
+        history = iter(stored)
         steps: list[Any] = []
         for request in requests:
             routed = request.route.data.get("model_call")
             if isinstance(routed, dict):
-                call = transfer_tool_name(request.route.agent)
-                router: dict[str, Any] = (
-                    {"call": call} if request.route.data.get("method") == "llm" else {"text": ""}
-                )  # not ``llm``: the model's answer was not one transfer, so the fallback chose
-                steps.append({**router, "usage": _usage(routed)})
+                answer: dict[str, Any] = routed["answer"] if _usable(routed.get("answer")) else {}
+                if not answer:  # a trace from before answers were kept: the router's choice
+                    llm = request.route.data.get("method") == "llm"
+                    answer = {"call": transfer_tool_name(request.route.agent)} if llm else {"text": ""}
+                steps.append({**answer, "usage": _usage(routed)})
             for turn, segment in zip(request.turns, request.calls, strict=False):
                 said = ""
                 for event in segment:
-                    message = next(answers)
-                    if message.tool_calls:
-                        step: dict[str, Any] = {"calls": [{"name": c.name, "args": c.args} for c in message.tool_calls]}
-                    elif message.text is not None:
-                        step, said = {"text": message.text}, message.text
-                    else:
+                    step = event.data.get("answer") if traced else _step_of(next(history))
+                    if not isinstance(step, dict):
+                        self.notes.append(f"{chat_key}: a model answer with neither text nor tool calls: no script")
                         return None
+                    said = _final_text(step)
                     steps.append({**step, "usage": _usage(event.data)})
                 expect = turn["expect"]
                 if said.strip() and expect.get("status") == "done" and "answer" not in expect:
@@ -306,6 +309,37 @@ class TraceCases:
         if message.text:
             message = message.model_copy(update={"text": self.redactor.text(message.text)})
         return message.model_dump(mode="json", exclude_defaults=True)
+
+
+def _usable(answer: Any) -> bool:
+    """A traced answer that can be given again as it was: one of the step forms, nothing in it cut short."""
+    if not isinstance(answer, dict) or len(answer) != 1 or next(iter(answer)) not in ("text", "calls", "json"):
+        return False
+
+    def whole(value: Any) -> bool:
+        if isinstance(value, str):
+            return not value.endswith("…")
+        if isinstance(value, dict):
+            return all(whole(v) for v in value.values())
+        if isinstance(value, list):
+            return all(whole(v) for v in value)
+        return True
+
+    return whole(answer)
+
+
+def _final_text(step: dict[str, Any]) -> str:
+    """The text a model answer gives the person: its text, or a plan's ``answer`` (none for tool calls)."""
+    if "text" in step:
+        return str(step["text"] or "")
+    found = step.get("json")
+    return str(found["answer"]) if isinstance(found, dict) and isinstance(found.get("answer"), str) else ""
+
+
+def _step_of(message: Message) -> dict[str, Any] | None:
+    if message.tool_calls:
+        return {"calls": [{"name": c.name, "args": c.args} for c in message.tool_calls]}
+    return {"text": message.text} if message.text is not None else None
 
 
 def _usage(data: dict[str, Any]) -> dict[str, int]:

@@ -90,6 +90,9 @@ class LlmRouter:
         usage = response.usage
         call = {"model": response.model or self.model.name, "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens, "cached_tokens": usage.cached_tokens}  # fmt: skip
+        call["answer"] = response.as_step()  # what the model chose, so a replay from traces asks the same
+        if response.from_cache:  # an evaluation's recorded answer: no call reached the provider
+            call["from_cache"] = True
         names = [c.name for c in response.tool_calls]
         if len(names) != 1:
             return done(None, f"the router model made {len(names)} transfer calls instead of one")

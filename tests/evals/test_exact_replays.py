@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agents.models.offline import OfflineModel
 from agents.models.scripted import ScriptedModel, call
 from bot.evals.models import ModelChoice, choose
 from bot.evals.runner import EvalOptions, SettingsSource, run_suite
@@ -108,3 +109,31 @@ async def test_a_chat_idle_longer_than_the_gap_is_two_cases_the_second_with_the_
         suite, settings_source(routing=LLM), EvalOptions(models=[choose("scripted")]), Path.cwd(), gateway=Gateway
     )
     assert [t.passed for t in replayed.trials] == [True, True, True], [t.failures() for t in replayed.trials]
+
+
+async def test_a_plan_and_every_other_model_call_is_in_the_script(
+    make_harness: Any, settings_source: Callable[..., SettingsSource]
+) -> None:
+    """The planner's JSON, each step's answer, the re-plans: traces keep every answer, so a conversation whose
+    answers the history does not hold replays too."""
+    h = await make_harness(OfflineModel(), routing={"strategy": "hybrid"})
+    await h.say("plan a weekend trip to Paris")
+    await h.click("Approve")
+    await h.say("remember that my favourite colour is blue")
+    await h.gateway.tracing.flush()
+    maker = TraceCases(h.gateway.repos.traces, h.gateway.repos.replay)
+    suite = await maker.suite(SINCE)
+    assert suite is not None and maker.notes == []
+    [case] = suite.cases
+    assert case.script is not None and case.script[0].json_value is not None, "the plan first"
+    approved = case.turns[1].expect.answer
+    assert approved is not None and approved.similar[0].startswith("[offline model] The plan for a weekend trip")
+    replayed = await run_suite(
+        suite,
+        settings_source(routing={"strategy": "hybrid"}),
+        EvalOptions(models=[choose("scripted")]),
+        Path.cwd(),
+        gateway=Gateway,
+    )
+    [trial] = replayed.trials
+    assert trial.passed, trial.failures()
