@@ -31,6 +31,7 @@ from bot.web.actions import ConsoleActions
 from bot.web.auth import LoginLimiter, Sessions, WebUserSession
 from bot.web.chat_page import ChatPage, Talk
 from bot.web.data import ConsoleData
+from bot.web.eval_pages import EvalPages
 from bot.web.health import HealthView
 from bot.web.responses import asset, harden, printed
 
@@ -97,8 +98,7 @@ class WebConsole:
         add.add_post(f"{r}/routing/dry-run", self._acting(self._dry_run, admin=False))
         add.add_get(f"{r}/agents", self._viewing(self._agents))
         add.add_get(f"{r}/health", self._viewing(self._health))
-        add.add_get(f"{r}/evals", self._viewing(self._evals))
-        add.add_get(f"{r}/evals/{ident}", self._viewing(self._eval_run))
+        EvalPages(self).mount(http)
         if self.talk is not None:
             self.talk.mount(http)
 
@@ -452,30 +452,4 @@ class WebConsole:
             models=self.health.model_calls(),
             budgets=await self.health.budgets_text(),
             jobs=await self.health.jobs(),
-        )
-
-    # -- evals -------------------------------------------------------------------------------
-
-    async def _evals(self, request: web.Request, session: WebUserSession) -> web.StreamResponse:
-        from bot.web.evals import overview
-
-        runs, trends = await overview(self.data.evals)
-        return await self._page("evals.html", session, "evals", title="Evals", runs=runs, trends=trends)
-
-    async def _eval_run(self, request: web.Request, session: WebUserSession) -> web.StreamResponse:
-        from bot.web.evals import run_view
-
-        found = await run_view(self.data.evals, request.match_info["id"])
-        if found is None:
-            return self._render("error.html", session, status=404, title="No such eval run", text="It is not stored.")
-        run, cases = found
-        return await self._page(
-            "eval_run.html",
-            session,
-            "evals",
-            title=f"Eval {run.suite}",
-            run=run,
-            totals=run.totals,
-            by_model=run.by_model(),
-            cases=cases,
         )

@@ -1,6 +1,7 @@
 """What the web console's Evals pages read: ``bot eval`` runs (newest first), each suite's pass rate over its runs
-drawn as a small SVG (rendered here, no script), and one run's cases per model with a failing trial's failed
-checks and timeline."""
+drawn as a small SVG (rendered here, no script), one run's cases per model with a failing trial's failed
+checks and timeline, its case × model grid, and side by side views (:mod:`bot.evals.compare`): two models of a
+run, or two runs of a suite (the earlier one the baseline)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.evals.compare import CaseRow, Change, Comparison, compare_models, compare_runs
 from bot.evals.report import event_from
 from bot.evals.results import RunResult, Totals
 from bot.evals.store import RunLine, load_run, recent_runs
@@ -96,3 +98,60 @@ async def run_view(runs: EvalRepo, run_id: str) -> tuple[RunResult, list[CaseLin
         cases.append(line)
     cases.sort(key=lambda c: (c.passed == c.trials, c.case, c.model))
     return result, cases
+
+
+@dataclass
+class Cell:
+    model: str
+    passed: int
+    trials: int
+    change: Change | None = None
+    """Against the baseline model (None: this is the baseline, or the case did not run for one of them)."""
+
+
+@dataclass
+class GridRow:
+    case: str
+    cells: list[Cell]
+
+
+def grid(result: RunResult) -> tuple[list[str], list[GridRow]]:
+    """Case × model: each cell's passes, marked against the run's first model (the baseline)."""
+    comparison = compare_models(result)
+    marks = {(r.case, r.right_model): r.change for r in comparison.rows}
+    figures = result.by_case()
+    rows = []
+    for case in dict.fromkeys(t.case for t in result.trials):
+        cells = []
+        for model in result.models:
+            found = figures.get((case, model))
+            ran = found.trials - found.skipped if found is not None else 0
+            change = marks.get((case, model))
+            cells.append(Cell(model, found.passed if found else 0, ran, None if change == "missing" else change))
+        rows.append(GridRow(case, cells))
+    return result.models, rows
+
+
+async def others(runs: EvalRepo, result: RunResult) -> list[RunLine]:
+    """The suite's other runs, newest first (to compare with)."""
+    return [line for line in await recent_runs(runs, result.suite, RUNS) if line.id != result.id]
+
+
+async def models_side(
+    runs: EvalRepo, run_id: str, case: str, left: str, right: str
+) -> tuple[RunResult, CaseRow] | None:
+    """A case of run ``run_id`` played by ``left`` and ``right``, attempt by attempt (None: no such run or case)."""
+    result = await load_run(runs, run_id)
+    if result is None or left not in result.models or right not in result.models or left == right:
+        return None
+    row = next((r for r in compare_models(result, left, [right]).rows if r.case == case), None)
+    return (result, row) if row is not None and row.pairs else None
+
+
+async def versus(runs: EvalRepo, run_id: str, other_id: str) -> tuple[RunResult, RunResult, Comparison] | None:
+    """Two runs of one suite compared, the earlier one the baseline (None: either missing, or another suite)."""
+    one, two = await load_run(runs, run_id), await load_run(runs, other_id)
+    if one is None or two is None or one.suite != two.suite or one.id == two.id:
+        return None
+    before, after = sorted((one, two), key=lambda r: r.started_at)
+    return before, after, compare_runs(before, after)
