@@ -82,10 +82,6 @@ def unanswered(kind: str, reason: str) -> Resolution:
     return _KINDS.get(kind, Answer)(reason=reason)
 
 
-def approved_ids(resolution: Resolution) -> frozenset[str]:
-    return frozenset(resolution.approved) if isinstance(resolution, ToolDecision) else frozenset()
-
-
 def answer_text(resolution: Resolution) -> str | None:
     """The typed answer (an ``ask_user``'s, or the text that decided a plan)."""
     if isinstance(resolution, Answer):

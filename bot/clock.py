@@ -183,11 +183,6 @@ class FakeClock:
         """Timers armed and not cancelled (a test may wait until a component is asleep)."""
         return sum(1 for t in self._timers if not t.cancelled)
 
-    def next_deadline(self) -> float | None:
-        """Seconds from now to the soonest armed timer (None: none armed)."""
-        live = [t.deadline for t in self._timers if not t.cancelled]
-        return None if not live else max(0.0, min(live) - self._elapsed)
-
     async def advance(self, seconds: float) -> None:
         """Move time forward by ``seconds``, running every timer that falls due on the way, in order."""
         if seconds < 0:

@@ -11,7 +11,6 @@ agent hands off to it.  Anything else gets a labelled answer saying what to try.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -58,12 +57,6 @@ def example_for(schema: dict[str, Any], text: str) -> Any:
     if kind == "null":
         return None
     return text
-
-
-def _overlap(text: str, about: str) -> int:
-    """Words of ``about`` found in ``text``: the offline model's stand-in for understanding."""
-    words = {w for w in re.findall(r"\w+", about.lower()) if len(w) > 3}
-    return sum(1 for w in words if w in text)
 
 
 class OfflineModel(Model):
