@@ -15,7 +15,8 @@ def unknown_selection(suite: Any, cases: list[str], tags: list[str]) -> str | No
     """A ``--case`` or ``--tag`` the suite does not have, named with what it has (a typo is a set-up error)."""
     from difflib import get_close_matches
 
-    ids = [c.id for c in suite.cases]
+    templates = [c._template for c in suite.cases if getattr(c, "_template", None)]  # a template: all its rows
+    ids = list(dict.fromkeys([*templates, *(c.id for c in suite.cases)]))
     known_tags = sorted({t for c in suite.cases for t in c.tags})
     for flag, given, known in (("--case", cases, ids), ("--tag", tags, known_tags)):
         for name in given:
@@ -36,10 +37,16 @@ def configured_label(settings: Settings) -> str:
 def unjudged(suite: Any, judge: str | None, models: list[str]) -> str | None:
     """``judge:`` checks that no model could score (the offline stand-in cannot judge): a suite whose meaning is
     in its rubrics would pass unjudged, so that is a set-up error, said before any model call."""
+    from bot.evals.pairwise import unjudged_pairs
+    from bot.evals.simulate_format import checked
+
+    unpaired = unjudged_pairs(suite, judge, models)  # pairwise: checks of a run of two or more models
+    if unpaired is not None:
+        return unpaired
     cases = []
     for case in suite.cases:
-        for turn in case.turns:
-            for check in turn.expect.judge:
+        for _where, expect in checked(case):  # each turn's, and a simulated conversation's (success: too)
+            for check in expect.judge:
                 for model in models:
                     spec = check.model or judge or suite.judge.model or (None if model == "scripted" else model)
                     if spec in (None, "offline") and case.id not in cases:

@@ -25,9 +25,18 @@ class BadSetUp(Refused):
 
 
 async def set_up_problems(
-    suite: Suite, base_dir: Path, models: list[ModelChoice], settings_of: Callable[[Case, ModelChoice], Settings]
+    suite: Suite,
+    base_dir: Path,
+    models: list[ModelChoice],
+    settings_of: Callable[[Case, ModelChoice], Settings],
+    *,
+    replaying: bool = False,
 ) -> list[str]:
-    """What keeps every trial of a model from running; ``settings_of(case, model)``: a trial's settings."""
+    """What keeps every trial of a model from running; ``settings_of(case, model)``: a trial's settings;
+    ``replaying``: the answers come from a cassette, so a model without a key is no problem (it is never asked)."""
+    from bot.evals.case_checks import unpriced
+    from bot.evals.pycheck import load_problems
+    from bot.evals.simulate import simulator_problems
     from bot.models import ModelCatalog
 
     problems = [
@@ -36,6 +45,8 @@ async def set_up_problems(
         if not (base_dir / folder).is_dir()
     ]
     problems += unknown_tools(suite)
+    problems += await simulator_problems(suite, models, settings_of, replaying=replaying)  # simulate: cases
+    problems += load_problems(suite, base_dir)  # Python checks (the suite is trusted by now: see trust.py)
     if not suite.cases:
         return problems
     bare = suite.cases[0].model_copy(update={"config": {}})  # the suite's config alone: a case's own fails alone
@@ -46,6 +57,9 @@ async def set_up_problems(
             problems.append(f"config ({model.label}): {exc}")
             continue
         if model.make is not None:
+            continue
+        problems += unpriced(suite, settings)
+        if replaying:
             continue
         try:
             catalog = ModelCatalog(settings)
@@ -62,20 +76,20 @@ def unknown_tools(suite: Suite) -> list[str]:
     from difflib import get_close_matches
 
     from agents.handoffs import PREFIX
+    from bot.evals.simulate_format import checked
     from bot.runs.tool_names import known_tool_names
 
     known = sorted(known_tool_names())
     found = []
     for case in suite.cases:
-        for index, turn in enumerate(case.turns, 1):
-            expect = turn.expect
+        for where, expect in checked(case):  # each turn's (and a simulated conversation's)
             named = [t.name for t in expect.tool] + (expect.no_tool if isinstance(expect.no_tool, list) else [])
             for name in named:
                 if name in known or name.startswith(("mcp.", PREFIX)):
                     continue
                 near = get_close_matches(name, known, n=1)
                 hint = f"; did you mean {near[0]!r}?" if near else ""
-                found.append(f"case {case.id}, turn {index}: no tool is named {name!r}{hint}")
+                found.append(f"case {case.id}, {where}: no tool is named {name!r}{hint}")
     return found
 
 

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from datetime import datetime
 from typing import Any
 
+from bot.evals.pairs import pairwise_lines
 from bot.evals.results import RunResult, Totals, TrialResult
 from bot.tracing.event import TraceEvent
 from bot.tracing.timeline import describe, human_duration
@@ -38,9 +39,11 @@ def trace_lines(trial: TrialResult, indent: str = "      ") -> list[str]:
 
 def figures(totals: Totals) -> str:
     checks = f"{totals.checks_passed}/{totals.checks} checks"
+    cached = f" ({totals.cached_calls} from cache)" if totals.cached_calls else ""
     return (
-        f"{checks}, {totals.model_calls} model calls, {totals.input_tokens:,} → {totals.output_tokens:,} tokens, "
-        f"{totals.tool_calls} tool calls, ${totals.cost:.4f}, median turn {totals.latency_ms_p50:.0f} ms"
+        f"{checks}, {totals.model_calls} model calls{cached}, "
+        f"{totals.input_tokens:,} → {totals.output_tokens:,} tokens, {totals.tool_calls} tool calls, "
+        f"${totals.cost:.4f}, median turn {totals.latency_ms_p50:.0f} ms"
     )
 
 
@@ -85,10 +88,13 @@ def report(result: RunResult, changes: list[str] | None = None, *, traces: bool 
         skipped = sum(1 for t in result.trials for c in t.all_checks if t.model == model and c.passed is None)
         note = f" ({skipped} judge checks skipped)" if skipped else ""
         judge = f", judge ${model_totals.judge_cost:.4f}" if model_totals.judge_cost else ""
+        judge += f", {model_totals.judge_cached} judge calls from cache" if model_totals.judge_cached else ""
+        judge += f", simulator ${model_totals.simulator_cost:.4f}" if model_totals.simulator_cost else ""
         out.append(
             f"  {model}: {model_totals.passed}/{model_totals.trials} passed ({model_totals.pass_rate:.0%}), "
             f"{figures(model_totals)}{judge}{note}"
         )
+    out += pairwise_lines(result.pairwise)
     if result.stopped:
         out.append(f"Stopped: {result.stopped}; {totals.skipped} trials not run.")
     if changes is not None:

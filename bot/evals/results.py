@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
+from bot.evals.pairs import PairResult
 from bot.redaction import Redaction
 
 RESULT_CHARS = 2000
@@ -35,17 +36,39 @@ class JudgeRecord(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    cached: bool = False
+    """Answered from the response cache or a cassette (it cost nothing)."""
 
 
 class CheckResult(BaseModel):
     check: str
-    """Its kind: agent, tool, no_tool, interrupt, answer, notice, handoff, memory, files, judge, status, script."""
+    """Its kind: agent, tool, no_tool, interrupt, answer, notice, handoff, memory, files, judge, status, latency_ms,
+    check (Python), script; a case's own: max_cost, max_latency_ms, check."""
     expected: str
     passed: bool | None
     """None: skipped (a judge that cannot judge)."""
     seen: str = ""
     """What the turn did instead (or did, when it held)."""
     judge: JudgeRecord | None = None
+    error: bool = False
+    """The check could not be made (a Python check raised, the sentence encoder did not load): not passed, and
+    an error apart from a failure (``seen`` says why)."""
+
+
+class SimulatorRecord(BaseModel):
+    """A simulated person's calls (``simulate:``): counted in the trial's model calls, tokens and cost, and shown
+    apart as the simulator's."""
+
+    model: str
+    calls: int = 0
+    cached_calls: int = 0
+    """Of ``calls``, answered from the response cache (no cost)."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost: float = 0.0
+    ended: str = ""
+    """How the conversation ended: the person said done (and why), or the turns or the cost ran out."""
 
 
 class ToolSeen(BaseModel):
@@ -66,6 +89,10 @@ class TurnResult(BaseModel):
     status: str | None = None
     checks: list[CheckResult] = Field(default_factory=list)
     model_calls: int = 0
+    """The model under test's calls (the router's too), answered by the model or from the cache."""
+    cached_calls: int = 0
+    """Of ``model_calls``, those answered from the response cache or a cassette: no call reached the model, and
+    they cost nothing (their tokens are the recorded answer's)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
@@ -89,7 +116,9 @@ class TrialResult(BaseModel):
     """Why it could not be set up or finished (a configuration error, a crash)."""
     turns: list[TurnResult] = Field(default_factory=list)
     checks: list[CheckResult] = Field(default_factory=list)
-    """Checks of the whole trial (the scripted model's answers all used)."""
+    """Checks of the whole trial (the scripted model's answers all used; a simulated conversation's end checks)."""
+    simulator: SimulatorRecord | None = None
+    """The simulated person's calls (a ``simulate:`` case)."""
     duration_ms: float = 0.0
     events: list[dict[str, Any]] = Field(default_factory=list)
     """The trace of a trial that failed, for showing what happened."""
@@ -104,15 +133,24 @@ class TrialResult(BaseModel):
 
     @property
     def cost(self) -> float:
-        return sum(t.cost for t in self.turns) + self.judge_cost
+        return sum(t.cost for t in self.turns) + self.judge_cost + self.simulator_cost
+
+    @property
+    def simulator_cost(self) -> float:
+        return self.simulator.cost if self.simulator is not None else 0.0
+
+    @property
+    def model_calls(self) -> int:
+        """The model under test's calls (the router's too) and the simulated person's; the judge's apart."""
+        return sum(t.model_calls for t in self.turns) + (self.simulator.calls if self.simulator else 0)
 
     @property
     def input_tokens(self) -> int:
-        return sum(t.input_tokens for t in self.turns)
+        return sum(t.input_tokens for t in self.turns) + (self.simulator.input_tokens if self.simulator else 0)
 
     @property
     def output_tokens(self) -> int:
-        return sum(t.output_tokens for t in self.turns)
+        return sum(t.output_tokens for t in self.turns) + (self.simulator.output_tokens if self.simulator else 0)
 
     @property
     def tool_calls(self) -> int:
@@ -141,6 +179,8 @@ class TrialResult(BaseModel):
         for check in self.all_checks:
             if check.passed is False and check.check == "judge" and check.seen.startswith(JUDGE_FAILED):
                 return check.seen
+            if check.passed is False and check.error:
+                return f"{check.check}: {check.expected}: {check.seen}"
         return None
 
     def failures(self) -> list[str]:
@@ -169,12 +209,18 @@ class Totals(BaseModel):
     checks: int = 0
     checks_passed: int = 0
     model_calls: int = 0
+    cached_calls: int = 0
+    """Of ``model_calls``, answered from the cache (or a cassette)."""
+    judge_cached: int = 0
+    """Judge calls answered from the cache (or a cassette)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
     tool_calls: int = 0
     cost: float = 0.0
     judge_cost: float = 0.0
+    simulator_cost: float = 0.0
+    """Of ``cost``, the simulated persons' calls."""
     latency_ms_p50: float = 0.0
     """The median turn."""
     latency_ms_max: float = 0.0
@@ -193,13 +239,18 @@ class Totals(BaseModel):
             skipped=sum(t.skipped is not None for t in trials),
             checks=len(checks),
             checks_passed=sum(bool(c.passed) for c in checks),
-            model_calls=sum(t.model_calls for trial in trials for t in trial.turns),
+            model_calls=sum(t.model_calls for t in trials),
+            cached_calls=sum(t.cached_calls for trial in trials for t in trial.turns)
+            + sum(t.simulator.cached_calls for t in trials if t.simulator is not None),
+            judge_cached=sum(1 for t in trials for c in t.all_checks if c.judge is not None and c.judge.cached),
             input_tokens=sum(t.input_tokens for t in trials),
             output_tokens=sum(t.output_tokens for t in trials),
-            cached_tokens=sum(t.cached_tokens for trial in trials for t in trial.turns),
+            cached_tokens=sum(t.cached_tokens for trial in trials for t in trial.turns)
+            + sum(t.simulator.cached_tokens for t in trials if t.simulator is not None),
             tool_calls=sum(t.tool_calls for t in trials),
             cost=round(sum(t.cost for t in trials), 9),
             judge_cost=round(sum(t.judge_cost for t in trials), 9),
+            simulator_cost=round(sum(t.simulator_cost for t in trials), 9),
             latency_ms_p50=round(statistics.median(latencies), 3) if latencies else 0.0,
             latency_ms_max=round(max(latencies), 3) if latencies else 0.0,
         )
@@ -219,10 +270,17 @@ class RunResult(BaseModel):
     stopped: str | None = None
     """Why trials were left out (the budget was reached)."""
     trials: list[TrialResult] = Field(default_factory=list)
+    pairwise: list[PairResult] = Field(default_factory=list)
+    """The models' answers compared two at a time (``expect: {pairwise: …}``): not part of any pass rate."""
 
     @property
     def totals(self) -> Totals:
         return Totals.of(self.trials)
+
+    @property
+    def pairwise_cost(self) -> float:
+        """The pairwise judge's calls (in the run's cost, apart from every model's)."""
+        return sum(p.cost for p in self.pairwise)
 
     @property
     def pass_rate(self) -> float:
@@ -243,7 +301,7 @@ class RunResult(BaseModel):
             "trials": totals.trials,
             "passed": totals.passed,
             "pass_rate": round(totals.pass_rate, 4),
-            "cost": totals.cost,
+            "cost": round(totals.cost + self.pairwise_cost, 9),
             "status": "stopped" if self.stopped else ("passed" if totals.passed == totals.trials else "failed"),
         }
 

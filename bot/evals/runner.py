@@ -26,11 +26,16 @@ from typing import Any
 from agents.models.base import Model
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import Settings
+from bot.evals.answers import Cassette, ResponseCache, cache_folder
+from bot.evals.cache import RunCache
 from bot.evals.models import JudgeModels, ModelChoice, choose, configured
+from bot.evals.pairs import PairResult
+from bot.evals.pairwise import Pairwise, cost_at
 from bot.evals.preflight import refusal, set_up_problems
 from bot.evals.results import RunResult, TrialResult, redacted
 from bot.evals.scratch import scratch
 from bot.evals.seat import GatewayFactory
+from bot.evals.simulate import typed_in
 from bot.evals.suite import Case, Suite
 from bot.evals.trial import TrialPlayer
 from bot.evals.trust import Refused, UntrustedSuite, guarded
@@ -74,6 +79,15 @@ class EvalOptions:
     """Let the suite set what :mod:`bot.evals.trust` guards (the operator said ``--trust-suite``)."""
     temp_root: Path | None = None
     """Where the run's temporary folder is made (None: the system's temp dir)."""
+    cache: bool = False
+    """Answer a model call from the response cache when the same call was answered before (:mod:`bot.evals.cache`;
+    ``bot eval`` has it on unless ``--no-cache``)."""
+    cache_dir: Path | None = None
+    """Where the response cache is kept (None: ``data_dir/evals/cache``)."""
+    record: Cassette | None = None
+    """Gets every model call's answer of the run (``--record``: written once the run is over)."""
+    replay: Cassette | None = None
+    """Every model call is answered from this cassette only, never by the model (``--replay``)."""
 
 
 def merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,10 +144,18 @@ class Runner:
         def settings_of(case: Case, model: ModelChoice) -> Settings:
             return self.settings(self.overrides(case, model, nowhere / "data", nowhere / "workspace"))
 
-        problems = await set_up_problems(self.suite, self.base_dir, models, settings_of)
+        replaying = self.options.replay is not None
+        problems = await set_up_problems(self.suite, self.base_dir, models, settings_of, replaying=replaying)
         if problems:
             raise refusal(problems)
         judges = JudgeModels(base)
+        stored = None
+        if self.options.cache and not replaying:
+            stored = ResponseCache(self.options.cache_dir or cache_folder(base.store.data_dir.expanduser()))
+        if self.options.record is not None:
+            self.options.record.suite, self.options.record.secrets = self.suite.name, self._secrets
+        source = self.options.replay if self.options.replay is not None else stored
+        cache = RunCache(source, self.options.record, replaying) if source or self.options.record else None
         self._player = TrialPlayer(
             self.suite,
             self.base_dir,
@@ -144,6 +166,7 @@ class Runner:
             clock=self.clock,
             keep=self.options.keep,
             secrets=self._secrets,
+            cache=cache,
         )
         result = RunResult(
             id=fast_id(),
@@ -159,8 +182,11 @@ class Runner:
         try:
             with scratch(self.options.temp_root) as root:
                 result.trials = await self._trials(models, root, gate)
+            result.pairwise = await self._compared(result.trials, judges, base, cache)
         finally:
             await judges.aclose()
+            if stored is not None:
+                stored.close()
         result.models = list(dict.fromkeys(t.model for t in result.trials))
         result.stopped = self.stopped
         result.finished_at = self.clock.utcnow()
@@ -193,7 +219,7 @@ class Runner:
                     assert self._player is not None
                     trial = await self._player.trial(case, model, attempt, root, template)
                     self.spent += trial.cost
-            trial = redacted(trial, Redaction(self._secrets), typed=[t.user for t in case.turns if t.user])
+            trial = redacted(trial, Redaction(self._secrets), typed=typed_in(case, trial))
             tell(index, trial)
             return trial
 
@@ -208,6 +234,26 @@ class Runner:
             ]
             tasks = [group.create_task(one(i, *run)) for i, run in enumerate(runs)]
         return [task.result() for task in tasks]
+
+    async def _compared(
+        self, trials: list[TrialResult], judges: JudgeModels, base: Settings, cache: RunCache | None
+    ) -> list[PairResult]:
+        """The pairwise checks' comparisons of the trials' answers (:mod:`bot.evals.pairwise`), within the
+        budget, the judge's answers through the run's response cache, redacted as the trials are."""
+        options = self.options
+        pairs = Pairwise(
+            self.suite,
+            judges,
+            options.judge,
+            cost_at(base),
+            concurrency=options.concurrency,
+            budget=options.budget,
+            cache=cache,
+        )
+        compared = await pairs.compare(trials, self.spent)
+        self.spent = pairs.spent
+        typed = {case.id: [t.user for t in case.turns if t.user] for case in self.suite.cases}
+        return [redacted(p, Redaction(self._secrets), typed=typed.get(p.case, [])) for p in compared]
 
     def overrides(self, case: Case, model: ModelChoice, data: Path, workspace: Path) -> dict[str, Any]:
         out = merged(merged(self.suite.config, case.config), model.settings)

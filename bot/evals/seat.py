@@ -24,6 +24,7 @@ from bot.clock import Clock
 from bot.config.settings import Settings
 from bot.events import Action, Attachment, Button, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.inbox import Inbox
+from bot.models import ModelWrap
 from bot.ops.budgets import Budgets
 from bot.routing import Router
 from bot.store.repos import SqlRepos
@@ -68,7 +69,13 @@ class GatewayFactory(Protocol):
     """Builds the gateway a trial runs on (the :class:`bot.gateway.app.Gateway` class fits)."""
 
     def __call__(
-        self, settings: Settings, *, model: Model | None = ..., channels: Sequence[Any] | None = ..., clock: Clock = ...
+        self,
+        settings: Settings,
+        *,
+        model: Model | None = ...,
+        channels: Sequence[Any] | None = ...,
+        clock: Clock = ...,
+        wrap_models: ModelWrap | None = ...,
     ) -> GatewayUnderTest: ...
 
 
@@ -187,6 +194,20 @@ class Seat:
             id=f"eval-{next(self._ids)}", chat=self.chat, sender=self.sender, payload=button.payload, message_ref=ref
         )
         return await self._turn(action)
+
+    def buttons(self) -> list[str]:
+        """The labels of the newest prompt's buttons still shown (none: no prompt waits for a press)."""
+        try:
+            return [b.label for b in self._prompt()[1]]
+        except TurnError:
+            return []
+
+    def pressable(self, label: str) -> bool:
+        """A press of ``label`` finds a button (matched as :meth:`press` matches it)."""
+        try:
+            return _by_label(self._prompt()[1], label) is not None
+        except TurnError:
+            return False
 
     def _prompt(self) -> tuple[str, list[Button]]:
         """The newest message whose buttons are still shown (an edit replaces a message's buttons, as on a

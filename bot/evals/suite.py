@@ -34,7 +34,9 @@ from pydantic import BeforeValidator, Field, PrivateAttr, ValidationError, field
 from agents import yaml_safe
 from agents.messages import Message
 from bot.evals.confine import OutsideError, confined
+from bot.evals.datasets import PLACEHOLDER, Expander, Rows
 from bot.evals.expect import (
+    CODE_CHECK,
     INTERRUPT_KINDS,
     STATUSES,
     AnswerCheck,
@@ -154,7 +156,21 @@ class Case(Strict):
     """Python checks run after the last turn (``module:function``, given the last turn's transcript, the earlier
     ones in it; needs ``--trust-suite``)."""
 
+    vars: Rows = None
+    """Rows that fill the case's ``{{name}}`` placeholders, a case each (:mod:`bot.evals.datasets`): a ``.csv``
+    or ``.jsonl`` file in the suite's folder, or a list of mappings."""
+    vars_id: str | None = None
+    """The column that names each row's case (``<id>-<value>``); none: ``<id>-<row number>``."""
+    _template: str | None = PrivateAttr(None)
+    """The id of the case this one was filled from (its rows are picked by it too)."""
+
     _inside = field_validator("files")(lambda files: in_workspace(files))
+
+    @model_validator(mode="after")
+    def _rows_named(self) -> Case:
+        if self.vars_id is not None and self.vars is None:
+            raise ValueError("vars_id goes with vars (the rows it names)")
+        return self
 
     @model_validator(mode="after")
     def _turns_or_simulate(self) -> Case:
@@ -208,8 +224,12 @@ class Suite(Strict):
         return cases
 
     def select(self, ids: list[str] | None = None, tags: list[str] | None = None) -> Suite:
-        """The suite with only the cases named (or tagged)."""
-        cases = [c for c in self.cases if (not ids or c.id in ids) and (not tags or any(t in c.tags for t in tags))]
+        """The suite with only the cases named (or tagged); a template's id names every case of its rows."""
+        cases = [
+            c
+            for c in self.cases
+            if (not ids or c.id in ids or c._template in ids) and (not tags or any(t in c.tags for t in tags))
+        ]
         return self.model_copy(update={"cases": cases})
 
 
@@ -259,6 +279,8 @@ def parse_suite(text: str, source: str = "<suite>", base_dir: Path | None = None
         for i, case in enumerate(suite.cases):
             for j, turn in enumerate(case.turns):
                 for k, name in enumerate(turn.attach):
+                    if case.vars is not None and PLACEHOLDER.search(name):
+                        continue  # a row's file: checked when the row fills it (_filled)
                     try:
                         confined(base_dir, name)
                     except OutsideError as exc:
@@ -272,7 +294,22 @@ def parse_suite(text: str, source: str = "<suite>", base_dir: Path | None = None
         for j in range(len(case.turns) + 1)
         if (case.turns[j - 1].expect.check if j else case.check)
     }
+    if any(case.vars is not None for case in suite.cases):
+        suite = _filled(suite, data, root, source, base_dir)
     return suite
+
+
+def _filled(suite: Suite, data: dict[str, Any], root: Any, source: str, base_dir: Path | None) -> Suite:
+    """``suite`` with each case that has ``vars`` replaced by the cases its rows make (:mod:`bot.evals.datasets`),
+    each checked as a case is; a problem is said at the template's line, with the row's."""
+    expander = Expander(base_dir, lambda path: _line_of(root, path), _where)
+    cases, found = expander.cases(suite.cases, data["cases"], Case.model_validate)
+    if found:
+        raise SuiteError(source, [f"line {n}: {what}" for n, what in sorted(found)])
+    out = suite.model_copy(update={"cases": cases})
+    lines = suite._code_lines  # a Python check's line: its template's
+    out._code_lines = lines | {(c.id, j): n for c in cases for (t, j), n in lines.items() if t == c._template}
+    return out
 
 
 def load_suite(path: Path) -> Suite:
@@ -344,6 +381,10 @@ def _describe(error: Any) -> str:
         return f"{where}: {_shown(error.instance)} is not one of {choices}{hint}"
     if error.validator == "const":
         return f"{where}: {_shown(error.instance)} is not allowed here"
+    if error.validator == "pattern" and error.validator_value == CODE_CHECK:
+        return (
+            f"{where}: {_shown(error.instance)} is not module:function (a function of a module in the suite's folder)"
+        )
     if error.validator == "required":
         return f"{where}: {error.message.replace('property', 'key')}"
     if error.validator == "type":

@@ -23,12 +23,16 @@ from agents.models.scripted import ScriptedModel
 from bot.clock import Clock
 from bot.config.settings import Settings
 from bot.errors import ConfigError
+from bot.evals.cache import RunCache, TrialCache
+from bot.evals.case_checks import check_case, has_case_checks, models_called, priced
 from bot.evals.checks import CheckContext, check_turn, script_check, tools_of
 from bot.evals.confine import OutsideError, read_confined
 from bot.evals.judge import judge
 from bot.evals.models import OFFLINE, JudgeModels, ModelChoice, configured
+from bot.evals.pycheck import Transcript, transcript
 from bot.evals.results import RESULT_CHARS, CheckResult, TrialResult, TurnResult
 from bot.evals.seat import EvalChannel, GatewayFactory, GatewayUnderTest, Seat, TurnError, TurnLog
+from bot.evals.simulate import Simulation, Stage, simulator_for
 from bot.evals.suite import Case, JudgeCheck, Suite, Turn
 from bot.events import Sender
 from bot.redaction import Redaction
@@ -52,7 +56,7 @@ def not_held(turn: Turn, seen: str) -> list[CheckResult]:
     """The checks of a turn that could not be played, each failed (an entry of a list or mapping counts as one), so
     a model whose turn could not be played has as many checks as one whose turn was."""
     checks = []
-    for name, value in turn.expect.model_dump(exclude_defaults=True).items():
+    for name, value in turn.expect.model_dump(exclude_defaults=True, exclude={"pairwise"}).items():
         count = len(value) if isinstance(value, list | dict) and name != "answer" else 1
         checks += [CheckResult(check=name, expected="(not played)", passed=False, seen=seen)] * count
     return checks
@@ -86,8 +90,10 @@ class TrialPlayer:
         clock: Clock,
         keep: Path | None,
         secrets: set[str],
+        cache: RunCache | None = None,
     ) -> None:
-        """``secrets``: the run's set of values to redact, added to as each trial's settings are read."""
+        """``secrets``: the run's set of values to redact, added to as each trial's settings are read; ``cache``:
+        the run's recorded answers (every model call of a trial, the judge's too, goes through it)."""
         self.suite = suite
         self.base_dir = base_dir
         self.gateway = gateway
@@ -97,6 +103,7 @@ class TrialPlayer:
         self.clock = clock
         self.keep = keep
         self.secrets = secrets
+        self.cache = cache
 
     async def trial(self, case: Case, model: ModelChoice, attempt: int, root: Path, template: Path) -> TrialResult:
         trial = TrialResult(case=case.id, model=model.label, attempt=attempt)
@@ -121,8 +128,15 @@ class TrialPlayer:
             trial.model = model.label
         channel = EvalChannel()
         events: list[dict[str, Any]] = []
+        cache = self.cache.trial(case.id, model.label, attempt, folder) if self.cache is not None else None
         try:
-            gateway = self.gateway(settings, model=instance, channels=[channel], clock=self.clock)
+            gateway = self.gateway(
+                settings,
+                model=instance,
+                channels=[channel],
+                clock=self.clock,
+                wrap_models=cache.wrap if cache is not None else None,
+            )
         except ConfigError as exc:
             trial.error = f"the gateway could not be built: {exc}"
             return trial
@@ -135,12 +149,28 @@ class TrialPlayer:
             seat = Seat(gateway, channel, Sender(id=case.user, name=case.user), self.clock, chat_id=case.id)
             if case.history:  # what the chat held before (a conversation replayed from traces)
                 await gateway.runs.store.append(str(seat.chat), [Message.model_validate(m) for m in case.history])
+            seen: list[Transcript] = []  # each turn as Python checks see it
+            encoder = settings.routing.rule.encoder
+            if case.simulate is not None:  # a model plays the person, from a goal (bot/evals/simulate.py)
+                events += await self._simulated(case, model, trial, seat, gateway, folder, encoder, cache, seen)
             for index, turn in enumerate(case.turns, 1):
-                result, turn_log = await self._turn(gateway, seat, turn, index, model, folder)
+                if cache is not None:
+                    cache.turn, missed = index, len(cache.missing)
+                result, turn_log = await self._turn(
+                    gateway, seat, turn, index, model, folder, earlier=tuple(seen), encoder=encoder, cache=cache
+                )
+                if cache is not None and len(cache.missing) > missed and not result.error:
+                    result.error = cache.missing[missed]  # a replay's cassette lacks a request: an error, not a fail
+                seen.append(transcript(index, turn.user or _said(turn), turn_log, workspace, seen))
                 trial.turns.append(result)
                 events += [e.as_dict() for e in turn_log.events]
                 if result.error:  # its checks count, as not held; the case goes on with the next turn, so one
                     result.checks = not_held(turn, f"not played: {result.error}")  # difference hides no other
+            if has_case_checks(case) and seen:  # max_cost, max_latency_ms, the case's own Python checks
+                called = models_called(events, trial)
+                trial.checks += await check_case(
+                    case, trial, seen, base_dir=self.base_dir, models=called, priced=priced(settings)
+                )
             if isinstance(instance, ScriptedModel):
                 trial.checks.append(script_check(instance.remaining, instance.errors))
         except Exception as exc:  # a crash in the bot under test is a failed trial, not a failed run
@@ -168,8 +198,20 @@ class TrialPlayer:
         return trial
 
     async def _turn(
-        self, gateway: GatewayUnderTest, seat: Seat, turn: Turn, index: int, model: ModelChoice, folder: Path
+        self,
+        gateway: GatewayUnderTest,
+        seat: Seat,
+        turn: Turn,
+        index: int,
+        model: ModelChoice,
+        folder: Path,
+        *,
+        earlier: tuple[Transcript, ...] = (),
+        encoder: str = "use",
+        cache: TrialCache | None = None,
     ) -> tuple[TurnResult, TurnLog]:
+        """One turn played and checked; ``earlier``: the case's turns before it (for Python checks), ``encoder``:
+        the sentence encoder of ``answer.similar``; ``cache``: the trial's recorded answers (the judge's calls)."""
         said = _said(turn)
         result = TurnResult(index=index, action=said)
         workspace = folder / "workspace"
@@ -200,7 +242,10 @@ class TrialPlayer:
             result.input_tokens += usage.input_tokens
             result.output_tokens += usage.output_tokens
             result.cached_tokens += usage.cached_tokens
-            result.cost += cost(str(d.get("model") or ""), usage)
+            if d.get("from_cache"):  # answered from the cache or a cassette: no call reached the model, no cost
+                result.cached_calls += 1
+            else:
+                result.cost += cost(str(d.get("model") or ""), usage)
         result.agent = turn_log.agent
         result.tools = tools_of(turn_log)
         result.interrupts = [
@@ -214,11 +259,65 @@ class TrialPlayer:
         result.latency_ms = round(turn_log.latency_ms, 3)
 
         async def judged(check: JudgeCheck, answer: str) -> CheckResult:
-            return await self._judge(check, turn.user or said, answer, model, cost)
+            return await self._judge(check, turn.user or said, answer, model, cost, cache)
 
-        context = CheckContext(workspace=workspace, memories=gateway.repos.replay.memories, judge=judged)
+        context = CheckContext(
+            workspace=workspace,
+            memories=gateway.repos.replay.memories,
+            judge=judged,
+            base_dir=self.base_dir,
+            index=index,
+            said=turn.user or said,
+            earlier=earlier,
+            encoder=encoder,
+        )
         result.checks = await check_turn(turn.expect, turn_log, context)
         return result, turn_log
+
+    async def _simulated(
+        self,
+        case: Case,
+        model: ModelChoice,
+        trial: TrialResult,
+        seat: Seat,
+        gateway: GatewayUnderTest,
+        folder: Path,
+        encoder: str,
+        cache: TrialCache | None,
+        seen: list[Transcript],
+    ) -> list[dict[str, Any]]:
+        """A ``simulate:`` case played (its turns and checks go in ``trial``, each turn as Python checks see it in
+        ``seen``); the trace events of its turns."""
+
+        async def play(turn: Turn, index: int) -> tuple[TurnResult, TurnLog]:
+            missed = len(cache.missing) if cache is not None else 0
+            if cache is not None:
+                cache.turn = index
+            result, turn_log = await self._turn(
+                gateway, seat, turn, index, model, folder, earlier=tuple(seen), encoder=encoder, cache=cache
+            )
+            if cache is not None and len(cache.missing) > missed and not result.error:
+                result.error = cache.missing[missed]
+            seen.append(transcript(index, turn.user or _said(turn), turn_log, folder / "workspace", seen))
+            return result, turn_log
+
+        def cost(name: str, usage: Usage) -> float:
+            return float(gateway.budgets.cost(name, usage)) if gateway.budgets is not None else 0.0
+
+        async def judged(check: JudgeCheck, said: str, answer: str) -> CheckResult:
+            return await self._judge(check, said, answer, model, cost, cache)
+
+        def get(spec: str) -> Model:
+            return self.judges.get(spec) if cache is None else self.judges.cached(spec, cache.wrap)
+
+        try:
+            simulator, label = simulator_for(case, model, get)
+        except ConfigError as exc:
+            trial.error = str(exc)
+            return []
+        stage = Stage(seat, gateway, folder / "workspace", self.base_dir, play, judged)
+        logs = await Simulation(case, stage, simulator, label, trial).run()
+        return [e.as_dict() for turn_log in logs for e in turn_log.events]
 
     async def _attached(self, where: Path, name: str) -> Path:
         """A copy of the suite's file ``name`` in the trial's folder (read from the suite's folder only)."""
@@ -232,7 +331,13 @@ class TrialPlayer:
         return copy
 
     async def _judge(
-        self, check: JudgeCheck, said: str, answer: str, model: ModelChoice, cost: Callable[[str, Usage], float]
+        self,
+        check: JudgeCheck,
+        said: str,
+        answer: str,
+        model: ModelChoice,
+        cost: Callable[[str, Usage], float],
+        cache: TrialCache | None = None,
     ) -> CheckResult:
         threshold = check.threshold if check.threshold is not None else self.suite.judge.threshold
         given = self.given_judge
@@ -246,7 +351,7 @@ class TrialPlayer:
             seen = f"no judge for the {model.label} model: skipped; give --judge provider/name or judge.model"
             return CheckResult(check="judge", expected=expected, passed=None, seen=seen)
         try:
-            found = self.judges.get(spec)
+            found = self.judges.get(spec) if cache is None else self.judges.cached(spec, cache.wrap)
         except ConfigError as exc:
             return CheckResult(check="judge", expected=expected, passed=False, seen=f"the judge {spec}: {exc}")
         label = OFFLINE if spec == OFFLINE else spec
