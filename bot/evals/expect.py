@@ -92,9 +92,16 @@ class AnswerCheck(Strict):
     json_schema: dict[str, Any] | None = Field(None, alias="schema")
     """The answer is JSON (a fenced block is fine) that fits this schema."""
     ignore_case: bool = False
+    similar: Annotated[list[str], BeforeValidator(listed, json_schema_input_type=str | list[str])] = []
+    """Texts the answer means (each must hold): the cosine similarity of the answer and the text, by the offline
+    sentence encoder routing uses, is at least ``threshold``."""
+    threshold: float | None = Field(None, ge=-1, le=1)
+    """The least similarity ``similar`` passes at (none: 0.65)."""
 
     @model_validator(mode="after")
     def _usable(self) -> AnswerCheck:
+        if self.threshold is not None and not self.similar:
+            raise ValueError("threshold goes with similar")
         problem = _regex_problem(self.matches) if self.matches is not None else None
         problem = problem or (_schema_problem(self.json_schema) if self.json_schema is not None else None)
         if problem:
@@ -134,6 +141,23 @@ class JudgeCheck(Strict):
     model: str | None = None
     """The judge (none: ``--judge``, the suite's ``judge.model``, else the model under test)."""
 
+
+class PairwiseCheck(Strict):
+    """The run's models' answers to the turn compared two at a time by a judge against a rubric: which is better,
+    or a tie (:mod:`bot.evals.pairwise`).  A comparison, not a check: it neither passes nor fails a trial."""
+
+    rubric: str = Field(min_length=1)
+    model: str | None = None
+    """The judge (none: ``--judge``, else the suite's ``judge.model``)."""
+    swap: bool = True
+    """Ask again with the answers' order swapped; two verdicts that differ are a tie (false: ask once, the order
+    drawn at random)."""
+
+
+CODE_CHECK = r"^[A-Za-z0-9_][A-Za-z0-9_./-]*:[A-Za-z_][A-Za-z0-9_]*$"
+"""A Python check: ``module:function`` (a module of the suite's folder, dotted or a ``.py`` path in it)."""
+CodeCheck = Annotated[str, Field(pattern=CODE_CHECK)]
+CodeChecks = Annotated[list[CodeCheck], BeforeValidator(listed, json_schema_input_type=CodeCheck | list[CodeCheck])]
 
 Tools = Annotated[
     list[ToolCheck], BeforeValidator(_named("name"), json_schema_input_type=str | ToolCheck | list[str | ToolCheck])
@@ -186,6 +210,20 @@ class Expect(Strict):
     judge: Judges = []
     status: Literal["done", "failed", "stopped", "cancelled", "waiting"] | None = None
     """How the turn's run ended (``waiting``: paused for a person)."""
+    latency_ms: float | None = Field(None, ge=0)
+    """The turn took at most this long (milliseconds, from the message or press to the gateway settled)."""
+    check: CodeChecks = []
+    """Python checks (``module:function`` of the suite's folder, given the turn's transcript; needs
+    ``--trust-suite``): each returns true, ``(false, reason)``, a reason (failed) or raises AssertionError."""
+
+    pairwise: Annotated[
+        PairwiseCheck | None,
+        BeforeValidator(
+            lambda v: {"rubric": v} if isinstance(v, str) else v, json_schema_input_type=str | PairwiseCheck | None
+        ),
+    ] = None
+    """A rubric the models' answers are compared by, two models at a time (a run of two or more): a win, tie or
+    loss per pair, apart from pass and fail."""
 
     _inside = field_validator("files")(lambda files: in_workspace(files))
 
