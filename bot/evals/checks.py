@@ -13,8 +13,10 @@ from typing import Any
 import jsonschema
 
 from agents.guardrails import validate
+from bot.evals.pycheck import Transcript, code_check, transcript
 from bot.evals.results import CheckResult, ToolSeen
 from bot.evals.seat import TurnLog
+from bot.evals.similar import similar_checks
 from bot.evals.suite import AnswerCheck, Expect, JudgeCheck, ToolCheck
 
 SHOWN_CHARS = 300
@@ -29,6 +31,16 @@ class CheckContext:
     """Every memory of the case's store: (id, text)."""
     judge: Callable[[JudgeCheck, str], Awaitable[CheckResult]]
     """Scores the turn's answer against a rubric (given the answer)."""
+    base_dir: Path | None = None
+    """The suite's folder (where Python checks are loaded from)."""
+    index: int = 0
+    """The turn's number (from 1)."""
+    said: str = ""
+    """What the person did in the turn (``press: …`` for a button)."""
+    earlier: Sequence[Transcript] = ()
+    """The case's turns before this one, for Python checks."""
+    encoder: str = "use"
+    """The sentence encoder of ``answer.similar`` (``routing.rule.encoder``)."""
 
 
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
@@ -80,6 +92,7 @@ async def check_turn(expect: Expect, log: TurnLog, ctx: CheckContext) -> list[Ch
     out += _interrupt(expect, log)
     if expect.answer is not None:
         out += _answer(expect.answer, log.answer)
+        out += await similar_checks(expect.answer.similar, expect.answer.threshold, log.answer, ctx.encoder)
     for text in expect.notice:
         notices = log.notices
         ok = any(text.casefold() in n.casefold() for n in notices)
@@ -98,6 +111,13 @@ async def check_turn(expect: Expect, log: TurnLog, ctx: CheckContext) -> list[Ch
         )
     for rubric in expect.judge:
         out.append(await ctx.judge(rubric, log.answer))
+    if expect.latency_ms is not None:
+        ok = log.latency_ms <= expect.latency_ms
+        seen = f"{log.latency_ms:.0f} ms"
+        out.append(CheckResult(check="latency_ms", expected=f"≤ {expect.latency_ms:g} ms", passed=ok, seen=seen))
+    if expect.check:
+        seen_turn = transcript(ctx.index, ctx.said, log, ctx.workspace, ctx.earlier)
+        out += [await code_check(spec, ctx.base_dir, seen_turn) for spec in expect.check]
     return out
 
 

@@ -13,6 +13,7 @@ reach.  Without ``--trust-suite`` a run is refused before any model is called wh
   environments), a URL, endpoint or host, any ``sandbox``, the tools' ``workspace``, ``run_command``'s
   ``network`` and ``pass_env``, ``http_get``'s ``allow_private``, the OpenTelemetry exporter (``otel``);
 - folders: ``agents.dirs`` or ``agents.user_dir`` (other than none), or a suite's ``agents:`` outside its folder.
+- code: a Python check (``check: module:function``), which runs the suite's own code in this process.
 
 With ``--trust-suite`` each of these is printed as a warning before the run.
 """
@@ -27,6 +28,7 @@ from typing import Any
 
 from bot.config.secrets import SECRET_KEYS
 from bot.errors import ConfigError
+from bot.evals.pycheck import code_refs
 from bot.evals.suite import Suite
 from bot.redaction import Redaction
 
@@ -101,6 +103,9 @@ def guarded(suite: Suite, base_dir: Path) -> list[Guarded]:
     found = list(_config("config", suite.config))
     for i, case in enumerate(suite.cases):
         found += _config(f"cases[{i}].config", case.config)
+    for ref in code_refs(suite):  # a Python check runs the suite's code in this process
+        why = f"Python code of the suite's folder ({ref.spec}), run in this process"
+        found.append(Guarded(ref.path, why, ref.spec))
     root = base_dir.resolve()
     for i, folder in enumerate(suite.agents):
         pure = PurePath(folder)

@@ -64,13 +64,14 @@ cases:
         parse_suite(text, "typos.yaml")
     assert caught.value.problems == [
         "line 7: cases[0].turns[0].expect: unknown key 'agnet' (did you mean 'agent'?); known: agent, answer, "
-        "exact_tools, files, handoff, interrupt, judge, memory, no_tool, notice, status, tool",
+        "check, exact_tools, files, handoff, interrupt, judge, latency_ms, memory, no_tool, notice, pairwise, "
+        "status, tool",
         "line 8: cases[0].turns[0].expect.tool: unknown key 'nam' (did you mean 'name'?); known: args, match, "
         "name, times",
         "line 9: cases[0].turns[0].expect.interrupt: 'tool_confrim' is not one of 'tool_confirm', "
         "'plan_approval', 'ask_user', false (did you mean 'tool_confirm'?)",
         "line 10: cases[0].turns[0].expect.answer: unknown key 'contain' (did you mean 'contains'?); known: "
-        "contains, equals, ignore_case, matches, not_contains, schema",
+        "contains, equals, ignore_case, matches, not_contains, schema, similar, threshold",
         "line 11: cases[0].turns[1].user: 42 is not null or string (YAML read it as int: put it in quotes)",
     ]
     assert str(caught.value).startswith("typos.yaml: invalid suite:")
