@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+SHOWN_REASONS = 5
+"""The most reasons for skipped comparisons the report names (each with its count)."""
+
 
 class PairVerdict(BaseModel):
     """One call of the judge: the two answers in one order."""
@@ -110,15 +113,21 @@ def pairwise_lines(pairs: list[PairResult]) -> list[str]:
     if not pairs:
         return []
     judged = [p for p in pairs if p.verdicts]
-    judges = ", ".join(dict.fromkeys(p.judge for p in judged if p.judge)) or "none"
-    calls = sum(p.calls for p in judged)
-    cost = sum(p.cost for p in judged)
-    tokens = f"{sum(p.input_tokens for p in judged):,} → {sum(p.output_tokens for p in judged):,} tokens"
-    out = [f"Pairwise (judge {judges}: {calls} calls, {tokens}, ${cost:.4f}):"]
+    if judged:
+        judges = ", ".join(dict.fromkeys(p.judge for p in judged if p.judge))
+        tokens = f"{sum(p.input_tokens for p in judged):,} → {sum(p.output_tokens for p in judged):,} tokens"
+        calls = sum(p.calls for p in judged)
+        out = [f"Pairwise (judge {judges}: {calls} calls, {tokens}, ${sum(p.cost for p in judged):.4f}):"]
+    else:
+        out = ["Pairwise:"]
     out += [f"  {tally.line()}" for tally in tallies(pairs)]
     skipped: dict[str, int] = {}
     for pair in pairs:
         if pair.skipped is not None:
             skipped[pair.skipped] = skipped.get(pair.skipped, 0) + 1
-    out += [f"  {n} comparison{'s' if n > 1 else ''} skipped: {why}" for why, n in skipped.items()]
+    shown = list(skipped.items())[:SHOWN_REASONS]
+    out += [f"  {n} comparison{'s' if n > 1 else ''} skipped: {why}" for why, n in shown]
+    more = sum(n for _, n in list(skipped.items())[SHOWN_REASONS:])
+    if more:
+        out.append(f"  {more} more skipped for other reasons (see the results' pairwise)")
     return out
