@@ -10,6 +10,7 @@ reported and the main model answers instead.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from agents.models.base import Generation, Model
 from agents.models.fallback import FallbackModel
@@ -23,6 +24,10 @@ from bot.ops.metrics import Metrics
 log = logging.getLogger(__name__)
 
 PROVIDERS = ("gemini", "openai", "offline")
+
+ModelWrap = Callable[[str, Generation, Callable[[], Model]], Model]
+"""Stands between the catalog and a model it builds: given the model's label (``provider/name``), its generation
+and how to build it, the model to use (an evaluation's response cache answers recorded calls without it)."""
 
 
 def parse_spec(spec: str, default_provider: str) -> tuple[str, str]:
@@ -40,10 +45,13 @@ class ModelCatalog:
         main: Model | None = None,
         metrics: Metrics | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        wrap: ModelWrap | None = None,
     ) -> None:
         """``metrics``: every model built here (and ``main``) is measured there; ``clock``: the offline model's (it
-        reads "remind me tomorrow at 9" on it, in ``jobs.timezone``)."""
+        reads "remind me tomorrow at 9" on it, in ``jobs.timezone``); ``wrap``: around every model built here (not
+        ``main``), fallbacks included."""
         self.settings = settings
+        self.wrap = wrap
         self.clock = clock
         self.metrics = metrics
         cfg = settings.model
@@ -127,7 +135,11 @@ class ModelCatalog:
     def _single(self, provider: str, name: str, generation: Generation) -> Model:
         key = (provider, name, generation)
         if key not in self._built:
-            self._built[key] = self._observed(self._build(provider, name, generation), provider)
+            if self.wrap is None:
+                model = self._build(provider, name, generation)
+            else:
+                model = self.wrap(f"{provider}/{name}", generation, lambda: self._build(provider, name, generation))
+            self._built[key] = self._observed(model, provider)
         return self._built[key]
 
     def _observed(self, model: Model, provider: str) -> Model:

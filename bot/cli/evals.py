@@ -24,6 +24,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 import yaml
 
+from bot.cli import eval_cache
 from bot.cli.eval_saved import baseline, evals_folder, save, stored_previous
 from bot.cli.eval_setup import configured_label, unjudged, unknown_selection, unwritable
 from bot.cli.settings import ConfigOpt, cli_settings
@@ -86,6 +87,20 @@ def eval_command(
     ] = None,
     keep: Annotated[Path | None, typer.Option("--keep", help="Keep each trial's store and workspace here.")] = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the run in the store.")] = False,
+    cache: Annotated[
+        bool,
+        typer.Option("--cache/--no-cache", help="Answer a model call from an earlier run's answer to the same call."),
+    ] = True,
+    record: Annotated[
+        Path | None, typer.Option("--record", metavar="FILE", help="Write every model call's answer to a cassette.")
+    ] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option("--replay", metavar="FILE", help="Answer every model call from a cassette (no network, no key)."),
+    ] = None,
+    clear_cache: Annotated[
+        bool, typer.Option("--clear-cache", help="Remove the cached answers (then run the suite, if one is given).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="Print the suite file's JSON schema and exit.")] = False,
     compare: Annotated[
@@ -122,6 +137,10 @@ def eval_command(
     from bot.redaction import Redaction
 
     redaction = Redaction([*settings.secrets(), *Redaction.from_settings(settings).secrets])
+    if clear_cache:
+        eval_cache.clear(settings)
+        if suite_file is None and not from_traces:
+            return
     if (suite_file is None) == (not from_traces):
         typer.echo("give a suite file, or --from-traces (not both)", err=True)
         raise typer.Exit(2)
@@ -168,6 +187,7 @@ def eval_command(
     except GateError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
+    answers = eval_cache.cache_flags(cache, record, replay)
     base_dir = suite_file.parent if suite_file is not None else Path.cwd()
     source = str(suite_file) if suite_file is not None else f"traces since {since}"
     if trust_suite:
@@ -176,7 +196,20 @@ def eval_command(
         for setting in guarded(suite, base_dir):
             typer.echo(setting.warning(), err=True)
     work = _run(
-        settings, config, suite, names, base_dir, source, concurrency, repeat, budget, judge, keep, as_json, trust_suite
+        settings,
+        config,
+        suite,
+        names,
+        base_dir,
+        source,
+        concurrency,
+        repeat,
+        budget,
+        judge,
+        keep,
+        as_json,
+        trust_suite,
+        answers,
     )
     try:
         result, changes = asyncio.run(_until_signalled(work))
@@ -187,7 +220,7 @@ def eval_command(
     from bot.evals.results import redacted
 
     result = redacted(result, redaction)
-    unsaved = save(settings, result, out, junit_file, no_store)
+    unsaved = save(settings, result, out, junit_file, no_store) + eval_cache.write_cassette(answers)
     if as_json:
         typer.echo(terminal_safe(result.model_dump_json(indent=1)))
     else:
@@ -303,6 +336,7 @@ async def _run(
     keep: Path | None,
     quiet: bool,
     trust_suite: bool = False,
+    answers: eval_cache.CacheFlags | None = None,
 ) -> tuple[Any, list[str] | None]:
     from bot.evals.models import choose
     from bot.evals.report import trial_line
@@ -330,6 +364,7 @@ async def _run(
         on_trial=progress,
         source=source,
         trust_suite=trust_suite,
+        **(answers.options() if answers is not None else {}),
     )
 
     def settings_for(overrides: dict[str, Any]) -> Settings:

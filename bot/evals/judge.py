@@ -56,7 +56,8 @@ async def judge(
         return CheckResult(check="judge", expected=expected, passed=False, seen=seen, judge=record)
     usage = response.usage
     record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
-    record.cost = cost(response.model or label, usage)
+    record.cached = response.from_cache
+    record.cost = 0.0 if response.from_cache else cost(response.model or label, usage)
     verdict = _verdict(response.parsed, response.text or "")
     if verdict is None:
         seen = f"the judge did not answer with a score: {(response.text or '')[:200]!r}"

@@ -22,7 +22,7 @@ from agents.models.scripted import ScriptedModel, Step
 from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.evals.suite import Case, ScriptStep
-from bot.models import PROVIDERS, ModelCatalog, parse_spec
+from bot.models import PROVIDERS, ModelCatalog, ModelWrap, parse_spec
 
 OFFLINE = "offline"
 SCRIPTED = "scripted"
@@ -111,6 +111,14 @@ class JudgeModels:
                 provider, name = parse_spec(spec, self._catalog.provider)
                 self._made[spec] = self._catalog.build(f"{provider}/{name}")
         return self._made[spec]
+
+    def cached(self, spec: str, wrap: ModelWrap) -> Model:
+        """The judge ``spec`` names behind ``wrap`` (a trial's response cache), built only when ``wrap`` asks for it
+        (a replay does not: no key is needed)."""
+        if spec in (OFFLINE, SCRIPTED):
+            return self.get(spec)
+        provider, name = parse_spec(spec, self.settings.model.main_provider())
+        return wrap(f"{provider}/{name}", self.settings.model.generation, lambda: self.get(spec))
 
     async def aclose(self) -> None:
         for model in self._made.values():

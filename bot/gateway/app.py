@@ -30,7 +30,7 @@ from bot.gateway.console_parts import announce_console, build_console
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
 from bot.gateway.ops import OpsEndpoints
-from bot.gateway.parts import build_channels, builtin_tools, warn_unknown_references
+from bot.gateway.parts import build_channels, builtin_tools, status_of, warn_unknown_references
 from bot.gateway.scaled import ROLES, Role, ScaleOut, ScaleParts, connect_redis, make_bus
 from bot.gateway.settled import HandledEvents
 from bot.gateway.starter import ChannelStarter, Progress
@@ -44,7 +44,7 @@ from bot.jobs.tools import job_tools
 from bot.jobs.triggers import Trigger
 from bot.media.service import MediaService
 from bot.memory.service import SESSION_TOOL, MemoryService
-from bot.models import ModelCatalog
+from bot.models import ModelCatalog, ModelWrap
 from bot.ops.budgets import Budgets
 from bot.ops.metrics import Metrics
 from bot.pairing import Pairing
@@ -88,10 +88,13 @@ class Gateway:
         role: Role = "all",
         redis: Any = None,
         clock: Clock = SYSTEM_CLOCK,
+        wrap_models: ModelWrap | None = None,
     ) -> None:
         """``clock``: everything that waits on time (expiry, scheduled messages, jobs, leases, rate limits,
-        streaming, retention and flushes) reads and waits on it; tests pass a :class:`~bot.clock.FakeClock`."""
+        streaming, retention and flushes) reads and waits on it; tests pass a :class:`~bot.clock.FakeClock`.
+        ``wrap_models``: around every model the gateway builds (an evaluation's response cache)."""
         self.settings = settings
+        self.wrap_models = wrap_models
         self.clock = clock
         self.progress = progress or (lambda _line: None)
         """Start-up progress lines, for a person waiting at a terminal."""
@@ -121,7 +124,7 @@ class Gateway:
         """Scaled out (``bus.url``): the Redis client of the bus, the relay, the leases (the parts are built last)."""
         self.scale: ScaleOut | None = None
         self.metrics = Metrics()
-        self.models = ModelCatalog(self.settings, model, self.metrics, self.clock)
+        self.models = ModelCatalog(self.settings, model, self.metrics, self.clock, self.wrap_models)
         self.model = self.models.main
         self.store: SqlStore = store or store_from_settings(
             self.settings.store,
@@ -377,18 +380,8 @@ class Gateway:
         return self._started
 
     def health(self) -> dict[str, Any]:
-        if not self._started:
-            status = "starting"
-        elif not self.channels:
-            status = "no channels"
-        elif self.starter.degraded:
-            status = "degraded"
-        else:
-            status = "ok"
-        if self.role == "worker":
-            status = "ok" if self._started else "starting"
         report = {
-            "status": status,
+            "status": status_of(self._started, bool(self.channels), bool(self.starter.degraded), self.role),
             "channels": dict(self.starter.status),
             "model": self.model.name,
             "agents": len(self.catalog.agents),

@@ -60,6 +60,16 @@ def warn_unknown_references(catalog: AgentCatalog, tools: set[str], mcp_servers:
             log.warning("agent %s: %s", agent.name, problem)
 
 
+def status_of(started: bool, channels: bool, degraded: bool, role: str) -> str:
+    """The gateway's health status: starting, no channels, degraded or ok (a worker, which has no channels: ok
+    once started)."""
+    if not started:
+        return "starting"
+    if role == "worker" or not channels:
+        return "ok" if role == "worker" else "no channels"
+    return "degraded" if degraded else "ok"
+
+
 def build_channels(
     settings: Settings,
     join: Callable[[], Awaitable[None]] | None = None,
