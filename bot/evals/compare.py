@@ -382,6 +382,19 @@ def _figures(row: CaseRow) -> str:
     return f"${cost_a:.4f} → ${cost_b:.4f}, {ms_a:.0f} → {ms_b:.0f} ms"
 
 
+def _one_sided(comparison: Comparison, rows: list[CaseRow]) -> list[str]:
+    """The cases one side ran and the other did not: one line per side, not a line each."""
+    out = [f"{HEADINGS['missing']} ({len(rows)}): compared on the cases both ran"]
+    for side, name in (("left", comparison.left_run), ("right", comparison.right_run)):
+        other = "right" if side == "left" else "left"
+        only = [r.label for r in rows if all(getattr(p, other) is None for p in r.pairs)]
+        if only:
+            shown = ", ".join(only[:8]) + (f" and {len(only) - 8} more" if len(only) > 8 else "")
+            where = f"run {short(name)}" if comparison.kind == "runs" else f"{side} side"
+            out.append(f"  – only in {where} ({len(only)}): {shown}")
+    return out
+
+
 def text(comparison: Comparison, failures: int = 3) -> str:
     """Regressions first, then improvements, then changed behaviour (each with its first differing step; a
     regression with what failed), cases not in both, and a one-line summary.  Unchanged cases are counted only."""
@@ -389,6 +402,9 @@ def text(comparison: Comparison, failures: int = 3) -> str:
     for change in ("regression", "improvement", "changed", "missing"):
         rows = comparison.of(change)
         if not rows:
+            continue
+        if change == "missing":  # a run of some cases (--case, --tag): compared on what both ran, the rest named
+            out += _one_sided(comparison, rows)
             continue
         out.append(f"{HEADINGS[change]} ({len(rows)}):")
         for row in rows:

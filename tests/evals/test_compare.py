@@ -160,7 +160,7 @@ def test_compare_command(tmp_path: Path) -> None:
     assert code == 0, out
     assert out.splitlines()[0] == "Side by side: suite support: run aaaa1111 (baseline) → run bbbb2222"
     assert "  ✓→✗ greets [m]: passed → failed" in out and "answer: Hello → Bye" in out
-    assert "Not in both (1):\n  – greets [n]: not run → passed" in out
+    assert "Not in both (1): compared on the cases both ran\n  – only in run bbbb2222 (1): greets [n]" in out
     code, out = bot_eval("--compare", "aaaa1111")  # one model: with the run before it (none)
     assert code == 2 and "no earlier run of suite support" in out
     code, out = bot_eval("--compare", "bbbb2222", "--json")  # two models: side by side
