@@ -28,6 +28,24 @@ SCHEMA: dict[str, Any] = {
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
+def json_object(parsed: Any, text: str) -> dict[str, Any] | None:
+    """The JSON object a model answered (the judge's verdict, a pairwise verdict, a simulated person's action):
+    the decoded one when a schema was asked for, else the text's, in a fenced block or with words around it."""
+    if isinstance(parsed, dict):
+        return parsed
+    fenced = _FENCE.search(text)
+    candidates = [fenced.group(1)] if fenced else []
+    start, end = text.find("{"), text.rfind("}")
+    candidates += [text.strip()] + ([text[start : end + 1]] if 0 <= start < end else [])
+    for candidate in candidates:
+        try:
+            found = json.loads(candidate)
+        except ValueError:
+            continue
+        return found if isinstance(found, dict) else None
+    return None
+
+
 def prompt_of(said: str, answer: str, rubric: str) -> str:
     return f"<Message>\n{said}\n</Message>\n<Answer>\n{answer}\n</Answer>\n<Rubric>\n{rubric}\n</Rubric>"
 
@@ -70,14 +88,8 @@ async def judge(
 
 
 def _verdict(parsed: Any, text: str) -> tuple[float, str] | None:
-    data = parsed
-    if not isinstance(data, dict):
-        match = _FENCE.search(text)
-        try:
-            data = json.loads(match.group(1) if match else text)
-        except ValueError:
-            return None
-    if not isinstance(data, dict):
+    data = json_object(parsed, text)
+    if data is None:
         return None
     try:
         score = float(data["score"])

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import random
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from agents.messages import Message
 from agents.models.base import Model, ModelError, Usage
 from bot.errors import ConfigError
+from bot.evals.judge import json_object
 from bot.evals.pairs import PairResult, PairVerdict
 
 if TYPE_CHECKING:
@@ -56,7 +55,6 @@ UNJUDGING = ("offline", "scripted")
 """What cannot judge: the offline stand-in, a scripted model."""
 NOWHERE = Path("/nonexistent/bot-eval-pairwise")
 """The folder a comparison's cache keys leave out (a trial's own folder; a comparison has none)."""
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
 def cost_at(settings: Settings) -> Callable[[str, Usage], float]:
@@ -288,14 +286,8 @@ def _named(verdict: PairVerdict, models: list[str]) -> str:
 
 
 def _winner(parsed: Any, text: str) -> tuple[str, str] | None:
-    data = parsed
-    if not isinstance(data, dict):
-        match = _FENCE.search(text)
-        try:
-            data = json.loads(match.group(1) if match else text)
-        except ValueError:
-            return None
-    if not isinstance(data, dict):
+    data = json_object(parsed, text)
+    if data is None:
         return None
     said = str(data.get("winner") or "").strip().strip("\"'").lower()
     winner = {"a": "A", "answer a": "A", "b": "B", "answer b": "B", "tie": "tie"}.get(said)

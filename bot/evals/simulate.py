@@ -14,7 +14,6 @@ simulator's), toward ``--budget`` and toward the conversation's ``max_cost``.  T
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from agents.models.scripted import ScriptedModel
 from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.evals.checks import CheckContext, check_turn
+from bot.evals.judge import json_object
 from bot.evals.models import OFFLINE, SCRIPTED, JudgeModels, ModelChoice, choose
 from bot.evals.results import JUDGE_FAILED, CheckResult, SimulatorRecord, TrialResult, TurnResult
 from bot.evals.seat import GatewayUnderTest, Seat, TurnLog
@@ -54,7 +54,6 @@ SCHEMA: dict[str, Any] = {
 }
 BOT_CHARS = 2000
 """A bot message in the transcript is cut here."""
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ class Action:
 def action_of(parsed: Any, text: str) -> Action | str:
     """The simulator's answer as an action; or what is wrong with it.  JSON in a fenced block, or with words
     around it, is taken (repaired) as it is."""
-    data = parsed if isinstance(parsed, dict) else _object_in(text)
+    data = json_object(parsed, text)
     if not isinstance(data, dict):
         return f"not a JSON object: {text.strip()[:200]!r}"
     given = [k for k in ("say", "press", "done") if data.get(k) not in (None, False, "")]
@@ -84,19 +83,6 @@ def action_of(parsed: Any, text: str) -> Action | str:
     if not isinstance(value, str) or not value.strip():
         return f"{key} is text: {json.dumps(data, ensure_ascii=False)[:200]}"
     return Action(say=value.strip()) if key == "say" else Action(press=value.strip())
-
-
-def _object_in(text: str) -> Any:
-    fenced = _FENCE.search(text)
-    candidates = [fenced.group(1)] if fenced else []
-    start, end = text.find("{"), text.rfind("}")
-    candidates += [text.strip()] + ([text[start : end + 1]] if 0 <= start < end else [])
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
-    return None
 
 
 # -- which model plays the person -----------------------------------------------------------------------------
