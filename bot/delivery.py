@@ -28,7 +28,7 @@ from bot.events import OutboundMessage
 from bot.store.base import StoreError
 
 if TYPE_CHECKING:
-    from bot.store.runs import InterruptRow
+    from bot.store.rows import InterruptRow
 
 log = logging.getLogger(__name__)
 

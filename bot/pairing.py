@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.pairing import PairingSection
 from bot.events import ChatKey, InboundMessage, OutboundMessage
-from bot.store.pairing import PairingStore, WaitingCode, normal_code, shown_code
-from bot.store.runs import RunStore
+from bot.store.ports import AuditLog, PairingRepo
+from bot.store.values import WaitingCode, normal_code, shown_code
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +56,7 @@ class PairingDesk:
 class Pairing:
     """Who was let in by pairing (asked of the store, kept while known), and the codes' life cycle."""
 
-    def __init__(
-        self, config: PairingSection, store: PairingStore, runs: RunStore, clock: Clock = SYSTEM_CLOCK
-    ) -> None:
+    def __init__(self, config: PairingSection, store: PairingRepo, runs: AuditLog, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
         self.store = store
         self.runs = runs

@@ -93,7 +93,7 @@ def list_command(config: ConfigOpt = None) -> None:
     settings = cli_settings(config, secrets=False)
 
     async def act(pairing: Pairing, access: AccessPolicy) -> list[str]:
-        from bot.store.pairing import shown_code
+        from bot.store.values import shown_code
 
         now = pairing.clock.utcnow()
         waiting, paired = await pairing.store.waiting(), await pairing.store.paired()
@@ -167,9 +167,12 @@ async def _tell(pairing: Pairing, message: OutboundMessage) -> None:
     sent once, whichever runs; a bot that is down sends it at its next start (within ``jobs.grace_s``)."""
     from bot.jobs.triggers import Trigger
     from bot.store.jobs import JobStore
+    from bot.store.pairing import PairingStore
 
+    held = pairing.store
+    assert isinstance(held, PairingStore), "built on the SQL store by _with_pairing"
     now = pairing.clock.utcnow().replace(tzinfo=UTC)
-    jobs = JobStore(pairing.store.store, Trigger)
+    jobs = JobStore(held.store, Trigger)
     await jobs.add(
         chat_key=str(message.chat), owner=cli_actor(), name="let in", trigger=Trigger.once(now.isoformat(), "UTC"),
         action="notice", text=message.text, agent=None, first=now, max_per_chat=1_000_000, max_per_user=1_000_000,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.access import AccessPolicy
 from bot.commands.context import CommandContext
 from bot.commands.registry import CommandCall
-from bot.store.ops import utcnow
+from bot.store.values import utcnow
 from bot.tracing.recorder import timeline
 
 CANCEL_OWN = " (/cancel stops a request of your own.)"

@@ -14,7 +14,7 @@ from bot.memory.service import MemoryService
 from bot.routing.policy import RoutePolicy
 from bot.runs.scheduled import ScheduledMessages
 from bot.store.base import Store
-from bot.store.runs import RunStore
+from bot.store.ports import Runs
 from bot.tracing.recorder import Tracing
 
 
@@ -24,7 +24,7 @@ class CommandContext:
     commands: CommandRegistry
     """For ``/help``."""
     store: Store
-    runs: RunStore
+    runs: Runs
     interrupts: InterruptService
     routes: RoutePolicy
     delivery: Delivery

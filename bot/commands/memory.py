@@ -16,7 +16,7 @@ from bot.events import OutboundFile, OutboundMessage
 from bot.ids import new_id
 from bot.memory.forgetting import Forgotten
 from bot.memory.service import MemoryService, identity_of
-from bot.store.ops import utcnow
+from bot.store.values import utcnow
 
 USAGE = (
     "Usage: /memory | /memory forget ID|all | /memory export | /memory link [CODE] | /memory unlink"

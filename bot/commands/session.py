@@ -14,7 +14,7 @@ from bot.commands.registry import CommandCall
 from bot.config.settings import ConfigError
 from bot.models import ModelCatalog, parse_spec
 from bot.ops.budgets import Budgets
-from bot.store.ops import utcnow
+from bot.store.values import utcnow
 
 MODEL_SETTING = "model"
 """The chat setting (per ``channel:chat_id``) naming the model its runs use; the run manager reads it."""

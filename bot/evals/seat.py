@@ -27,8 +27,7 @@ from bot.inbox import Inbox
 from bot.models import ModelWrap
 from bot.ops.budgets import Budgets
 from bot.routing import Router
-from bot.store.repos import SqlRepos
-from bot.store.runs import RunStore
+from bot.store.ports import Repos, Runs
 from bot.tracing.event import TraceEvent
 from bot.tracing.recorder import Tracing
 
@@ -44,7 +43,7 @@ class GatewayUnderTest(Protocol):
     def inbox(self) -> Inbox: ...
 
     @property
-    def runs(self) -> RunStore: ...
+    def runs(self) -> Runs: ...
 
     @property
     def tracing(self) -> Tracing: ...
@@ -53,7 +52,7 @@ class GatewayUnderTest(Protocol):
     def budgets(self) -> Budgets | None: ...
 
     @property
-    def repos(self) -> SqlRepos: ...
+    def repos(self) -> Repos[Any]: ...
 
     @property
     def router(self) -> Router: ...

@@ -20,9 +20,7 @@ from bot.ops.metrics import Metrics
 from bot.pairing import Pairing, PairingDesk
 from bot.routing.policy import RoutePolicy
 from bot.runs.context import ToolPool
-from bot.store.repos import SqlRepos
-from bot.store.runs import RunStore
-from bot.store.sql import SqlStore
+from bot.store.ports import ChatStore, Repos, Runs
 from bot.tracing.recorder import Tracing
 from bot.web.actions import ConsoleActions, Submit
 from bot.web.auth import Sessions
@@ -42,9 +40,6 @@ class ConsoleHost(Protocol):
 
     settings: Settings
     clock: Clock
-    store: SqlStore
-    repos: SqlRepos
-    runs: RunStore
     tracing: Tracing
     routes: RoutePolicy
     metrics: Metrics
@@ -57,6 +52,15 @@ class ConsoleHost(Protocol):
     delivery: Delivery
     handled: HandledEvents | None
     channels: list[Channel]
+
+    @property
+    def store(self) -> ChatStore: ...
+
+    @property
+    def repos(self) -> Repos[Any]: ...
+
+    @property
+    def runs(self) -> Runs: ...
 
     def health(self) -> dict[str, Any]: ...
 
@@ -89,7 +93,7 @@ def build_console(g: ConsoleHost, submit: Submit) -> WebConsole:
     return WebConsole(
         g.settings.web,
         data=ConsoleData(g.repos.console, g.runs, g.tracing, g.routes, g.repos.evals),
-        actions=ConsoleActions(g.store, g.runs, submit, tools_of, handled=g.handled),
+        actions=ConsoleActions(g.store, g.runs, submit, tools_of, handled=g.handled, clock=g.clock),
         sessions=Sessions(g.settings.web, g.repos.web_sessions, g.clock),
         health=health,
         clock=g.clock,

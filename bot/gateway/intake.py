@@ -54,7 +54,7 @@ from bot.inbox import InboxClosed, NotStored, Receipt
 from bot.limits import TokenBuckets
 from bot.ops.metrics import Metrics
 from bot.store.base import EventLog, StoreError
-from bot.store.ops import Step
+from bot.store.values import Change
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ class DurableInbox:
                 self._release(event.chat)
         return receipts
 
-    async def _receive_early(self, admitted: Sequence[tuple[int, InboundEvent]], steps: Sequence[Step]) -> list[bool]:
+    async def _receive_early(self, admitted: Sequence[tuple[int, InboundEvent]], steps: Sequence[Change]) -> list[bool]:
         """Hand the events on before their rows commit, so that each handler's first write (the event marked
         handled) carries its row: one commit instead of two (:meth:`EventLog.receive_held`).  The platform still
         hears "received" only once the rows are durable: this waits for them.

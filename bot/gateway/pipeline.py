@@ -24,8 +24,8 @@ from bot.config.settings import RoutingSection
 from bot.events import ChatKey, InboundEvent, OutboundMessage, Sender, event_key
 from bot.routing import RouteDecision
 from bot.runs.catalog import AgentDef
-from bot.store.ops import Step
 from bot.store.rows import InterruptRow
+from bot.store.values import Change
 
 STAGE_NAMES = ("identify", "access", "addressed", "command", "media", "pending", "route", "run")
 """The stages in the order every inbound event meets them (:func:`bot.gateway.stages.build_stages` builds them
@@ -102,7 +102,7 @@ class Stage(Protocol):
 class Desk(Protocol):
     """What the pipeline and its stages do to an event besides deciding: mark it, speak, track its request."""
 
-    async def mark(self, turn: Turn, message: Message | None = None, *, extra: Sequence[Step] = ()) -> bool:
+    async def mark(self, turn: Turn, message: Message | None = None, *, extra: Sequence[Change] = ()) -> bool:
         """Mark the event handled (with ``message`` and ``extra`` in the same write); False: handled before."""
 
     async def send(self, message: OutboundMessage) -> str | None: ...

@@ -35,8 +35,7 @@ from bot.scale.leases import Leases, process_name
 from bot.scale.packing import packing
 from bot.scale.relay import OutboundRelay, RemoteChannel
 from bot.scale.streams import PREFIX, RedisBus, owner_of, text_of
-from bot.store.runs import RunStore
-from bot.store.sql import SqlStore
+from bot.store.ports import PartitionedStore, Runs
 from channels.base import Exclusive
 
 
@@ -46,8 +45,8 @@ class ScaleParts:
     once every one of these exists)."""
 
     settings: Settings
-    store: SqlStore
-    runs: RunStore
+    store: PartitionedStore
+    runs: Runs
     manager: RunManager
     interrupts: InterruptService
     scheduled: ScheduledMessages

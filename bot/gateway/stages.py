@@ -22,8 +22,8 @@ from bot.routing import parse_target, routing_notice
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.manager import RunManager
-from bot.store.ports import ChatReads
-from bot.store.runs import RunRow, RunStore
+from bot.store.ports import ChatReads, Runs
+from bot.store.rows import RunRow
 from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class Addressed:
     """Messages with something in them, meant for the bot: addressed to it, or from the person a pending request
     waits for."""
 
-    runs: RunStore
+    runs: Runs
     settings: Settings
     name: ClassVar[str] = "addressed"
     tracked: ClassVar[bool] = False
@@ -214,7 +214,7 @@ class Route:
 class Run:
     """In ONE write: the event marked handled, the message stored, the run recorded; then the run goes."""
 
-    runs: RunStore
+    runs: Runs
     store: ChatReads
     manager: RunManager
     tracing: Tracing | None
@@ -274,7 +274,7 @@ class StageParts:
     access: AccessPolicy
     desk: Desk
     store: ChatReads
-    runs: RunStore
+    runs: Runs
     commands: CommandRegistry
     interrupts: InterruptService
     routes: RoutePolicy

@@ -35,15 +35,14 @@ from bot.gateway.stages import StageParts, build_stages
 from bot.gateway.turns import ChatTurns
 from bot.interrupts.service import InterruptService
 from bot.media.intake import MediaIntake
+from bot.retry import Backoff, retry
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog
 from bot.runs.manager import RunManager
-from bot.store.base import EventNotStored, StoreError
-from bot.store.ops import Step
-from bot.store.ports import TurnStore
+from bot.store.base import EventNotStored, StoreError, StoreUnavailable
+from bot.store.ports import Runs, TurnStore
 from bot.store.retry import DELAYED
-from bot.store.runs import RunStore
-from bot.store.writer import StoreUnavailable
+from bot.store.values import Change
 from bot.tracing.context import correlated
 from bot.tracing.recorder import Tracing
 
@@ -60,6 +59,8 @@ RETRY_FIRST_S = 0.25
 """The first wait before trying a refused write again; each next wait doubles ..."""
 RETRY_CAP_S = 5.0
 """... up to this: once the database answers again, a waiting chat goes on within about this long."""
+BACKOFF = Backoff(first_s=RETRY_FIRST_S, cap_s=RETRY_CAP_S)
+"""The waits between tries of a refused write (:func:`bot.retry.retry`)."""
 RETRY_FOR_S = 3600.0
 """How long a write the database cannot take *now* (:class:`StoreUnavailable`) is tried again.  Past it, the event
 stays stored and pending (the next start takes it up) and the chat's queue moves on."""
@@ -81,7 +82,7 @@ class Supervisor:
     catalog: AgentCatalog
     manager: RunManager
     interrupts: InterruptService
-    runs: RunStore
+    runs: Runs
     routes: RoutePolicy
     commands: CommandRegistry
     access: AccessPolicy
@@ -210,40 +211,69 @@ class Supervisor:
 
     # -- marking handled ----------------------------------------------------------------------
 
-    async def mark(self, turn: Turn, message: Message | None = None, *, extra: Sequence[Step] = ()) -> bool:
+    async def mark(self, turn: Turn, message: Message | None = None, *, extra: Sequence[Change] = ()) -> bool:
         """Mark the turn's event handled (with ``message`` and ``extra`` in the same write); False: handled before.
 
         A write the database refuses is tried again (see the module docstring) in the chat's place; False only
         when it gave up (the event stays pending, and the person was told).
         """
-        key, chat = turn.key, turn.chat
-        delay, waited, attempt = RETRY_FIRST_S, 0.0, 0
-        while True:
-            attempt += 1
-            try:
-                accepted = await self.store.accept(key, turn.chat_key, message, extra=extra)
-            except EventNotStored as exc:
-                log.warning(NOT_STORED_LOG, chat, key, exc)
+        key = turn.key
+        try:  # the first try here, any others in _mark_again: a write that goes through costs no retry machinery
+            accepted = await self.store.accept(key, turn.chat_key, message, extra=extra)
+        except EventNotStored as exc:
+            log.warning(NOT_STORED_LOG, turn.chat, key, exc)
+            return False
+        except StoreError as exc:
+            again = await self._mark_again(turn, message, extra, exc)
+            if again is None:
                 return False
-            except StoreError as exc:
-                unavailable = isinstance(exc, StoreUnavailable)
-                if (waited >= RETRY_FOR_S) if unavailable else (attempt >= RETRY_ATTEMPTS):
-                    log.error("chat %s: gave up saving event %s after %d attempts: %s", chat, key, attempt, exc)
-                    kept = " It is kept: I will take it up after my next restart." if unavailable else " Please resend."
-                    await self.notice(chat, NOT_SAVED + kept)
-                    return False
-                if attempt == 1:
-                    log.warning("chat %s: could not save event %s (trying again): %s", chat, key, exc)
-                    self._tell_delayed(chat)
-                await self.clock.sleep(delay)
-                waited += delay
-                delay = min(RETRY_CAP_S, delay * 2)
-                continue
-            if attempt > 1:
-                log.info("chat %s: saved event %s at attempt %d, %.1f s late", chat, key, attempt, waited)
-            if self.handled is not None:
-                self.handled.handled(key)
-            return accepted
+            accepted = again
+        if self.handled is not None:
+            self.handled.handled(key)
+        return accepted
+
+    async def _mark_again(
+        self, turn: Turn, message: Message | None, extra: Sequence[Change], first: StoreError
+    ) -> bool | None:
+        """:meth:`mark`'s write, refused at the first try, tried again on :data:`BACKOFF` (see the module docstring);
+        None when it gave up (the event stays pending, and the person was told)."""
+        key, chat = turn.key, turn.chat
+        attempt, waited = 1, 0.0
+
+        def delay_after(exc: Exception, _try: int) -> float | None:
+            if isinstance(exc, EventNotStored) or not isinstance(exc, StoreError):
+                return None
+            gave_up = waited >= RETRY_FOR_S if isinstance(exc, StoreUnavailable) else attempt >= RETRY_ATTEMPTS
+            return None if gave_up else BACKOFF.delay(attempt)
+
+        async def write() -> bool:
+            nonlocal attempt
+            attempt += 1
+            return await self.store.accept(key, turn.chat_key, message, extra=extra)
+
+        def waiting(_exc: Exception, _try: int, delay: float) -> None:
+            nonlocal waited
+            waited += delay
+
+        try:
+            delay = delay_after(first, 1)
+            if delay is None:
+                raise first
+            log.warning("chat %s: could not save event %s (trying again): %s", chat, key, first)
+            self._tell_delayed(chat)
+            await self.clock.sleep(delay)
+            waited = delay
+            accepted = await retry(write, delay_after, clock=self.clock, on_retry=waiting)
+        except EventNotStored as exc:
+            log.warning(NOT_STORED_LOG, chat, key, exc)
+            return None
+        except StoreError as exc:
+            log.error("chat %s: gave up saving event %s after %d attempts: %s", chat, key, attempt, exc)
+            kept = " It is kept: I will take it up after my next restart." if isinstance(exc, StoreUnavailable) else ""
+            await self.notice(chat, NOT_SAVED + (kept or " Please resend."))
+            return None
+        log.info("chat %s: saved event %s at attempt %d, %.1f s late", chat, key, attempt, waited)
+        return accepted
 
     def _tell_delayed(self, chat: ChatKey) -> None:
         """Say that the answer is delayed, at most once per chat per ``limits.notice_interval_s``; off the chat's

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agents.resolutions import Answer, Resolution
 from bot.interrupts.text import yes_no
 from bot.redaction import asks_for_secret, keep_out
-from bot.store.runs import InterruptRow
+from bot.store.rows import InterruptRow
 
 
 def kept_out(row: InterruptRow, resolution: Resolution) -> Resolution:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from agents.resolutions import Answer, PlanDecision, Resolution, ToolDecision
 from bot.events import ConsoleInput
 from bot.interrupts.text import SHOW_ALL
-from bot.store.runs import InterruptRow
+from bot.store.rows import InterruptRow
 
 CONSOLE_CHOICES = {
     "tool_confirm": {"a", "d", "g", "e"},

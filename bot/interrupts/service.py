@@ -32,9 +32,9 @@ from bot.interrupts.console import console_refusal, console_resolution
 from bot.interrupts.expiry import ExpiryTimers
 from bot.interrupts.text import SHOW_ALL, buttons_for, parse_payload, yes_no
 from bot.store.base import EventNotStored, StoreError
-from bot.store.ports import ChatReads
+from bot.store.ports import ChatReads, Runs
 from bot.store.retry import DELAYED, until_stored
-from bot.store.runs import InterruptRow, RunRow, RunStore
+from bot.store.rows import InterruptRow, RunRow
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class InterruptService:
 
     def __init__(
         self,
-        runs: RunStore,
+        runs: Runs,
         manager: PausedRuns,
         delivery: Delivery,
         timers: ExpiryTimers,

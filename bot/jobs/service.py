@@ -25,9 +25,9 @@ from bot.config.jobs import JobsSection
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender, event_key
 from bot.jobs.triggers import Trigger, TriggerError, zone
 from bot.redaction import redact_text
-from bot.store.jobs import Job as StoredJob
-from bot.store.jobs import JobLimit
 from bot.store.ports import Change, JobRepo
+from bot.store.values import Job as StoredJob
+from bot.store.values import JobLimit
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,8 @@ from typing import Any
 
 from bot.memory.summary import without_facts
 from bot.memory.text import STOPWORDS, WORD
-from bot.store.ops import to_json
 from bot.store.ports import ScrubRepo
-from bot.store.values import Rewrite
+from bot.store.values import Rewrite, to_json
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from bot.memory.forgetting import Forgotten, Scrubber
 from bot.memory.summary import Summariser, to_fold
 from bot.memory.text import estimate_tokens, query_terms
 from bot.redaction import find_secret
-from bot.store.cache import ChatState
-from bot.store.memory import MemoryFull, MemoryHit
+from bot.store.chat_state import ChatState
 from bot.store.ports import ChatReads, MemoryRepo, ScrubRepo
+from bot.store.values import MemoryFull, MemoryHit
 
 log = logging.getLogger(__name__)
 

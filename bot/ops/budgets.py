@@ -31,7 +31,7 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.ops import BudgetsSection, Limits
 from bot.events import ChatKey
 from bot.store.ports import UsageRepo
-from bot.store.usage import Spent
+from bot.store.values import Spent
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ from bot.ops.budgets import Budgets
 from bot.ops.metered import BudgetedModel
 from bot.runs.catalog import AgentDef
 from bot.runs.ledger import RunLedger
-from bot.store.cache import ChatState
-from bot.store.ports import ChatReads
-from bot.store.runs import RunRow, RunStore
+from bot.store.chat_state import ChatState
+from bot.store.ports import ChatReads, Runs
+from bot.store.rows import RunRow
 from bot.tracing.recorder import Tracing
 
 TOOLSETS_KEPT = 256
@@ -91,7 +91,7 @@ class RunContexts:
 
     settings: Settings
     store: ChatReads
-    runs: RunStore
+    runs: Runs
     model: Model
     tools: ToolSource
     emit: Callable[[ChatKey, str], Awaitable[None]]
@@ -162,8 +162,7 @@ class RunContexts:
             correlation_id=run.correlation_id,
             user_id=run.user_id,
             run_id=run.id,
-            tools=toolset.tools,
-            needs_confirmation=toolset.needs_approval,
+            toolset=toolset,
             ledger=RunLedger(self.runs, resumed, rerun),
             system_extra=extra,
             # Handoffs are tools of ReAct agents; chat agents have no tools and plans run their own steps.

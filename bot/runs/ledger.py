@@ -7,7 +7,7 @@ from typing import Any
 from agents.messages import ToolCall
 from agents.tools.ledger import LedgerEntry, args_key
 from bot.redaction import redact_value
-from bot.store.runs import RunStore
+from bot.store.ports import LedgerRepo
 
 
 class RunLedger:
@@ -18,7 +18,7 @@ class RunLedger:
     model names its calls anew.
     """
 
-    def __init__(self, runs: RunStore, resumed: bool, rerun: list[LedgerEntry] | None = None) -> None:
+    def __init__(self, runs: LedgerRepo, resumed: bool, rerun: list[LedgerEntry] | None = None) -> None:
         self.runs = runs
         self.resumed = resumed
         self._local: dict[tuple[str, str], LedgerEntry] = {}

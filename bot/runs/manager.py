@@ -45,9 +45,9 @@ from bot.ops.metrics import Metrics
 from bot.runs.catalog import AgentCatalog, AgentDef
 from bot.runs.context import ModelSource, RunContexts, ToolPool, ToolSource
 from bot.runs.streaming import ReplyStream
-from bot.store.ports import ChatReads
+from bot.store.ports import ChatReads, Runs
 from bot.store.retry import DELAYED, until_stored
-from bot.store.runs import InterruptRow, RunRow, RunStore
+from bot.store.rows import InterruptRow, RunRow
 from bot.tracing.context import correlated
 from bot.tracing.recorder import Tracing
 
@@ -62,7 +62,7 @@ TYPING_AFTER_S = 1.0  # a run still working after this long shows the typing ind
 class RunManager:
     settings: Settings
     store: ChatReads
-    runs: RunStore
+    runs: Runs
     catalog: AgentCatalog
     model: Model
     delivery: Delivery
@@ -151,22 +151,15 @@ class RunManager:
             log.error("run %s: %s", run.id, exc)
             await self.finish(run, "failed", [], _notice(chat, f"⚠️ I cannot continue this request: {exc}."))
             return
-        agent = self.catalog.get(state.agent)
-        resume = getattr(agent.runner, "resume", None) if agent is not None else None
-        if agent is None or resume is None:
-            reason = f"the agent {state.agent!r} is no longer available"
-            await self.finish(run, "failed", [], _notice(chat, f"⚠️ I cannot continue this request: {reason}."))
+        ports = _RunPorts(self, run)
+        loop = AgentLoop(self.catalog, ports, self.loop_settings)
+        resumed = await loop.resume(state, resolution)
+        if isinstance(resumed, Stopped):
+            await self.finish(run, "failed", resumed.messages, _notice(chat, resumed.text))
             return
         if not running:
             self.runs.set_run_later(run.id, status="running")
-        chain, handoff, position = state.chain, state.handoff_context(), state.position()
-        ctx = await self.contexts.build(
-            run, agent, resumed=True, chain=chain, handoff=handoff, query=state.query(), graph=position
-        )
-        leg = Leg(agent, ctx, chain, state.message(), state.prefix(), handoff, position)
-        ports = _RunPorts(self, run)
-        loop = AgentLoop(self.catalog, ports, self.loop_settings)
-        await self._drive(run, loop, ports, leg, lambda: resume(ctx, state.state, resolution))
+        await self._drive(run, loop, ports, resumed.leg, resumed.step)
 
     def _stream(self, run: RunRow) -> ReplyStream | None:
         """The answer shown as it is written, where the channel streams (``channels.<name>.streaming``)."""
@@ -341,11 +334,12 @@ class _RunPorts:
         handoff: HandoffContext | None,
         query: str,
         graph: GraphPosition | None,
+        resumed: bool = False,
     ) -> RunContext:
         if not isinstance(agent, AgentDef):
             raise TypeError(f"not an agent of the catalog: {agent!r}")
         return await self.manager.contexts.build(
-            self.run, agent, resumed=False, chain=chain, handoff=handoff, query=query, graph=graph, rerun=self.rerun
+            self.run, agent, resumed=resumed, chain=chain, handoff=handoff, query=query, graph=graph, rerun=self.rerun
         )
 
     async def notify(self, text: str) -> None:

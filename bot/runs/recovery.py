@@ -28,8 +28,8 @@ from bot.fencing import NO_FENCES, Fences, LeaseLost, fenced
 from bot.ids import new_id
 from bot.interrupts.service import DENIED_EXPIRED, InterruptService
 from bot.runs.manager import RunManager
-from bot.store.rows import OutboxRow
-from bot.store.runs import RunRow, RunStore
+from bot.store.ports import Runs
+from bot.store.rows import OutboxRow, RunRow
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class RecoveryReport:
 
 
 async def recover(
-    runs: RunStore,
+    runs: Runs,
     manager: RunManager,
     interrupts: InterruptService,
     owns: Callable[[str], bool] | None = None,
@@ -86,7 +86,7 @@ async def recover(
 
 
 async def recovery_work(
-    runs: RunStore, manager: RunManager, report: RecoveryReport, owns: Callable[[str], bool] | None = None
+    runs: Runs, manager: RunManager, report: RecoveryReport, owns: Callable[[str], bool] | None = None
 ) -> dict[str, ChatWork]:
     """Per chat (of those ``owns`` selects): what a crash left unfinished there, to be run in the chat's order
     (a worker runs it as the first work of the chat's lane, beside the partition's new messages)."""
@@ -107,7 +107,7 @@ async def recovery_work(
 
 
 async def _recover_chat(
-    unsent: list[OutboxRow], cut: list[RunRow], runs: RunStore, manager: RunManager, report: RecoveryReport
+    unsent: list[OutboxRow], cut: list[RunRow], runs: Runs, manager: RunManager, report: RecoveryReport
 ) -> None:
     """Send the chat's committed replies in order, then finish its runs (:class:`LeaseLost` goes through)."""
     for entry in unsent:
@@ -126,7 +126,7 @@ async def _recover_chat(
             report.reported.append(run.id)
 
 
-async def _recover_run(run: RunRow, runs: RunStore, manager: RunManager, report: RecoveryReport) -> None:
+async def _recover_run(run: RunRow, runs: Runs, manager: RunManager, report: RecoveryReport) -> None:
     latest = await runs.latest_interrupt(run.id)
     if latest is not None and latest.status == "pending":
         return  # waiting for a human; expiry is reconciled afterwards

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agents.messages import Message
 
 if TYPE_CHECKING:
-    from bot.store.ops import Step
+    from bot.store.values import Change
 
 
 class StoreError(RuntimeError):
@@ -23,6 +23,12 @@ class EventNotStored(StoreError):
     """A handler's first write that carried its event's held insert (:meth:`EventLog.receive_held`) failed: the
     event was not stored either, and the intake told the platform so (it delivers the event again).  The handler
     stops; the redelivery is handled instead."""
+
+
+class StoreUnavailable(StoreError):
+    """The database could not take the write *now*: the disk is full, the file is locked, the server is gone or
+    short of resources.  Nothing was committed, and the same write may well succeed later (a caller that can wait
+    retries it); any other :class:`StoreError` may be the write's own fault (a constraint, bad data)."""
 
 
 class Store(Protocol):
@@ -73,13 +79,13 @@ class SettingsReader(Protocol):
 class EventLog(Protocol):
     """The inbox table as the intake uses it: store events before they are acknowledged, find unhandled ones."""
 
-    def receive_step(self, event_key: str, chat_key: str, kind: str, event_json: str) -> Step:
+    def receive_step(self, event_key: str, chat_key: str, kind: str, event_json: str) -> Change:
         """The insert of one inbound event (no row when it was seen before)."""
 
-    async def receive(self, steps: Sequence[Step]) -> list[bool]:
+    async def receive(self, steps: Sequence[Change]) -> list[bool]:
         """Commit the inserts in one transaction; which of them were new."""
 
-    def receive_held(self, event_key: str, step: Step) -> Awaitable[bool]:
+    def receive_held(self, event_key: str, step: Change) -> Awaitable[bool]:
         """The insert ``step`` of an event handled in this process right away: committed with the handler's first
         write when that comes within two turns of the loop, else on its own; awaited, whether the row is new
         (raises :class:`StoreError` when it was not committed).  Not a coroutine: the insert waits from now on."""

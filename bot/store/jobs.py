@@ -10,47 +10,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from bot.ids import new_id
-from bot.store.ops import Step, outbox_step, steps_of, utcnow
+from bot.store.ops import Step, outbox_step, steps_of
 from bot.store.sql import SqlStore
-from bot.store.values import Change, Committed, StoredTrigger, TriggerReader
+from bot.store.values import LIVE, Change, Committed, Job, JobLimit, StoredTrigger, TriggerReader, utcnow
+
+__all__ = ["LIVE", "Job", "JobLimit", "JobStore"]
 
 T = TypeVar("T", bound=StoredTrigger)
 
-Action = Literal["message", "prompt", "notice"]
-"""``notice``: a fixed text sent once as it is (no ⏰), e.g. ``bot pair approve`` telling the person let in."""
-LIVE = ("active", "paused")
-"""Statuses that count towards the limits."""
 _COLUMNS = (
     "id, chat_key, owner, name, trigger, action, text, agent, status, next_fire_at, last_fire_at, fires, created_at"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Job(Generic[T]):
-    id: str
-    chat_key: str
-    owner: str
-    """The account that made it (``channel:user_id``): its runs are that person's (budgets, confirmations)."""
-    name: str
-    trigger: T
-    action: Action
-    text: str
-    agent: str | None
-    status: str
-    """``active``, ``paused``, ``done`` (a one-time job that fired) or ``deleted``."""
-    next_fire_at: datetime | None
-    last_fire_at: datetime | None
-    fires: int
-    created_at: datetime
-
-
-class JobLimit(Exception):
-    """Too many jobs in the chat, or of the person; the message says which and how many."""
 
 
 class JobStore(Generic[T]):

@@ -13,33 +13,22 @@ import base64
 import struct
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from bot.ids import new_code, new_id
-from bot.store.cache import ChatState, Lru
+from bot.store.cache import Lru
+from bot.store.chat_state import ChatState
 from bot.store.fulltext import fts5_alternatives, fts5_query, grams, owner_token, tsquery
-from bot.store.ops import Step, steps_of, utcnow
+from bot.store.ops import Step, steps_of
 from bot.store.rows import timestamp
 from bot.store.sql import SqlStore
-from bot.store.values import Change
+from bot.store.values import Change, MemoryFull, MemoryHit, utcnow
+
+__all__ = ["MemoryFull", "MemoryHit", "MemoryStore"]
 
 SEARCH = "search"
 """PostgreSQL's searched text: the stored ``tsvector`` column of migration 0008 (GIN-indexed)."""
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryHit:
-    id: int
-    text: str
-    created_at: datetime
-    source: str = ""
-    score: float = 0.0
-
-
-class MemoryFull(Exception):
-    """The person has ``memory.max_items`` memories already."""
 
 
 SHARED_EMPTY_S = 30.0

@@ -8,7 +8,7 @@ from typing import Any
 
 from agents.messages import Message
 from bot.redaction import redact_json
-from bot.store.cache import ChatState
+from bot.store.chat_state import ChatState
 from bot.store.ops import INSERT_MESSAGE, INSERT_MESSAGES_HEAD, MESSAGE_ROW, Step
 
 

@@ -10,15 +10,15 @@ writes in one transaction and hands each its :class:`WriteResult`.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from itertools import chain
 from typing import Any
+
+from bot.store.values import utcnow
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -82,9 +82,6 @@ class WriteResult:
 
 OnCommit = Callable[[WriteResult], None]
 
-to_json: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-"""Compact JSON for stored values (``json.dumps`` with options builds a new encoder per call)."""
-
 
 @dataclass(slots=True, eq=False)
 class Write:
@@ -110,19 +107,6 @@ class Write:
     """A held inbound event's own waiter (:meth:`GroupCommit.hold <bot.store.writer.GroupCommit.hold>`): the
     write's first step is that event's insert, and this future learns whether it made a new row (``ok``) once the
     batch committed, or the batch's error; the write's own result then starts at its second step."""
-
-
-if sys.version_info >= (3, 12):
-
-    def utcnow() -> datetime:
-        """Naive UTC, the representation of the schema's ``DateTime`` columns."""
-        return datetime.now(UTC).replace(tzinfo=None)
-
-else:
-    utcnow = datetime.utcnow
-    """Naive UTC, the representation of the schema's ``DateTime`` columns: not deprecated before 3.12, and a tenth
-    of the cost of ``now(UTC).replace(tzinfo=None)`` (``replace`` parses its keywords for ~1 µs; a message takes
-    eight timestamps, an interrupt cycle twenty)."""
 
 
 @lru_cache(maxsize=512)

@@ -8,58 +8,19 @@ lets its sender in: the code's delete (a guard), the sender's row and the audit 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot import ids
-from bot.store.ops import Step
+from bot.store.ops import Step, steps_of
 from bot.store.rows import timestamp
 from bot.store.sql import SqlStore
+from bot.store.values import CODE_LENGTH, Change, Paired, WaitingCode, normal_code, shown_code
 
-CODE_LENGTH = 8
+__all__ = ["CODE_LENGTH", "Paired", "PairingStore", "WaitingCode", "new_code", "normal_code", "shown_code"]
 
 
 def new_code() -> str:
     return ids.new_code(CODE_LENGTH)
-
-
-def normal_code(text: str) -> str:
-    """A code as stored, from how a person typed it (``abcd-efgh`` → ``ABCDEFGH``)."""
-    return "".join(c for c in text.upper() if c.isalnum())
-
-
-def shown_code(code: str) -> str:
-    """A code as people read it: ``ABCD-EFGH``."""
-    return f"{code[:4]}-{code[4:]}" if len(code) == CODE_LENGTH else code
-
-
-@dataclass(frozen=True)
-class WaitingCode:
-    code: str
-    channel: str
-    user_id: str
-    user_name: str
-    chat_key: str
-    created_at: datetime
-    expires_at: datetime
-
-    @property
-    def account(self) -> str:
-        return f"{self.channel}:{self.user_id}"
-
-
-@dataclass(frozen=True)
-class Paired:
-    channel: str
-    user_id: str
-    user_name: str
-    approved_by: str
-    approved_at: datetime
-    is_admin: bool = False
-
-    @property
-    def account(self) -> str:
-        return f"{self.channel}:{self.user_id}"
 
 
 _CODE_COLUMNS = "code, channel, user_id, user_name, chat_key, created_at, expires_at"
@@ -115,7 +76,7 @@ class PairingStore:
         )
         return [_waiting(row) for row in rows]
 
-    async def approve(self, code: WaitingCode, by: str, extra: Sequence[Step] = (), *, admin: bool = False) -> bool:
+    async def approve(self, code: WaitingCode, by: str, extra: Sequence[Change] = (), *, admin: bool = False) -> bool:
         """Let ``code``'s sender in (an admin too with ``admin``) and use the code up, with ``extra`` (the audit
         row) in the same commit; False when the code expired or was used meanwhile."""
         now = self.store.clock.utcnow()
@@ -128,17 +89,17 @@ class PairingStore:
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (code.channel, code.user_id, code.user_name, by, now, admin),
                 ),
-                *extra,
+                *steps_of(extra),
             ]
         )
         return result.ok
 
-    async def unpair(self, channel: str, user_id: str, extra: Sequence[Step] = ()) -> bool:
+    async def unpair(self, channel: str, user_id: str, extra: Sequence[Change] = ()) -> bool:
         """Let a paired sender out again (with ``extra`` in the same commit); False when they were not paired."""
         result = await self.store.write(
             [
                 Step("DELETE FROM paired_senders WHERE channel = ? AND user_id = ?", (channel, user_id), guard=True),
-                *extra,
+                *steps_of(extra),
             ]
         )
         return result.ok

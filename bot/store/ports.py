@@ -1,7 +1,10 @@
 """The store as ports: one repository Protocol per concept, what the services depend on.
 
-The SQL implementations live beside them in :mod:`bot.store` (the only place with SQL: ``tests/test_no_raw_sql.py``
-checks it); ``tests/fakes/repos.py`` has in-memory ones for unit tests. A repository method is one transaction;
+The ports and their values (:mod:`bot.store.values`, :mod:`bot.store.rows`, :mod:`bot.store.chat_state`) import no
+implementation; the SQL implementations live beside them in :mod:`bot.store` (the only place with SQL:
+``tests/test_no_raw_sql.py`` checks it) and only the composition root builds them (``tests/test_layering.py``);
+``tests/fakes/`` has an in-memory one of every port for unit tests, held to the SQL one by
+``tests/store/test_repo_contract.py``. A repository method is one transaction;
 where a service must commit several things at once (a job's claim with the message it sends), the repository
 hands out opaque :class:`Change` values and commits them together.
 """
@@ -13,19 +16,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bot.store.base import EventLog, SettingsReader, Store
-from bot.store.values import Change, Committed, Rewrite, StoredTrigger
+from bot.store.bundle import PartitionedStore, SettingsAnnounce
+from bot.store.console_ports import BacklogCounts, ConsoleReads, EvalRepo, ReplaySource, TraceRepo, WebSessionRepo
+from bot.store.run_ports import AuditLog, InterruptRepo, LedgerRepo, RunRepo, Runs
+from bot.store.values import Change, Committed, Job, MemoryHit, Paired, Rewrite, Spent, StoredTrigger, WaitingCode
 
 if TYPE_CHECKING:
-    from agents.messages import Message, ToolCall, ToolResult
-    from agents.tools.ledger import LedgerEntry
-    from bot.store.cache import ChatState
-    from bot.store.jobs import Job
-    from bot.store.memory import MemoryHit
-    from bot.store.ops import Step
-    from bot.store.rows import InterruptRow, OutboxRow, RunRow
-    from bot.store.usage import Spent
+    from agents.messages import Message
+    from bot.store.chat_state import ChatState
 
 __all__ = [
+    "AuditLog",
     "BacklogCounts",
     "Change",
     "ChatReads",
@@ -38,11 +39,17 @@ __all__ = [
     "InterruptRepo",
     "JobRepo",
     "MemoryRepo",
+    "PairingRepo",
+    "PartitionedStore",
     "ReplaySource",
+    "Repos",
     "Rewrite",
+    "LedgerRepo",
     "RunRepo",
+    "Runs",
     "ScheduledRepo",
     "ScrubRepo",
+    "SettingsAnnounce",
     "SettingsReader",
     "Store",
     "TraceRepo",
@@ -55,159 +62,6 @@ T = TypeVar("T", bound=StoredTrigger)
 
 InboxRepo = EventLog
 """The inbox table as the intake uses it (:class:`~bot.store.base.EventLog`)."""
-
-
-# -- runs, interrupts, outbox ---------------------------------------------------------------------------------
-
-
-class RunRepo(Protocol):
-    """Runs, their checkpoints and tool ledger, the outbox and the audit log (:class:`~bot.store.runs.RunStore`)."""
-
-    async def get_run(self, run_id: str) -> RunRow | None: ...
-
-    async def runs_with_status(self, *statuses: str) -> list[RunRow]: ...
-
-    async def set_run(self, run_id: str, **fields: Any) -> None: ...
-
-    async def message(self, row_id: int) -> Message | None: ...
-
-    async def ledger_entries(self, run_id: str) -> list[LedgerEntry]: ...
-
-    async def ledger_started(self, run_id: str, call: ToolCall) -> None: ...
-
-    async def ledger_finished(self, run_id: str, call: ToolCall, result: ToolResult) -> None: ...
-
-    async def unsent(self) -> list[OutboxRow]: ...
-
-    async def change_setting(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
-        """Set a chat or global setting and audit it, in one transaction."""
-
-    async def audit_log(self, limit: int = 50) -> list[dict[str, Any]]: ...
-
-
-class InterruptRepo(Protocol):
-    """Pending and resolved interrupts (:class:`~bot.store.runs.RunStore`); one pending per chat key."""
-
-    async def pending(self, chat_key: str) -> InterruptRow | None: ...
-
-    async def get_interrupt(self, interrupt_id: str) -> InterruptRow | None: ...
-
-    async def all_pending(self) -> list[InterruptRow]: ...
-
-    async def latest_interrupt(self, run_id: str) -> InterruptRow | None: ...
-
-
-# -- the console, health and evals ------------------------------------------------------------------------------
-
-
-class WebSessionRepo(Protocol):
-    """The console's sign-ins, by the digest of their token (:class:`~bot.store.web_sessions.SqlWebSessions`)."""
-
-    async def add(self, digest: str, user: str, now: datetime, expires: datetime) -> None:
-        """Store a session (and drop those expired at ``now``)."""
-
-    async def user(self, digest: str, now: datetime) -> str | None:
-        """Who the session is, while it has not expired."""
-
-    async def remove(self, digest: str) -> None: ...
-
-
-class ConsoleReads(SettingsReader, Protocol):
-    """What the console lists (:class:`~bot.store.console.SqlConsoleReads`); reads only."""
-
-    async def pending_count(self) -> int: ...
-
-    async def pending_ids(self) -> list[str]:
-        """The ids of the pending interrupts, in id order."""
-
-    async def agents_of(self, run_ids: Sequence[str]) -> dict[str, str]:
-        """The agent of each run."""
-
-    async def chats(self, query: str, limit: int) -> list[tuple[str, datetime, int]]:
-        """(chat, last message time, messages) by last activity; ``query`` finds chats by key or by a word."""
-
-    async def pending_per_chat(self) -> dict[str, int]: ...
-
-    async def conversation(self, chat_key: str, limit: int) -> list[tuple[str, str, str, Any]]:
-        """The chat's last ``limit`` history rows, oldest first: (role, agent, message JSON, created_at)."""
-
-    async def chat_runs(self, chat_key: str, limit: int) -> list[tuple[Any, ...]]:
-        """The chat's newest runs: (id, agent, status, correlation id, user id, created_at)."""
-
-    async def run(self, run_id: str) -> tuple[Any, ...] | None:
-        """(id, agent, status, correlation id, user id, created_at, chat key) of a run."""
-
-    async def chat_strategies(self) -> list[tuple[str, str]]:
-        """(settings key, strategy JSON) of every strategy set (the global one too, key ``*``)."""
-
-
-class BacklogCounts(Protocol):
-    """The gauges the store feeds (:class:`~bot.store.console.SqlConsoleReads`)."""
-
-    async def backlog(self) -> tuple[int, int, int]:
-        """Pending interrupts, unsent outbox rows and unhandled inbox events."""
-
-
-class EvalRepo(Protocol):
-    """Eval runs (:class:`~bot.store.evals.SqlEvalRuns`): a summary line and the whole result as JSON."""
-
-    async def add(self, line: Sequence[Any], data: str) -> None:
-        """``line``: id, suite, models, status, cases, trials, passed, pass rate, cost, started_at."""
-
-    async def recent(self, suite: str | None, limit: int) -> list[tuple[Any, ...]]:
-        """The newest runs' lines first (of one suite, or of all)."""
-
-    async def data(self, run_id: str) -> str | None: ...
-
-    async def previous(self, suite: str, run_id: str, started: datetime) -> str | None:
-        """The data of the suite's run before ``run_id`` (started at ``started``)."""
-
-
-class ReplaySource(Protocol):
-    """What evals made from traces read besides the trace events (:class:`~bot.store.evals.SqlReplaySource`)."""
-
-    async def request(self, chat_key: str, correlation_id: str) -> tuple[str, int] | None:
-        """(user id, id of the request's message) of the request's first run."""
-
-    async def message_data(self, message_id: int) -> str | None: ...
-
-    async def resolution(self, interrupt_id: str) -> str | None: ...
-
-    async def answers(self, chat_key: str, first_id: int) -> list[str]:
-        """The chat's assistant messages (JSON) from ``first_id`` on, in order."""
-
-    async def history(self, chat_key: str, before_id: int, limit: int = 200) -> list[str]:
-        """The chat's messages (JSON) before ``before_id``: the newest ``limit``, oldest first."""
-
-    async def memories(self) -> list[tuple[int, str]]:
-        """(id, text) of every memory, in id order."""
-
-
-# -- tracing --------------------------------------------------------------------------------------------------
-
-
-class TraceRepo(Protocol):
-    """Trace events (:class:`~bot.store.traces.SqlTraces`); a row is ``id, chat_key, correlation_id, run_id, agent,
-    type, data JSON, created_at``."""
-
-    async def add(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Insert rows in one commit."""
-
-    def keep_days(self, days: float) -> None:
-        """Delete rows older than ``days`` in the store's retention passes."""
-
-    async def requests(self, chat_key: str, last: int) -> list[str]:
-        """The correlation ids of the chat's last ``last`` requests, oldest first."""
-
-    async def events(self, correlation_id: str, chat_key: str | None = None) -> list[tuple[Any, ...]]: ...
-
-    async def newest_chat(self) -> str | None: ...
-
-    async def after(self, chat_key: str, seq: int) -> list[tuple[Any, ...]]:
-        """The chat's rows after ``seq``, with ``seq`` first in each."""
-
-    async def first_routes(self, since: datetime) -> list[tuple[str, int]]:
-        """(chat, seq of its first ``route`` event) of the chats routed since ``since``."""
 
 
 # -- scheduled messages and jobs ---------------------------------------------------------------------------------
@@ -317,6 +171,38 @@ class JobRepo(Protocol[T]):
     async def fires(self, job_id: str) -> list[tuple[datetime, int, str, str | None]]: ...
 
 
+# -- pairing ---------------------------------------------------------------------------------------------------
+
+
+class PairingRepo(Protocol):
+    """Codes given to unknown senders and the senders let in with them (:class:`~bot.store.pairing.PairingStore`)."""
+
+    async def issue(
+        self, channel: str, user_id: str, user_name: str, chat_key: str, minutes: float, max_pending: int
+    ) -> WaitingCode | None:
+        """The sender's code (the one they have, else a new one); None when ``max_pending`` codes of the channel
+        wait already."""
+
+    async def find(self, code: str) -> WaitingCode | None: ...
+
+    async def waiting(self) -> list[WaitingCode]: ...
+
+    async def approve(self, code: WaitingCode, by: str, extra: Sequence[Change] = (), *, admin: bool = False) -> bool:
+        """Let the code's sender in and use the code up, with ``extra`` in the same commit; False when the code
+        expired or was used meanwhile."""
+
+    async def unpair(self, channel: str, user_id: str, extra: Sequence[Change] = ()) -> bool: ...
+
+    async def is_paired(self, channel: str, user_id: str) -> bool: ...
+
+    async def standing(self, channel: str, user_id: str) -> bool | None:
+        """None: not paired; else whether the paired sender is an admin too."""
+
+    async def admin_channels(self) -> set[str]: ...
+
+    async def paired(self) -> list[Paired]: ...
+
+
 # -- usage, memory, forgetting ------------------------------------------------------------------------------------
 
 
@@ -401,7 +287,7 @@ class TurnStore(ChatReads, Protocol):
     them), the chat's cached state and settings (:class:`~bot.store.sql.SqlStore`)."""
 
     async def accept(
-        self, event_key: str, chat_key: str, message: Message | None, *, extra: Sequence[Step] = ()
+        self, event_key: str, chat_key: str, message: Message | None, *, extra: Sequence[Change] = ()
     ) -> bool:
         """Mark the event handled with ``message`` in the history and ``extra`` in the same write; False when it
         was handled before."""
@@ -433,3 +319,44 @@ class ScrubRepo(Protocol):
     async def rewrite(self, rewrites: Sequence[Rewrite], chats: Callable[[str], bool]) -> bool | None:
         """Commit ``rewrites`` in one transaction and drop the cached state of the chats ``chats`` selects; on
         SQLite the WAL is then checkpointed and truncated (True when it was; None on PostgreSQL)."""
+
+
+# -- all of them -------------------------------------------------------------------------------------------------
+
+
+class Repos(Protocol[T]):
+    """Every repository on one store, each made once (``T``: the jobs' trigger type): what the composition root
+    hands the services (:class:`~bot.store.repos.SqlRepos`)."""
+
+    @property
+    def console(self) -> ConsoleReads: ...
+
+    @property
+    def evals(self) -> EvalRepo: ...
+
+    @property
+    def replay(self) -> ReplaySource: ...
+
+    @property
+    def jobs(self) -> JobRepo[T]: ...
+
+    @property
+    def memories(self) -> MemoryRepo: ...
+
+    @property
+    def pairing(self) -> PairingRepo: ...
+
+    @property
+    def scheduled(self) -> ScheduledRepo: ...
+
+    @property
+    def scrub(self) -> ScrubRepo: ...
+
+    @property
+    def traces(self) -> TraceRepo: ...
+
+    @property
+    def usage(self) -> UsageRepo: ...
+
+    @property
+    def web_sessions(self) -> WebSessionRepo: ...

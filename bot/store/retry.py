@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from bot.clock import Clock
 from bot.retry import Backoff, retry
-from bot.store.writer import StoreUnavailable
+from bot.store.base import StoreUnavailable
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from bot.events import ChatKey
-from bot.store.ops import utcnow
+from bot.store.values import utcnow
 
 RUN_COLUMNS = "id, chat_key, agent, status, correlation_id, user_id, reply_to, history_cutoff, checkpoint, direct"
 INTERRUPT_COLUMNS = (

@@ -25,7 +25,7 @@ from agents.tools.ledger import LedgerEntry, LedgerStatus, args_key
 from bot.redaction import redact_json, redact_text, redact_value
 from bot.store.cache import KnownLedger, PendingSlot
 from bot.store.messages import add_rows, insert_messages
-from bot.store.ops import MARK_HANDLED, Step, WriteResult, outbox_step, redact, to_json, utcnow
+from bot.store.ops import MARK_HANDLED, Step, WriteResult, outbox_step, redact
 from bot.store.rows import (
     INTERRUPT_COLUMNS,
     RUN_COLUMNS,
@@ -37,6 +37,7 @@ from bot.store.rows import (
 )
 from bot.store.sent_journal import SentJournal, SentMarks, mark_steps, open_journal
 from bot.store.sql import SqlStore
+from bot.store.values import to_json, utcnow
 
 __all__ = ["InterruptRow", "OutboxRow", "RunRow", "RunStore", "checkpoint_json"]
 

@@ -25,7 +25,8 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.fencing import LeaseLost
 from bot.store import fences
 from bot.store.base import StoreError
-from bot.store.cache import ChatState, ChatStateCache, PendingSlot
+from bot.store.cache import ChatStateCache, PendingSlot
+from bot.store.chat_state import ChatState
 from bot.store.lock import ProcessLock
 from bot.store.messages import add_rows, insert_messages, message_row
 from bot.store.migrate import async_url, migrate_url
@@ -45,12 +46,14 @@ from bot.store.ops import (
     Step,
     WriteResult,
     scrub,
+    steps_of,
     utcnow,
 )
 from bot.store.paths import sqlite_file
 from bot.store.retention import Retention, RetentionRule
 from bot.store.rows import INTERRUPT_COLUMNS, interrupt_from_row
 from bot.store.settings import SettingsCache
+from bot.store.values import Change
 from bot.store.writer import GroupCommit, ok_of
 
 __all__ = ["SqlStore", "async_url"]
@@ -359,15 +362,15 @@ class SqlStore:
     # -- the Store protocol ---------------------------------------------------------
 
     async def accept(
-        self, event_key: str, chat_key: str, message: Message | None, *, extra: Sequence[Step] = ()
+        self, event_key: str, chat_key: str, message: Message | None, *, extra: Sequence[Change] = ()
     ) -> bool:
         """Mark the inbound event ``event_key`` handled, with ``message`` in the history and ``extra``
-        steps (a run's row), in one transaction; False (and nothing stored) when it was handled before."""
+        changes (this store's steps, taken unchecked) in one transaction; False when it was handled before."""
         now = utcnow()
         steps = [Step(MARK_HANDLED, (event_key, chat_key, now), guard=True)]
         if message is not None:
             steps.append(Step(INSERT_MESSAGE, message_row(chat_key, message, now), returning=True))
-        steps.extend(extra)
+        steps.extend(extra)  # type: ignore[arg-type]
 
         def committed(result: WriteResult) -> None:
             if result.ok and message is not None:
@@ -383,21 +386,21 @@ class SqlStore:
         """The intake's insert of an inbound event (a guard: no row when the event was seen before)."""
         return Step(INSERT_INBOX, (event_key, chat_key, kind, event_json, utcnow()), guard=True)
 
-    async def receive(self, steps: Sequence[Step]) -> list[bool]:
+    async def receive(self, steps: Sequence[Change]) -> list[bool]:
         """Commit the intake's inserts (one write each, so a duplicate stops only itself); which were new."""
         writer = self._writer
         if writer is None:
             raise StoreError("the store is not started")
-        futures = [writer.submit(self._scrub([step]), events=1) for step in steps]
+        futures = [writer.submit(self._scrub([step]), events=1) for step in steps]  # type: ignore[list-item]
         return [(await future).ok for future in futures]
 
-    def receive_held(self, event_key: str, step: Step) -> Awaitable[bool]:
+    def receive_held(self, event_key: str, step: Change) -> Awaitable[bool]:
         """The intake's insert of an event this process handles right away, held for the handler's first write
         (see :mod:`bot.store.writer`); awaited, whether the row is new."""
         writer = self._writer
         if writer is None:
             raise StoreError("the store is not started")
-        return ok_of(writer.hold(event_key, self._scrub([step])[0]))
+        return ok_of(writer.hold(event_key, self._scrub([step])[0]))  # type: ignore[list-item]
 
     def handled_held(self, event_key: str) -> None:
         if self._writer is not None:
@@ -461,7 +464,7 @@ class SqlStore:
             raise StoreError("the store is not started")
         return await self.settings.view(settings_key)
 
-    async def set_chat_setting(self, settings_key: str, name: str, value: Any, *, extra: Sequence[Step] = ()) -> None:
+    async def set_chat_setting(self, settings_key: str, name: str, value: Any, *, extra: Sequence[Change] = ()) -> None:
         """Set (``None`` deletes) a setting; ``extra`` steps (an audit row) commit with it."""
         if value is None:
             step = Step(DELETE_SETTING, (settings_key, name))
@@ -477,7 +480,7 @@ class SqlStore:
             else:
                 settings[name] = cached
 
-        await self.write([step, *extra], on_commit=lambda _r: self.settings.committed(settings_key, apply))
+        await self.write([step, *steps_of(extra)], on_commit=lambda _r: self.settings.committed(settings_key, apply))
 
     # -- the read path ----------------------------------------------------------------
 

@@ -8,12 +8,14 @@ retention.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from bot.store.ops import Step, utcnow
+from bot.store.ops import Step
 from bot.store.sql import SqlStore
+from bot.store.values import Spent, utcnow
+
+__all__ = ["Spent", "UsageStore"]
 
 _ADD = (
     "INSERT INTO usage (scope, period, calls, input_tokens, output_tokens, thinking_tokens, cached_tokens, cost, "
@@ -25,37 +27,6 @@ _ADD = (
     "updated_at = excluded.updated_at"
 )
 _COLUMNS = "scope, period, calls, input_tokens, output_tokens, thinking_tokens, cached_tokens, cost"
-
-
-@dataclass(frozen=True, slots=True)
-class Spent:
-    """What one scope used in one period."""
-
-    scope: str
-    period: str
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    thinking_tokens: int = 0
-    cached_tokens: int = 0
-    cost: float = 0.0
-
-    def __add__(self, other: Spent) -> Spent:
-        return Spent(
-            self.scope,
-            self.period,
-            self.calls + other.calls,
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.thinking_tokens + other.thinking_tokens,
-            self.cached_tokens + other.cached_tokens,
-            self.cost + other.cost,
-        )
-
-    @property
-    def tokens(self) -> int:
-        """What a token budget counts: input and output (thinking and cached tokens are inside them)."""
-        return self.input_tokens + self.output_tokens
 
 
 class UsageStore:

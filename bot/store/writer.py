@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from bot.store.base import EventNotStored, StoreError
+from bot.store.base import EventNotStored, StoreError, StoreUnavailable
 from bot.store.ops import OnCommit, Step, Write, WriteResult
 from bot.store.retention import Retention
 
@@ -294,12 +294,6 @@ class _Held:
     age: int
     at_batch: bool
     """Held while a batch was in flight: released when the next one forms, not after two turns."""
-
-
-class StoreUnavailable(StoreError):
-    """The database could not take the write *now*: the disk is full, the file is locked, the server is gone or
-    short of resources.  Nothing was committed, and the same write may well succeed later (a caller that can wait
-    retries it); any other :class:`StoreError` may be the write's own fault (a constraint, bad data)."""
 
 
 _SQLITE_TRANSIENT = frozenset({5, 6, 7, 10, 13, 14, 15})

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.ids import fast_id
-from bot.store.ops import utcnow
+from bot.store.values import utcnow
 
 
 @dataclass

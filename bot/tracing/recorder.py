@@ -32,8 +32,8 @@ from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.settings import TracingSection
 from bot.ids import fast_id
 from bot.redaction import Redaction
-from bot.store.ops import utcnow
 from bot.store.ports import TraceRepo
+from bot.store.values import utcnow
 from bot.tracing.event import TraceEvent
 from bot.tracing.timeline import describe, human_duration, timeline
 

@@ -20,16 +20,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agents.tools.base import Tool, ToolError
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.events import Action, ChatKey, ConsoleInput, Sender, event_key
 from bot.ids import new_id
 from bot.inbox import Receipt
 from bot.interrupts.console import console_offers, console_refusal
 from bot.interrupts.text import encode_payload
+from bot.retry import Backoff, retry
 from bot.routing import STRATEGIES, corrections
 from bot.routing.policy import GLOBAL, RoutePolicy
-from bot.store.ports import ChatStore
+from bot.store.ports import ChatStore, Runs
 from bot.store.rows import InterruptRow
-from bot.store.runs import RunStore
 from bot.web.auth import WebUserSession
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,13 @@ class Outcome:
 
 
 BUSY = Outcome(True, "Sent: it is applied in the chat's turn (the chat is busy).")
+LOOKS = Backoff(first_s=0.005, cap_s=0.25)
+"""Scaled out, the row is looked at again after 5 ms (a chat that is not busy resolves a press in a few
+milliseconds), the waits doubling up to a quarter of a second."""
+
+
+class NotYet(Exception):
+    """The press is not handled yet (looked at again)."""
 
 
 class Handled(Protocol):
@@ -63,15 +71,17 @@ class ConsoleActions:
     def __init__(
         self,
         store: ChatStore,
-        runs: RunStore,
+        runs: Runs,
         submit: Submit,
         tools_of: ToolsOf,
         *,
         handled: Handled | None = None,
         wait_s: float = 10.0,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """``submit``: the inbox's; ``handled``: resolves a future when a press is handled here (None: scaled
-        out, the row is looked at until it changes)."""
+        out, the row is looked at until it changes, on ``clock``)."""
+        self.clock = clock
         self.store = store
         self.runs = runs
         self.submit = submit
@@ -207,19 +217,23 @@ class ConsoleActions:
 
     async def _looked_at(self, interrupt_id: str, key: str, actor: str) -> Outcome:
         """Scaled out, the press is handled by a worker elsewhere: look at the row (bounded) until it changes."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.wait_s
-        delay = 0.005  # a chat that is not busy resolves a press in a few milliseconds
-        while True:
+        deadline = self.clock.monotonic() + self.wait_s
+
+        async def look() -> Outcome:
             handled = await self.store.event_status(key) == "done"
             # Read after the press's status: it is marked handled in the resolution's own transaction.
             outcome = await self._outcome(interrupt_id, actor, handled)
-            if outcome is not None:
-                return outcome
-            if loop.time() >= deadline:
-                return BUSY
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.25)
+            if outcome is None:
+                raise NotYet
+            return outcome
+
+        def again(exc: Exception, attempt: int) -> float | None:
+            return LOOKS.delay(attempt) if isinstance(exc, NotYet) and self.clock.monotonic() < deadline else None
+
+        try:
+            return await retry(look, again, clock=self.clock)
+        except NotYet:
+            return BUSY
 
     async def strategy(self, session: WebUserSession, scope: str, value: str) -> Outcome:
         """Set (or with ``reset`` remove) the strategy globally (``*``) or for one chat, audited like ``/strategy``."""

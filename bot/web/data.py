@@ -19,9 +19,9 @@ from bot.interrupts.console import console_choices
 from bot.redaction import redact_text, redact_value
 from bot.routing.policy import ROUTING_KEYS, RoutePolicy
 from bot.runs.catalog import AgentCatalog
-from bot.store.ops import utcnow
 from bot.store.ports import ConsoleReads, EvalRepo, InterruptRepo, RunRepo
 from bot.store.rows import InterruptRow
+from bot.store.values import utcnow
 from bot.tracing.event import TraceEvent
 from bot.tracing.recorder import Tracing
 from bot.tracing.replay import detail

@@ -12,9 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
-from bot.store.jobs import LIVE, Job, JobLimit
-from bot.store.ops import utcnow
-from bot.store.values import Change, Committed, StoredTrigger
+from bot.store.values import LIVE, Change, Committed, Job, JobLimit, StoredTrigger, utcnow
 
 T = TypeVar("T", bound=StoredTrigger)
 

@@ -8,7 +8,7 @@ import random
 from collections import deque
 
 from agents.messages import Media, Message, ToolCall, ToolResult, fit_context
-from bot.store.cache import ChatState, _between
+from bot.store.chat_state import ChatState, _between
 
 
 def _message(rng: random.Random, n: int) -> Message:
