@@ -18,6 +18,7 @@ from agents.models.gemini import GeminiModel
 from agents.models.gemini_schema import gemini_tool_name, sanitize_schema
 from tests.agents.conftest import KEY, MakeModel
 from tests.fakes.gemini_server import FakeGemini, call_body, candidate_body, function_call_part, text_body
+from tests.helpers.gemini import WEATHER
 
 pytestmark = [
     pytest.mark.timeout(20),
@@ -26,11 +27,6 @@ pytestmark = [
 ]
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}")
-WEATHER = ToolDeclaration(
-    name="get_weather",
-    description="Weather for a city",
-    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-)
 
 _KEYWORDS = {"any_of": "anyOf", "min_items": "minItems", "max_items": "maxItems", "min_length": "minLength"}
 _KEYWORDS |= {"max_length": "maxLength", "property_ordering": "propertyOrdering"}

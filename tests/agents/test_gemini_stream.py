@@ -10,8 +10,8 @@ import pytest
 from agents.messages import Message
 from agents.models.base import ModelResponse
 from tests.agents.conftest import MakeModel
-from tests.agents.test_gemini import WEATHER
 from tests.fakes.gemini_server import FakeGemini, function_call_part, usage
+from tests.helpers.gemini import WEATHER
 
 pytestmark = [
     pytest.mark.timeout(20),

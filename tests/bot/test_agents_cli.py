@@ -189,7 +189,7 @@ def test_schema_validates_a_created_file(project: Path) -> None:
 
 
 def test_graph_show_lists_nodes_and_edges_and_draws_mermaid(project: Path) -> None:
-    from tests.bot.test_graphs import ANALYZER, FIXER, FLOW, REVIEWER
+    from tests.helpers.graphs import ANALYZER, FIXER, FLOW, REVIEWER
 
     for name, text in {"analyzer": ANALYZER, "fixer": FIXER, "reviewer": REVIEWER}.items():
         agent_file(project, f"{name}.md", text)
@@ -211,7 +211,7 @@ def test_graph_show_lists_nodes_and_edges_and_draws_mermaid(project: Path) -> No
 
 
 def test_create_extended_from_flags_writes_an_agent_that_loads(project: Path) -> None:
-    from tests.bot.test_graphs import ANALYZER, FIXER
+    from tests.helpers.graphs import ANALYZER, FIXER
 
     agent_file(project, "analyzer.md", ANALYZER)
     agent_file(project, "fixer.md", FIXER)

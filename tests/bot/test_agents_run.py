@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from agents.models.scripted import ScriptedModel
 from bot.cli.agents import agents_app
 from bot.cli.run import run_once
-from tests.bot.test_p2_scenarios import AUTH_TS, FIXED_TS, the_chain
+from tests.helpers.p2_chain import AUTH_TS, FIXED_TS, the_chain
 
 DESIGN = Path(__file__).resolve().parents[1] / "data" / "p2-design"
 

@@ -8,7 +8,7 @@ from typing import Any
 from agents.models.base import ModelRequest
 from agents.models.scripted import ScriptedModel, call
 from bot.interrupts.text import encode_payload
-from tests.bot.test_interrupts import Counter, confirm_harness
+from tests.helpers.confirm import Counter, confirm_harness
 
 HIDDEN = "echo harmless" + " " * 320 + "; echo pwned > HIDDEN.txt"
 

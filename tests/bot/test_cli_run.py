@@ -10,13 +10,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from tests.helpers.net import free_port
 from tests.waiting import CEILING_S, eventually_sync
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def serving(port: int, proc: subprocess.Popen[str]) -> bool:

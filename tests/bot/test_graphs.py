@@ -16,59 +16,8 @@ from agents.spec import SpecFileError, parse_agent_text
 from agents.tools.base import Tool, tool
 from bot.runs.catalog import AgentCatalog
 from bot.tracing.replay import replay
-from tests.bot.test_handoffs import write_agents
-
-ANALYZER = """---
-name: analyzer
-description: Finds the cause of a failure.
-runner: react
-tools: {allow: [inspect]}
-guardrails:
-  - name: verdict
-    policy: repair
-    output_schema:
-      type: object
-      required: [can_auto_fix, needs_human, cause]
-      properties: {can_auto_fix: {type: boolean}, needs_human: {type: boolean}, cause: {type: string}}
----
-You analyse failures and answer in JSON.
-"""
-FIXER = """---
-name: fixer
-description: Writes the fix.
-runner: react
-tools: {allow: [patch]}
----
-You fix code and answer in JSON: {"applied": true|false}.
-"""
-REVIEWER = """---
-name: reviewer
-description: Reviews a change.
-runner: chat
----
-You review the change.
-"""
-FLOW = """---
-name: debug-flow
-description: Diagnose, fix and review a failure.
-runner: graph
-graph:
-  entry: analyze
-  max_steps: {steps}
-  nodes: {{analyze: analyzer, fix: fixer, review: reviewer}}
-  edges:
-    - {{from: analyze, to: END, when: analyze.needs_human}}
-    - {{from: analyze, to: fix, when: analyze.can_auto_fix}}
-    - {{from: fix, to: review, when: fix.applied}}
-    - {{from: review, to: fix, when: "review.answer == 'again'"}}
----
-Diagnose a failure, fix it when that is safe, and review the fix.
-"""
-
-
-def files(tmp_path: Path, steps: int = 6) -> Path:
-    texts = {"analyzer": ANALYZER, "fixer": FIXER, "reviewer": REVIEWER, "debug-flow": FLOW.format(steps=steps)}
-    return write_agents(tmp_path / "agents", texts)
+from tests.helpers.graphs import ANALYZER, FLOW, REVIEWER, files
+from tests.helpers.handoffs import write_agents
 
 
 def toolbox(ran: list[str]) -> list[Tool]:
@@ -196,7 +145,7 @@ def test_a_graph_whose_node_agent_is_missing_is_skipped_with_the_reason(make_set
 def test_a_confirmation_inside_a_node_survives_a_sigkill(tmp_path: Path) -> None:
     """The gateway in a subprocess SIGKILLs itself as it sends the fixer's confirmation (checkpoint committed);
     the next one sends it, resumes inside the fixer on Approve, runs the tool once and finishes the graph."""
-    from tests.bot.test_crash_recovery import Gateway, approve_payload, count_lines
+    from tests.helpers.crash_gateway import Gateway, approve_payload, count_lines
 
     flow = """---
 name: flow

@@ -11,52 +11,11 @@ import pytest
 from agents.models.scripted import ScriptedModel, call, calls
 from agents.react import DENIED
 from agents.resolutions import ToolDecision
-from agents.tools.base import Tool, tool
 from bot.clock import FakeClock
 from bot.events import event_key
 from bot.interrupts.text import encode_payload, parse_payload
-from tests.conftest import Harness
+from tests.helpers.confirm import DELETE, Counter, confirm_harness, risky_tools
 from tests.waiting import CEILING_S, eventually
-
-
-class Counter:
-    def __init__(self) -> None:
-        self.runs: list[str] = []
-
-
-def risky_tools(counter: Counter) -> list[Tool]:
-    @tool(risk="medium", confirm=True)
-    async def delete_cache(path: str) -> str:
-        """Delete a build cache directory."""
-        counter.runs.append(f"delete {path}")
-        return f"deleted {path}"
-
-    @tool(risk="medium")
-    async def write_note(text: str) -> str:
-        """Write a note."""
-        counter.runs.append(f"note {text}")
-        return "written"
-
-    @tool(risk="high", confirm=True)
-    async def run_command(command: str) -> str:
-        """Run a shell command."""
-        counter.runs.append(f"run {command}")
-        return "ok"
-
-    @tool(risk="safe")
-    async def get_time() -> str:
-        """The time."""
-        counter.runs.append("time")
-        return "12:00"
-
-    return [delete_cache, write_note, run_command, get_time]
-
-
-async def confirm_harness(make_harness: Any, model: ScriptedModel, counter: Counter, **kw: Any) -> Harness:
-    return await make_harness(model, tools=risky_tools(counter), **kw)
-
-
-DELETE = call("delete_cache", {"path": "/tmp/build"}, id="c1")
 
 
 async def test_prompt_shows_tool_and_arguments_before_anything_runs(make_harness: Any) -> None:

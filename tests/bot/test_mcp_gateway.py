@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from agents.models.base import ModelRequest
 from agents.models.scripted import ScriptedModel, call
 from bot.cli.mcp import mcp_app
-from tests.agents.tools.test_mcp import STDIO_FAKE, alive, gone, pids_in
 from tests.conftest import Harness
+from tests.helpers.mcp import STDIO_FAKE, alive, gone, pids_in
 
 FAKES = Path(__file__).parents[1] / "fakes"
 TIME_SERVER = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}

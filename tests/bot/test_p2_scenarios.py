@@ -21,19 +21,14 @@ from typing import Any
 
 import pytest
 
-from agents.models.base import ModelResponse, Usage
 from agents.models.scripted import ScriptedModel, call
 from bot.cli.run import run_once
 from bot.cli.traces import print_trace
 from bot.tracing.replay import replay
 from bot.web.data import timeline as web_timeline
+from tests.helpers.p2_chain import ANALYSIS, AUTH_TS, FIX, FIXED_TS, VERDICT, the_chain
 
 DESIGN = Path(__file__).resolve().parents[1] / "data" / "p2-design"
-AUTH_TS = "export function login(user) {\n  return user.name.trim();\n}\n"
-FIXED_TS = "export function login(user) {\n  if (!user) return null;\n  return user.name.trim();\n}\n"
-ANALYSIS = {"can_auto_fix": True, "needs_human": False, "file": "auth.ts", "line": 45, "cause": "user may be null"}
-FIX = {"applied": True, "files": ["auth.ts"], "summary": "null check"}
-VERDICT = '{"verdict": "approve", "summary": "Changes approved"}'
 
 
 @pytest.fixture
@@ -48,26 +43,6 @@ def design(tmp_path: Path) -> dict[str, Any]:
 
 def workspace_file(design: dict[str, Any]) -> Path:
     return Path(design["agents"]["dirs"][0]).parent / "data" / "workspace" / "auth.ts"
-
-
-def transfer(target: str, reason: str, payload: dict[str, Any], id: str) -> ModelResponse:
-    return call(f"transfer_to_{target.replace('-', '_')}", {"reason": reason, "payload": payload}, id=id)
-
-
-def used(response: ModelResponse, tokens_in: int, tokens_out: int) -> ModelResponse:
-    return response.model_copy(update={"usage": Usage(input_tokens=tokens_in, output_tokens=tokens_out)})
-
-
-def the_chain() -> list[Any]:
-    """debug-analyzer reads auth.ts and hands off with its analysis; code-fixer writes the fix and hands off with
-    it; code-reviewer approves."""
-    return [
-        used(call("read_file", {"path": "auth.ts"}, id="r1"), 1234, 567),
-        transfer("code-fixer", "Found issue: null pointer in auth.ts:45", {"analysis": ANALYSIS}, "h1"),
-        call("write_file", {"path": "auth.ts", "content": FIXED_TS}, id="w1"),
-        transfer("code-reviewer", "Added null check", {"fix": FIX}, "h2"),
-        VERDICT,
-    ]
 
 
 def in_order(text: str, *parts: str) -> None:

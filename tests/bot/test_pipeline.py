@@ -14,7 +14,7 @@ from bot.gateway.settled import HandledEvents
 from bot.gateway.stages import Media
 from bot.inbox import Receipt
 from bot.interrupts.text import encode_payload
-from tests.bot.test_interrupts import DELETE, Counter, confirm_harness
+from tests.helpers.confirm import DELETE, Counter, confirm_harness
 from tests.waiting import CEILING_S
 
 WEB = {"enabled": True, "token": "console-admin-token-0123456789"}

@@ -9,16 +9,8 @@ from agents.models.base import ModelResponse
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
 from bot.clock import FakeClock
+from tests.helpers.plans import plan, respond
 from tests.waiting import eventually
-
-
-def plan(*steps: str) -> ModelResponse:
-    return ModelResponse(text=json.dumps({"steps": list(steps)}), parsed={"steps": list(steps)})
-
-
-def respond(answer: str) -> ModelResponse:
-    data = {"action": "respond", "answer": answer}
-    return ModelResponse(text=json.dumps(data), parsed=data)
 
 
 def replan(*steps: str) -> ModelResponse:

@@ -20,8 +20,8 @@ from bot.store.runs import RunStore
 from bot.store.sql import SqlStore
 from bot.store.traces import SqlTraces
 from bot.tracing.recorder import Redactor, Tracing
-from tests.bot.test_crash_recovery import Gateway as CrashingGateway
-from tests.bot.test_crash_recovery import count_lines
+from tests.helpers.crash_gateway import Gateway as CrashingGateway
+from tests.helpers.crash_gateway import count_lines
 from tests.waiting import eventually_sync
 from tests.web.harness import WEB_TOKEN, Browserless
 

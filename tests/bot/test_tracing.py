@@ -17,8 +17,8 @@ from agents.tools.base import tool
 from bot.cli.traces import print_trace, session_events, with_traces
 from bot.tracing.recorder import OtelSink, Redactor, TraceEvent, timeline
 from bot.tracing.replay import replay, replay_json
-from tests.bot.test_handoffs import AGENTS, toolbox, transfer, write_agents
 from tests.fakes.gemini_server import FakeGemini, call_body, function_call_part, text_body
+from tests.helpers.handoffs import AGENTS, toolbox, transfer, write_agents
 
 API_KEY = "AIzaSy-REAL-gemini-key-0123456789"
 BOT_TOKEN = "123456:AAF-real-telegram-token-abcdef"

@@ -11,8 +11,8 @@ import pytest
 
 from agents.models.scripted import ScriptedModel
 from bot.interrupts.text import parse_payload
-from tests.bot.test_interrupts import DELETE, Counter, risky_tools
 from tests.conftest import Harness
+from tests.helpers.confirm import DELETE, Counter, risky_tools
 
 
 def _database(h: Harness) -> str:

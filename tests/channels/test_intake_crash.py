@@ -34,7 +34,6 @@ import hmac
 import json
 import os
 import signal
-import socket
 import sqlite3
 import sys
 import time
@@ -50,6 +49,7 @@ import pytest
 from tests.channels._intake_gateway import SLACK_SIGNING_SECRET, WEBHOOK_SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram
+from tests.helpers.net import free_port
 from tests.waiting import CEILING_S
 
 pytestmark = pytest.mark.xdist_group("crash")
@@ -172,13 +172,6 @@ class Gateways:
         if not line and not eof:
             raise AssertionError(f"the gateway exited: {self.log.read_text()[-3000:]}")
         return json.loads(line) if line else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def inbox_rows(tmp: Path) -> list[tuple[str, str]]:

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from agents.models.scripted import ScriptedModel, call
+from tests.fakes.discord_server import CHANNEL_ID, FakeDiscord, buttons
 
 # Fixtures of that module, used by name below.
-from tests.channels.test_discord import fake, make_bot
-from tests.fakes.discord_server import CHANNEL_ID, FakeDiscord, buttons
+from tests.helpers.discord import fake, make_bot
 
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256)) * 4
 OGG = b"OggS\x00\x02" + bytes(500)

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from agents.models.scripted import call
+from tests.fakes.slack_server import FakeSlack
 
 # Fixtures of that module, used by name below.
-from tests.channels.test_slack import BOT_TOKEN, fake, make_slack, texts
-from tests.fakes.slack_server import FakeSlack
+from tests.helpers.slack import BOT_TOKEN, fake, make_slack, texts
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 PDF = b"%PDF-1.5\n" + b"0" * 700

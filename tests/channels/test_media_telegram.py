@@ -10,8 +10,8 @@ import pytest
 
 from agents.models.scripted import ScriptedModel, call
 from bot.config.settings import Settings
-from tests.channels.test_telegram import ALICE, Env, approve, started
 from tests.fakes.telegram_server import Upload
+from tests.helpers.telegram import ALICE, Env, approve, started
 
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256)) * 8
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(300)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.channels import test_slack
 from tests.fakes.slack_server import FakeSlack
+from tests.helpers import slack
 
-fake, make_slack = test_slack.fake, test_slack.make_slack
-"""That module's fixtures, used by name below."""
+fake, make_slack = slack.fake, slack.make_slack
+"""Fixtures of tests/helpers/slack.py, used by name below."""
 
 
 def command(text: str, trigger: str) -> dict[str, str]:

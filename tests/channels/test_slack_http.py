@@ -17,13 +17,13 @@ import pytest
 
 from bot.clock import FakeClock
 from channels.slack.gate import LOG_WINDOW_S, SIGNATURE_MAX_AGE_S, ClientGone
-from tests.channels import test_slack
-from tests.channels.test_slack import SECRET, sign
 from tests.fakes.slack_server import FakeSlack
+from tests.helpers import slack
+from tests.helpers.slack import SECRET, sign
 from tests.waiting import eventually
 
-fake, make_slack = test_slack.fake, test_slack.make_slack
-"""That module's fixtures, used by name below."""
+fake, make_slack = slack.fake, slack.make_slack
+"""Fixtures of tests/helpers/slack.py, used by name below."""
 
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"

@@ -10,7 +10,7 @@ from agents.messages import ToolCall
 from agents.models.scripted import ScriptedModel, Streamed
 from agents.tools.base import Tool, tool
 from bot.config.settings import Settings
-from tests.channels.test_telegram import ALICE, GROUP, Env, started
+from tests.helpers.telegram import ALICE, GROUP, Env, started
 from tests.waiting import CEILING_S
 
 

@@ -12,7 +12,7 @@ from agents.models.base import ModelRequest
 from agents.models.scripted import ScriptedModel
 from bot.config.settings import Settings
 from channels.telegram import menu
-from tests.channels.test_telegram import ALICE, BOB, Env, started
+from tests.helpers.telegram import ALICE, BOB, Env, started
 
 CODE = re.compile(r"\b([A-HJ-NP-Z2-9]{4}-[A-HJ-NP-Z2-9]{4})\b")
 

@@ -21,6 +21,7 @@ from bot.evals.trust import UntrustedSuite
 from bot.gateway.app import Gateway
 from tests.evals.cli import bot_eval, operator_config
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers.yaml_bomb import bomb
 
 OPERATOR_KEY = "sk-operator-4f9c2a7e1b3d5f60"
 
@@ -230,13 +231,6 @@ async def test_cases_times_models_times_repeats_is_capped(
     )
     with pytest.raises(TooLarge, match="--repeat 101: a case is run 1 to 100 times"):
         await run_suite(suite, settings_source(), EvalOptions(repeat=101), tmp_path, gateway=Gateway)
-
-
-def bomb(levels: int) -> str:
-    """Billion laughs: each level nine aliases of the one before (9 ** levels strings from a few hundred bytes)."""
-    lines = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
-    lines += [f"l{n}: &l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, levels)]
-    return "{" + ", ".join(lines) + "}"
 
 
 def test_a_yaml_bomb_in_a_cases_config_is_refused_at_once(tmp_path: Path) -> None:

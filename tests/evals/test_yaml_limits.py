@@ -14,7 +14,7 @@ from agents.specs.files import SpecFileError, parse_agent_text
 from bot.config.layers import read_yaml
 from bot.errors import ConfigError
 from bot.evals.suite import SuiteError, parse_suite
-from tests.evals.test_untrusted_suites import bomb
+from tests.helpers.yaml_bomb import bomb
 
 
 @pytest.mark.parametrize("limits", [yaml_safe.DEFAULT, yaml_safe.SUITE])

@@ -9,7 +9,6 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from bot.clock import FakeClock
 from bot.config.jobs import JobsSection
@@ -18,8 +17,8 @@ from bot.jobs.service import JobService
 from bot.jobs.triggers import Trigger
 from bot.store.jobs import JobStore
 from bot.store.sql import SqlStore
+from tests.helpers.jobs import BERLIN
 
-BERLIN = ZoneInfo("Europe/Berlin")
 CHAT = ChatKey(channel="console", chat_id="c1")
 
 

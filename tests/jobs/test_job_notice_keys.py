@@ -21,7 +21,7 @@ from bot.store.sql import SqlStore
 from channels.discord import DiscordChannel
 from channels.discord.settings import DiscordSettings
 from tests.fakes.discord_server import BOT_ID, CHANNEL_ID, FakeDiscord
-from tests.jobs.test_job_fires import BERLIN
+from tests.helpers.jobs import BERLIN
 
 CHAT = ChatKey(channel="discord", chat_id=CHANNEL_ID)
 

@@ -15,9 +15,9 @@ from bot.config.settings import Settings
 from bot.events import ChatKey, InboundMessage, Sender
 from bot.gateway.app import Gateway
 from channels.telegram import TelegramChannel
-from tests.channels.test_telegram import ALICE, Env, started
 from tests.conftest import RecordingChannel
 from tests.fakes.telegram_server import TOKEN
+from tests.helpers.telegram import ALICE, Env, started
 from tests.waiting import CEILING_S
 
 

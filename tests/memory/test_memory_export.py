@@ -11,7 +11,7 @@ import pytest
 
 from agents.models.scripted import ScriptedModel, call
 from bot.config.settings import Settings
-from tests.channels.test_telegram import ALICE, GROUP, Env, started
+from tests.helpers.telegram import ALICE, GROUP, Env, started
 
 
 @pytest.fixture

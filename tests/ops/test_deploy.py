@@ -21,7 +21,7 @@ from bot.gateway.scaled import ROLES
 from bot.ops.metrics import Metrics
 from bot.scale.streams import GROUP, RedisBus, ensure_group, inbound_stream
 from tests.fakes.servers import RedisServer
-from tests.scale.test_partitions import message
+from tests.helpers.partitions import message
 from tests.waiting import eventually
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

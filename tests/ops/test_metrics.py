@@ -15,7 +15,7 @@ from agents.models.base import Usage
 from agents.models.scripted import ScriptedModel, call
 from bot.config.settings import Settings
 from bot.gateway.app import Gateway
-from tests.channels.test_telegram import ALICE, Env, approve, started
+from tests.helpers.telegram import ALICE, Env, approve, started
 
 
 @pytest.fixture

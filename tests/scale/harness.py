@@ -14,8 +14,8 @@ from typing import Any
 import aiohttp
 
 from tests.channels._intake_gateway import WEBHOOK_SECRET
-from tests.channels.test_intake_crash import free_port
 from tests.fakes.telegram_server import FakeTelegram
+from tests.helpers.net import free_port
 from tests.waiting import CEILING_S, eventually
 
 SCRIPT = Path(__file__).with_name("_process.py")

@@ -16,23 +16,18 @@ import fakeredis
 import pytest
 import redis.asyncio as aioredis
 
-from bot.events import ChatKey, InboundEvent, InboundMessage, Sender
+from bot.events import InboundEvent
 from bot.scale.consumer import PartitionConsumer
 from bot.scale.leases import Leases
 from bot.scale.streams import GROUP, QUEUED, RedisBus, encode, inbound_stream, partition_lease, partition_of
 from tests.fakes.servers import RedisServer, redis_server
+from tests.helpers.partitions import message
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
 LONG_LEASE_MS = 10_000
 """Where a lapse is not what a test is about: a loaded machine's pauses stay well inside it."""
-
-
-def message(chat: str, n: int) -> InboundMessage:
-    return InboundMessage(
-        id=f"{chat}-{n}", chat=ChatKey(channel="console", chat_id=chat), sender=Sender(id="u", name="u"), text=f"m{n}"
-    )
 
 
 class Recorder:

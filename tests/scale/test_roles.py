@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.config.settings import ConfigError, load_settings
-from tests.bot.test_cli_run import free_port
 from tests.fakes.servers import PostgresServer, RedisServer
+from tests.helpers.net import free_port
 from tests.waiting import eventually_sync
 
 

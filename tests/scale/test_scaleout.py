@@ -18,9 +18,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.channels.test_intake_crash import free_port
 from tests.fakes.servers import PostgresServer, RedisServer
 from tests.fakes.telegram_server import FakeTelegram
+from tests.helpers.net import free_port
 from tests.scale.harness import Cluster
 from tests.waiting import CEILING_S, eventually, progressing
 

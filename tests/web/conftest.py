@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from bot.config.settings import Settings
-from tests.channels.test_telegram import started
+from tests.helpers.telegram import started
 from tests.web.harness import Browserless, WebEnv
 
 

@@ -18,7 +18,7 @@ from bot.gateway.app import Gateway
 from bot.store.rows import InterruptRow
 from bot.web.auth import hash_password
 from channels.telegram import TelegramChannel
-from tests.channels.test_telegram import ALICE, Env
+from tests.helpers.telegram import ALICE, Env
 
 ADMIN_PASSWORD = "correct horse battery"
 VIEWER_PASSWORD = "viewer password 1"

@@ -11,7 +11,7 @@ from agents.models.scripted import ScriptedModel, call
 from bot.config.settings import Settings, load_settings
 from bot.errors import ConfigError
 from bot.web.auth import LoginLimiter, hash_password, verify_password
-from tests.channels.test_telegram import approve
+from tests.helpers.telegram import approve
 from tests.web.harness import VIEWER_PASSWORD, WEB_TOKEN, Browserless, WebEnv, base_url, pending_id
 
 

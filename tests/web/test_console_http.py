@@ -15,9 +15,9 @@ import aiohttp
 
 from agents.models.scripted import ScriptedModel, call, calls
 from bot.events import ChatKey
-from tests.bot.test_graphs import files
-from tests.bot.test_plans_and_questions import plan, respond
-from tests.channels.test_telegram import ALICE, approve
+from tests.helpers.graphs import files
+from tests.helpers.plans import plan, respond
+from tests.helpers.telegram import ALICE, approve
 from tests.waiting import CEILING_S
 from tests.web.harness import NONCE, Browserless, WebEnv, next_pending, pending_id
 

@@ -9,8 +9,8 @@ from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import Tool, tool
 from bot.gateway.app import Gateway
 from channels.telegram import TelegramChannel
-from tests.channels.test_telegram import ALICE
 from tests.fakes.servers import PostgresServer, RedisServer
+from tests.helpers.telegram import ALICE
 from tests.web.harness import Browserless, WebEnv
 
 

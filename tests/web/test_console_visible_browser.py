@@ -13,7 +13,7 @@ import pytest
 from playwright.async_api import async_playwright, expect
 
 from agents.models.scripted import ScriptedModel, call
-from tests.channels.test_telegram import BOB
+from tests.helpers.telegram import BOB
 from tests.waiting import CEILING_S
 from tests.web.browser import artifacts, need_chromium
 from tests.web.harness import ADMIN_PASSWORD, WebEnv, base_url

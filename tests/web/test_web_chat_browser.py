@@ -15,10 +15,10 @@ from playwright.async_api import async_playwright, expect
 from agents.models.base import ModelRequest
 from agents.models.scripted import ScriptedModel, Streamed, call
 from bot.config.settings import Settings
+from tests.helpers.web_chat import ChatEnv
 from tests.waiting import CEILING_S
 from tests.web.browser import artifacts, need_chromium
 from tests.web.harness import ADMIN_PASSWORD, base_url
-from tests.web.test_web_chat_http import ChatEnv
 
 pytestmark = pytest.mark.timeout(600)  # chromium may be installed first (about 2 minutes)
 

@@ -18,6 +18,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
+from agents.approval import approval_required
 from agents.context import RunContext
 from agents.messages import Message
 from agents.models.gemini_schema import gemini_tool_name
@@ -34,37 +35,14 @@ from agents.tools.mcp.transport import LAUNCHER
 from bot.clock import FakeClock
 from tests.fakes.gemini_server import FakeGemini, call_body, function_call_part, text_body
 from tests.fakes.mcp_http_server import LONG_TOOL
+from tests.helpers.mcp import FAKES, STDIO_FAKE, alive, gone, pids_in
 from tests.waiting import eventually
 
-FAKES = Path(__file__).parents[2] / "fakes"
-STDIO_FAKE = str(FAKES / "mcp_stdio_server.py")
 TIME_SERVER = McpServerConfig(command=sys.executable, args=["-m", "mcp_server_time", "--local-timezone", "UTC"])
 
 
 def fake(*args: str, **kw: Any) -> McpServerConfig:
     return McpServerConfig(command=sys.executable, args=[STDIO_FAKE, *args], **kw)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-async def gone(pids: list[int], timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not any(alive(p) for p in pids):
-            return True
-        await asyncio.sleep(0.05)
-    return False
-
-
-def pids_in(path: Path) -> list[int]:
-    return [int(line) for line in path.read_text().split()] if path.exists() else []
 
 
 class Faults:
@@ -143,7 +121,7 @@ async def test_time_server_lists_calls_and_serves_a_react_run(manager: Callable[
     model = ScriptedModel(
         [call("mcp.time.get_current_time", {"timezone": "UTC"}, id="t1"), lambda req: f"It is {req.messages[-1]}"]
     )
-    ctx = RunContext(chat_key="console:c1", model=model, tools=(await m.tools_for(["time"])).tools)
+    ctx = RunContext(chat_key="console:c1", model=model, toolset=approval_required((await m.tools_for(["time"])).tools))
     result = await ReactRunner("timer").run(ctx, Message.user("what time is it?"))
     assert isinstance(result, FinalAnswer)
     [tool_turn] = [msg for msg in result.messages if msg.role == "tool"]
@@ -202,7 +180,8 @@ async def test_long_slashed_name_round_trips_through_gemini(
     model = GeminiModel("gemini-test", "test-key", base_url=gemini_server.base_url, timeout_s=5, max_retries=0)
     try:
         result = await ReactRunner("reader").run(
-            RunContext(chat_key="console:c1", model=model, tools=tools), Message.user("read /etc/motd")
+            RunContext(chat_key="console:c1", model=model, toolset=approval_required(tools)),
+            Message.user("read /etc/motd"),
         )
     finally:
         await model.aclose()
