@@ -10,11 +10,16 @@ from typing import Any
 import pytest
 
 from bot.jobs.triggers import Trigger
+from bot.store.evals import SqlEvalRuns
 from bot.store.jobs import JobLimit, JobStore
-from bot.store.ports import JobRepo, ScheduledRepo, TraceRepo, WebSessionRepo
+from bot.store.pairing import PairingStore
+from bot.store.ports import EvalRepo, JobRepo, PairingRepo, ScheduledRepo, TraceRepo, UsageRepo, WebSessionRepo
 from bot.store.scheduled import SqlScheduled
 from bot.store.traces import SqlTraces
+from bot.store.usage import UsageStore
+from bot.store.values import Spent
 from bot.store.web_sessions import SqlWebSessions
+from tests.fakes.more_repos import FakeEvalRuns, FakePairing, FakeUsage
 from tests.fakes.repos import FakeJobs, FakeScheduled, FakeTraces, FakeWebSessions
 
 NOW = datetime(2026, 11, 26, 7, 0)
@@ -29,7 +34,10 @@ def kind(request: pytest.FixtureRequest) -> str:
 async def repos(kind: str, make_store: Callable[..., Any]) -> Callable[[str], Any]:
     """``repos(name)``: the repository of that name, SQL (on each database) or fake."""
     if kind == "fake":
-        fakes = {"sessions": FakeWebSessions, "traces": FakeTraces, "scheduled": FakeScheduled, "jobs": FakeJobs}
+        fakes: dict[str, Callable[[], Any]] = {
+            "sessions": FakeWebSessions, "traces": FakeTraces, "scheduled": FakeScheduled, "jobs": FakeJobs,
+            "evals": FakeEvalRuns, "usage": FakeUsage, "pairing": FakePairing,
+        }  # fmt: skip
         return lambda name: fakes[name]()
     store = await make_store()
     sql = {
@@ -37,6 +45,9 @@ async def repos(kind: str, make_store: Callable[..., Any]) -> Callable[[str], An
         "traces": lambda: SqlTraces(store),
         "scheduled": lambda: SqlScheduled(store),
         "jobs": lambda: JobStore(store, Trigger),
+        "evals": lambda: SqlEvalRuns(store),
+        "usage": lambda: UsageStore(store),
+        "pairing": lambda: PairingStore(store),
     }
     return lambda name: sql[name]()
 
@@ -145,3 +156,49 @@ async def test_jobs_limits_claims_and_fires(repos: Callable[[str], Any]) -> None
     assert await jobs.set_status(job.id, "paused", was=("active",))
     assert not await jobs.set_status(job.id, "paused", was=("active",))
     assert [j.id for j in await jobs.of_chat("console:a")] == [made[1].id, job.id]
+
+
+async def test_eval_runs_newest_first_and_the_one_before(repos: Callable[[str], Any]) -> None:
+    evals: EvalRepo = repos("evals")
+
+    def line(run: str, suite: str, hours: int) -> tuple[Any, ...]:
+        return (run, suite, "m", "done", 3, 1, 2, 0.66, 0.01, NOW + timedelta(hours=hours))
+
+    await evals.add(line("r1", "smoke", 0), '{"n": 1}')
+    await evals.add(line("r2", "smoke", 2), '{"n": 2}')
+    await evals.add(line("r3", "other", 1), '{"n": 3}')
+    assert [r[0] for r in await evals.recent(None, 10)] == ["r2", "r3", "r1"]
+    assert [r[0] for r in await evals.recent("smoke", 1)] == ["r2"]
+    assert await evals.data("r3") == '{"n": 3}' and await evals.data("nope") is None
+    assert await evals.previous("smoke", "r2", NOW + timedelta(hours=2)) == '{"n": 1}'
+    assert await evals.previous("smoke", "r1", NOW) is None
+
+
+async def test_usage_adds_up_per_scope_and_period(repos: Callable[[str], Any]) -> None:
+    usage: UsageRepo = repos("usage")
+    await usage.add([Spent("user:a", "d1", 1, 10, 5, cost=0.5), Spent("user:b", "d1", 1, 100, 50)])
+    await usage.add([Spent("user:a", "d1", 1, 10, 5, cost=0.5), Spent("chat:x", "d1", 2, 7, 3)])
+    spent = await usage.spent(["user:a", "user:b"], ["d1", "d2"])
+    assert spent[("user:a", "d1")] == Spent("user:a", "d1", 2, 20, 10, cost=1.0)
+    assert set(spent) == {("user:a", "d1"), ("user:b", "d1")}
+    assert [s.scope for s in await usage.top("user:", "d1")] == ["user:b", "user:a"]
+    assert await usage.top("user:", "d2") == []
+
+
+async def test_pairing_codes_are_used_once(repos: Callable[[str], Any]) -> None:
+    pairing: PairingRepo = repos("pairing")
+    code = await pairing.issue("telegram", "7", "Ada", "telegram:7", 60, max_pending=2)
+    assert code is not None and await pairing.issue("telegram", "7", "Ada", "telegram:7", 60, 2) == code
+    assert await pairing.issue("telegram", "8", "Bob", "telegram:8", 60, 2) is not None
+    assert await pairing.issue("telegram", "9", "Cy", "telegram:9", 60, 2) is None, "the channel is full"
+    assert await pairing.find(code.code.lower()) == code
+    assert sorted(w.user_id for w in await pairing.waiting()) == ["7", "8"]
+    assert await pairing.approve(code, "cli:admin", admin=True)
+    assert not await pairing.approve(code, "cli:admin"), "used up"
+    assert await pairing.find(code.code) is None
+    assert await pairing.is_paired("telegram", "7") and await pairing.standing("telegram", "7") is True
+    assert await pairing.standing("telegram", "8") is None
+    assert await pairing.admin_channels() == {"telegram"}
+    assert [p.account for p in await pairing.paired()] == ["telegram:7"]
+    assert await pairing.unpair("telegram", "7") and not await pairing.unpair("telegram", "7")
+    assert not await pairing.is_paired("telegram", "7") and await pairing.admin_channels() == set()
