@@ -5,15 +5,22 @@ a closure of the run manager.  A call needs approval when any of these says so (
 own flag (an MCP server's confirmation list sets it too), risk ``high``, or the agent's
 ``confirmation.require_confirmation`` (names or patterns).  A chat's "always allow" grant skips it, except
 for the tools in ``never_granted`` (``run_command``): those are asked about every time.
+
+The toolset enforces the rule where a tool is called, as pydantic-ai's wrapper does: calling a tool that
+needs approval without one raises :class:`ApprovalRequired` before anything runs or is recorded, and the
+runner turns it into a ``tool_confirm`` pause.  A runner passes ``approved=True`` only for a call a person
+approved (on resume), so any runner that calls tools through the toolset pauses where it must.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
-from agents.messages import ToolCall
+from agents.messages import ToolCall, ToolResult
 from agents.tools.base import RISK_ORDER, Tool
+from agents.tools.calls import CallSite, run_call
 
 ApprovalRule = Callable[[Tool, ToolCall], bool]
 """Whether one call of a tool waits for a person's yes."""
@@ -53,15 +60,40 @@ def grantable(names: Iterable[str], never_granted: Collection[str] = NEVER_GRANT
     return sorted(set(names) - set(never_granted))
 
 
+class ApprovalRequired(Exception):
+    """A tool that needs approval was called without one: nothing ran; the runner pauses before ``call``."""
+
+    def __init__(self, call: ToolCall, tool: Tool) -> None:
+        super().__init__(f"{call.name} needs approval before it runs")
+        self.call = call
+        self.tool = tool
+
+
 @dataclass(frozen=True)
 class ApprovalRequiredToolset:
-    """``tools`` whose calls wait for a person's yes where ``rule`` says so (the runner pauses before them)."""
+    """``tools`` whose calls wait for a person's yes where ``rule`` says so: :meth:`call_tool` enforces it."""
 
     tools: tuple[Tool, ...]
     rule: ApprovalRule = by_risk
 
     def needs_approval(self, tool: Tool, call: ToolCall) -> bool:
         return self.rule(tool, call)
+
+    @cached_property
+    def by_name(self) -> dict[str, Tool]:
+        return {t.name: t for t in self.tools}
+
+    async def call_tool(self, site: CallSite, call: ToolCall, *, agent: str, approved: bool = False) -> ToolResult:
+        """Run ``call`` through the run's ledger; :class:`ApprovalRequired` instead when its tool needs approval
+        and ``approved`` (a person's yes to this very call) is not given."""
+        tool = self.by_name.get(call.name)
+        if tool is not None and not approved and self.rule(tool, call):
+            raise ApprovalRequired(call, tool)
+        return await run_call(site, call, tool, agent)
+
+
+NO_TOOLS = ApprovalRequiredToolset(())
+"""The toolset of a run offered no tools."""
 
 
 def approval_required(tools: Sequence[Tool], rule: ApprovalRule = by_risk) -> ApprovalRequiredToolset:

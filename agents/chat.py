@@ -13,7 +13,7 @@ from agents.messages import Message
 from agents.models.base import CUT_OFF, complete
 from agents.react import ReactRunner
 from agents.resolutions import Resolution
-from agents.results import FinalAnswer, RunResult
+from agents.results import FinalAnswer, Resumable, RunResult
 
 DEFAULT_PROMPT = (
     "You are a helpful assistant in a group or direct chat. Answer briefly and clearly, "
@@ -21,7 +21,7 @@ DEFAULT_PROMPT = (
 )
 
 
-class ChatRunner:
+class ChatRunner(Resumable):
     """Answers from the conversation alone, without tools."""
 
     MAX_TOOL_ROUNDS = 4

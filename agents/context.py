@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agents.approval import ApprovalRule, by_risk
+from agents.approval import NO_TOOLS, ApprovalRequiredToolset
 from agents.handoffs import DEFAULT_MAX_DEPTH, HandoffTarget
 from agents.messages import Message
 from agents.models.base import AnswerStream, Model, ModelResponse
@@ -33,11 +33,6 @@ async def _no_emit(text: str) -> None:
     return None
 
 
-default_needs_confirmation = by_risk
-"""The tool's own flag or risk ``high`` (the gateway wraps an agent's tools with its whole rule:
-:func:`agents.approval.approval_required`)."""
-
-
 @dataclass
 class RunContext:
     """Everything a runner may use; built per run by the gateway."""
@@ -53,11 +48,10 @@ class RunContext:
     correlation_id: str = ""
     user_id: str = ""
     run_id: str = ""
-    tools: Sequence[Tool] = ()
-    """The tools this agent may use (already filtered by its allow/deny lists)."""
+    toolset: ApprovalRequiredToolset = NO_TOOLS
+    """The tools this agent may use (already filtered by its allow/deny lists), behind the rule of which calls
+    wait for a person's yes: runners call tools through it (:meth:`ApprovalRequiredToolset.call_tool`)."""
     ledger: ToolLedger = field(default_factory=MemoryLedger)
-    needs_confirmation: ApprovalRule = default_needs_confirmation
-    """Which calls of ``tools`` wait for a person's yes (an approval toolset's rule)."""
     system_extra: str = ""
     """Appended to the runner's system prompt (the handoff context of a handed-off run)."""
     handoffs: Sequence[HandoffTarget] = ()
@@ -72,6 +66,11 @@ class RunContext:
     """Where the answer goes as the model writes it (None: only the final answer is sent)."""
     repair_model: Model | None = None
     """Asked to repair an answer a guardrail refused (None: ``model``); a cheaper one will often do."""
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The toolset's tools (what the model is offered)."""
+        return self.toolset.tools
 
     def model_called(self, agent: str, response: ModelResponse, started: float, purpose: str | None = None) -> None:
         """Trace one model call: the model that answered, tokens, time, and whatever went wrong on the way

@@ -8,8 +8,11 @@ decides everything about a run's course; the gateway supplies what it owns throu
   durably, before anyone is asked;
 - :class:`HumanPort` ("ask a human"): send the prompt of a persisted pause.
 
-:meth:`AgentLoop.drive` returns how the run ended up (:class:`Answered`, :class:`Paused` or
-:class:`Stopped`); the gateway records the finish, or hands a pause to :func:`pause`.
+A run begins with :meth:`AgentLoop.first_leg` (a new message) or :meth:`AgentLoop.resume` (a paused run's
+:class:`~agents.state.RunState` and the human's resolution, handed to its runner's ``resume``: runners that
+pause are :class:`~agents.results.Resumable`).  :meth:`AgentLoop.drive` returns how the run ended up
+(:class:`Answered`, :class:`Paused` or :class:`Stopped`); the gateway records the finish, or hands a pause to
+:func:`pause`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from agents.guardrails import GuardrailRule, enforce
 from agents.handoffs import HandoffContext, HandoffTarget, recent_lines
 from agents.messages import Message
 from agents.models.base import AnswerStream
-from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, Runner, RunResult
+from agents.resolutions import Resolution
+from agents.results import FinalAnswer, HandoffRequest, InterruptRequest, Resumable, Runner, RunResult
 from agents.state import GraphAt, HandedOver, RunState
 
 log = logging.getLogger(__name__)
@@ -71,8 +75,10 @@ class RunPorts(Protocol):
         handoff: HandoffContext | None,
         query: str,
         graph: GraphPosition | None,
+        resumed: bool = False,
     ) -> RunContext:
-        """The run context of a new leg (its history, tools, model, tracer)."""
+        """The run context of a new leg (its history, tools, model, tracer); ``resumed``: the leg a paused run
+        continues in (its tool ledger holds the calls that ran before the pause)."""
         ...
 
     async def notify(self, text: str) -> None:
@@ -150,6 +156,21 @@ class Stopped:
 Outcome = Answered | Paused | Stopped
 
 
+@dataclass(frozen=True)
+class Resumption:
+    """A paused run ready to go on: the leg it paused in, and its runner's resume with the human's resolution.
+
+    :meth:`AgentLoop.drive` runs :meth:`step` (as it runs a new leg's ``run``)."""
+
+    leg: Leg
+    runner: Resumable
+    state: dict[str, Any]
+    resolution: Resolution
+
+    def step(self) -> Awaitable[RunResult]:
+        return self.runner.resume(self.leg.ctx, self.state, self.resolution)
+
+
 class AgentLoop:
     """Drives one run through its legs (see the module docstring)."""
 
@@ -166,6 +187,22 @@ class AgentLoop:
             return await self.graph_leg(agent.runner, agent.runner.start(), message, [])
         ctx = await self.ports.context(agent, chain=[agent.name], handoff=None, query=message.text or "", graph=None)
         return Leg(agent, ctx, [agent.name], message)
+
+    async def resume(self, state: RunState, resolution: Resolution) -> Resumption | Stopped:
+        """Where a paused run goes on: the leg ``state`` paused in (its agent, handoffs and graph position),
+        with its runner's resume of ``resolution``; :meth:`drive` it.  Stopped when the agent is gone or its
+        runner cannot resume."""
+        agent = self.agents.get(state.agent)
+        runner = agent.runner if agent is not None else None
+        if agent is None or not isinstance(runner, Resumable):
+            reason = f"the agent {state.agent!r} is no longer available"
+            return Stopped(f"⚠️ I cannot continue this request: {reason}.", [])
+        chain, handoff, position = state.chain, state.handoff_context(), state.position()
+        ctx = await self.ports.context(
+            agent, chain=chain, handoff=handoff, query=state.query(), graph=position, resumed=True
+        )
+        leg = Leg(agent, ctx, chain, state.message(), state.prefix(), handoff, position)
+        return Resumption(leg, runner, state.state, resolution)
 
     async def drive(
         self, leg: Leg, step: Callable[[], Awaitable[RunResult]], stream: AnswerStream | None = None

@@ -28,7 +28,7 @@ from agents.context import RunContext
 from agents.messages import Message
 from agents.react import ReactRunner
 from agents.resolutions import PlanDecision, Resolution, answer_text
-from agents.results import Choice, FinalAnswer, InterruptRequest, RunResult
+from agents.results import Choice, FinalAnswer, InterruptRequest, Resumable, RunResult
 
 PLAN_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -66,7 +66,7 @@ class PlanError(Exception):
     """The planner could not produce a valid plan."""
 
 
-class PlanExecuteRunner:
+class PlanExecuteRunner(Resumable):
     """Runs an agent that plans first; executes each step with a ReAct runner."""
 
     def __init__(

@@ -1,28 +1,30 @@
 """The ReAct runner: model ⇄ tools until an answer or the iteration cap.
 
 Every tool call of a model turn gets exactly one result before the next model
-call.  Calls that need confirmation pause the run *before* they execute (a
-``tool_confirm`` interrupt carrying the run's state); calls that do not are
-run first, through the ledger, so resuming never runs anything twice.
+call.  Tools are called through the run's approval toolset: a call that needs
+approval raises :class:`~agents.approval.ApprovalRequired` there, before it
+executes, and the runner pauses the run (a ``tool_confirm`` interrupt carrying
+the run's state); calls that do not are run first, through the ledger, so
+resuming never runs anything twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from agents.approval import ApprovalRequired
 from agents.context import RunContext
 from agents.handoffs import HandoffTarget, check_handoff, handoff_tools, is_handoff_call, target_of
 from agents.messages import Message, ToolCall, ToolResult
 from agents.models.base import CUT_OFF, ToolDeclaration, complete
 from agents.resolutions import Answer, Resolution, ToolDecision
-from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, RunResult
-from agents.tools.base import RISK_ORDER, Tool, ToolContext, ToolError
-from agents.visible import visible_json
+from agents.results import Choice, FinalAnswer, HandoffRequest, InterruptRequest, Resumable, RunResult
+from agents.tools.base import RISK_ORDER, Tool, ToolError
+from agents.tools.calls import describe_call
 
-log = logging.getLogger(__name__)
+__all__ = ["ASK_USER", "ASK_USER_TOOL", "CONFIRM_QUESTION", "ReactRunner", "describe_call", "tool_index"]
 
 DEFAULT_PROMPT = (
     "You are a capable assistant that uses tools to act and to look things up. Call tools when they help; "
@@ -61,35 +63,14 @@ ASK_USER_TOOL = Tool(
     risk="safe",
     toolset="control",
 )
-MAX_RESULT_CHARS = 20_000
-TRACE_RESULT_CHARS = 1_000
-"""How much of a tool's result its trace event keeps."""
 STATE_VERSION = 1
-
-
-def _clip(content: Any) -> Any:
-    if isinstance(content, str) and len(content) > MAX_RESULT_CHARS:
-        return content[:MAX_RESULT_CHARS] + f"\n… [truncated, {len(content)} characters in all]"
-    return content
-
-
-def describe_call(call: ToolCall, limit: int | None = 300) -> str:
-    """``name(arg=value, ...)``: in full for a confirmation prompt (``limit=None``), shortened for progress lines.
-
-    Values are JSON with everything that could hide part of them made visible: control
-    and invisible characters as ``\\uXXXX``, a long run of spaces as ``⟨320 spaces⟩``, so
-    what a person approves is exactly what runs.
-    """
-    args = ", ".join(f"{k}={visible_json(v)}" for k, v in call.args.items())
-    text = f"{call.name}({args})"
-    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _misfit(call: ToolCall, tools: dict[str, Tool]) -> str | None:
     """Why edited arguments cannot run (the tool's schema refuses them), or None."""
     tool = tools.get(call.name)
     if tool is None:
-        return None  # _execute says "unknown tool"
+        return None  # calling it says "unknown tool"
     try:
         tool.validate(call.args)
     except ToolError as exc:
@@ -128,7 +109,7 @@ def tool_index(
     return by_name, declared
 
 
-class ReactRunner:
+class ReactRunner(Resumable):
     """Runs an agent that may call tools."""
 
     def __init__(
@@ -175,8 +156,8 @@ class ReactRunner:
                 results.append(ToolResult(call_id=call.id, name=call.name, content=answer))
             elif call.id in approved and call.id in changed and (problem := _misfit(call, tools)):
                 results.append(ToolResult(call_id=call.id, name=call.name, content=problem, is_error=True))
-            elif call.id in approved:
-                results.append(await self._execute(ctx, call, tools))
+            elif call.id in approved:  # a person's yes to this very call (as edited): what runs
+                results.append(await ctx.toolset.call_tool(ctx, call, agent=self.name, approved=True))
             else:
                 reason = resolution.reason or DENIED
                 results.append(ToolResult(call_id=call.id, name=call.name, content=reason, is_error=True))
@@ -252,16 +233,10 @@ class ReactRunner:
             if handoff is not None:
                 return handoff
             asks = [c for c in turn.tool_calls if c.name == ASK_USER and c.name in tools]
-            confirm = [
-                c
-                for c in turn.tool_calls
-                if c.name in tools
-                and c not in asks
-                and c.id not in refused
-                and ctx.needs_confirmation(tools[c.name], c)
-            ]
-            free = [c for c in turn.tool_calls if c not in confirm and c not in asks and c.id not in refused]
-            results = {**refused, **await self._run_free(ctx, free, tools)}
+            ran, confirm = await self._call_tools(
+                ctx, [c for c in turn.tool_calls if c not in asks and c.id not in refused], tools
+            )
+            results = {**refused, **ran}
             if asks and (confirm or len(asks) > 1):
                 # One question at a time, and not mixed with confirmations: the model asks again later.
                 for c in [*asks, *confirm]:
@@ -308,67 +283,34 @@ class ReactRunner:
         ctx.model_called(self.name, response, started)
         return response
 
-    async def _run_free(self, ctx: RunContext, calls: list[ToolCall], tools: dict[str, Tool]) -> dict[str, ToolResult]:
-        """Run calls that need no confirmation: safe ones concurrently, the rest in order."""
+    async def _call_tools(
+        self, ctx: RunContext, calls: list[ToolCall], tools: dict[str, Tool]
+    ) -> tuple[dict[str, ToolResult], list[ToolCall]]:
+        """Call ``calls`` through the toolset, safe ones concurrently, the rest in order: their results, and the
+        calls the toolset held back for a person's approval (in the turn's order; none of them ran)."""
         results: dict[str, ToolResult] = {}
+        held: set[str] = set()
         safe = [c for c in calls if c.name in tools and RISK_ORDER[tools[c.name].risk] == 0]
-        for call, result in zip(safe, await asyncio.gather(*(self._execute(ctx, c, tools) for c in safe)), strict=True):
-            results[call.id] = result
+        for call, result in zip(safe, await asyncio.gather(*(self._call(ctx, c) for c in safe)), strict=True):
+            if result is None:
+                held.add(call.id)
+            else:
+                results[call.id] = result
         for call in calls:
-            if call.id not in results:
-                results[call.id] = await self._execute(ctx, call, tools)
-        return results
+            if call.id not in results and call.id not in held:
+                result = await self._call(ctx, call)
+                if result is None:
+                    held.add(call.id)
+                else:
+                    results[call.id] = result
+        return results, [c for c in calls if c.id in held]
 
-    async def _execute(self, ctx: RunContext, call: ToolCall, tools: dict[str, Tool]) -> ToolResult:
-        entry = await ctx.ledger.get(ctx.run_id, call)
-        if entry is not None and entry.result is not None:
-            # Ran before (a resumed or re-run run): its result, under this call's id.
-            return entry.result.model_copy(update={"call_id": call.id})
-        tool = tools.get(call.name)
-        if tool is None:
-            return ToolResult(call_id=call.id, name=call.name, content=f"unknown tool {call.name!r}", is_error=True)
-        if entry is not None and RISK_ORDER[tool.risk] > 0:
-            # Started but never finished: the process died during it. It may have taken effect.
-            result = ToolResult(
-                call_id=call.id,
-                name=call.name,
-                content="this call was interrupted (the bot restarted while it ran) and was not retried; "
-                "it may or may not have taken effect",
-                is_error=True,
-            )
-            await ctx.ledger.finished(ctx.run_id, call, result)
-            await ctx.emit(f"⚠️ {describe_call(call)} was interrupted by a restart and was not retried.")
-            return result
-        if RISK_ORDER[tool.risk] > 0:  # a safe call cut off is simply run again: no write before it
-            await ctx.ledger.started(ctx.run_id, call)
-        started = ctx.clock()
+    async def _call(self, ctx: RunContext, call: ToolCall) -> ToolResult | None:
+        """The call's result, or None when it needs a person's approval first (it did not run)."""
         try:
-            content = await tool.invoke(
-                call.args,
-                ToolContext(
-                    chat_key=ctx.chat_key, user_id=ctx.user_id, call_id=call.id, agent=self.name, run_id=ctx.run_id
-                ),
-            )
-            result = ToolResult(call_id=call.id, name=call.name, content=_clip(content))
-        except ToolError as exc:
-            result = ToolResult(call_id=call.id, name=call.name, content=str(exc), is_error=True)
-        except Exception as exc:  # a tool's bug must reach the model as a result, not crash the run
-            log.exception("tool %s failed", call.name)
-            result = ToolResult(call_id=call.id, name=call.name, content=f"{type(exc).__name__}: {exc}", is_error=True)
-        await ctx.ledger.finished(ctx.run_id, call, result)
-        output = str(result.content)
-        ctx.tracer.event(
-            "tool_call",
-            agent=self.name,
-            tool=call.name,
-            arguments=call.args,
-            # What it gave back, bounded (the tracer redacts secrets from every field it keeps).
-            result=None if result.is_error else output[:TRACE_RESULT_CHARS],
-            result_size=len(output),
-            duration_ms=round((ctx.clock() - started) * 1000, 3),
-            error=str(result.content) if result.is_error else None,
-        )
-        return result
+            return await ctx.toolset.call_tool(ctx, call, agent=self.name)
+        except ApprovalRequired:
+            return None
 
     def _state(self, new: list[Message], results: dict[str, ToolResult], iteration: int, phase: str) -> dict[str, Any]:
         return {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,8 +68,12 @@ class HandoffRequest(BaseModel):
 RunResult = FinalAnswer | InterruptRequest | HandoffRequest
 
 
+@runtime_checkable
 class Resumable(Protocol):
-    """A runner that can continue a paused run from its state and the human's resolution (of the pause's kind)."""
+    """A runner that can continue a paused run from its state and the human's resolution (of the pause's kind).
+
+    The agent loop resumes a paused run through this (:meth:`agents.loop.AgentLoop.resume`); a runner that
+    never pauses need not be one."""
 
     async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: Resolution) -> RunResult: ...
 

@@ -6,19 +6,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.approval import NEVER_GRANTED, approval_required, approval_rule, by_risk, grantable
+from agents.approval import NEVER_GRANTED, ApprovalRequired, approval_required, approval_rule, by_risk, grantable
+from agents.chat import ChatRunner
 from agents.context import RunContext
 from agents.graph import GraphPosition, GraphRunner
 from agents.guardrails import GuardrailRule
 from agents.handoffs import HandoffContext, HandoffTarget
-from agents.loop import AgentLoop, Answered, Leg, LoopAgent, LoopSettings, Paused, Stopped, pause
+from agents.loop import AgentLoop, Answered, Leg, LoopAgent, LoopSettings, Paused, Resumption, Stopped, pause
 from agents.messages import Message, ToolCall
+from agents.models.base import ModelResponse
 from agents.models.scripted import ScriptedModel, call
+from agents.plan_execute import PlanExecuteRunner
 from agents.react import ReactRunner
-from agents.results import InterruptRequest, Runner
+from agents.resolutions import PlanDecision, Resolution, ToolDecision
+from agents.results import FinalAnswer, InterruptRequest, Resumable, Runner, RunResult
 from agents.specs.graph import GraphSpec
 from agents.state import RunState
 from agents.tools.base import Tool, tool
+from agents.tools.calls import describe_call
 
 ran: list[str] = []
 
@@ -60,15 +65,14 @@ class Ports:
         handoff: HandoffContext | None,
         query: str,
         graph: GraphPosition | None,
+        resumed: bool = False,
     ) -> RunContext:
-        self.log.append(f"context {agent.name}")
-        toolset = approval_required(self.tools)
+        self.log.append(f"context {agent.name}" + (" resumed" if resumed else ""))
         targets = tuple(agent.handoffs) if isinstance(agent, Agent) else ()
         return RunContext(
             chat_key="console:c1",
             model=self.model,
-            tools=toolset.tools,
-            needs_confirmation=toolset.needs_approval,
+            toolset=approval_required(self.tools),
             handoffs=targets,
             handoff_chain=tuple(chain),
             system_extra=handoff.render() if handoff is not None else "",
@@ -240,3 +244,115 @@ def test_the_approval_rule_of_an_agent_in_a_chat() -> None:
     assert grantable(["wipe", "run_command", "note"]) == ["note", "wipe"], sorted(NEVER_GRANTED)
     toolset = approval_required([low, high], rule)
     assert toolset.tools == (low, high) and toolset.needs_approval(low, some)
+
+
+async def paused_then_resumed(
+    loop: AgentLoop, ports: Ports, agent: Agent, text: str, resolution: Resolution
+) -> tuple[RunState, Answered]:
+    """Run ``agent`` on ``text`` until it pauses, persist the pause, then resume the stored state with
+    ``resolution`` on a fresh loop (as after a restart) and drive it to its answer."""
+    message = Message.user(text)
+    leg = await loop.first_leg(agent, message)
+    assert isinstance(leg, Leg)
+    outcome = await loop.drive(leg, lambda: leg.agent.runner.run(leg.ctx, message))
+    assert isinstance(outcome, Paused), outcome
+    await pause(outcome.leg, outcome.request, ports, ports)
+    state = ports.persisted[-1]
+    fresh = AgentLoop(loop.agents, ports, loop.settings)
+    resumed = await fresh.resume(RunState.load(state.encode()), resolution)
+    assert isinstance(resumed, Resumption) and resumed.leg.agent.name == state.agent
+    done = await fresh.drive(resumed.leg, resumed.step)
+    assert isinstance(done, Answered), done
+    return state, done
+
+
+async def test_the_loop_resumes_every_runner_kind_from_its_stored_state() -> None:
+    """react, chat (with a tool), plan-execute and a graph's node: the loop finds how each resumes, not the
+    gateway; the resumed leg's context is built as a resumed one (its ledger holds the calls before the pause)."""
+    for runner in (ReactRunner("ops"), ChatRunner("ops"), PlanExecuteRunner("ops", approval="always")):
+        assert isinstance(runner, Resumable)
+        ran.clear()
+        agent = Agent("ops", runner, kind=type(runner).__name__)
+        if isinstance(runner, PlanExecuteRunner):
+            plan = ModelResponse(text='{"steps": ["ship"]}', parsed={"steps": ["ship"]})
+            respond = {"action": "respond", "answer": "Shipped."}
+            model = ScriptedModel([plan, "done", ModelResponse(text="", parsed=respond)])
+            resolution: Resolution = PlanDecision(choice="approve")
+        else:
+            model = ScriptedModel([call("deploy", {"target": "prod"}, id="d"), "Shipped."])
+            resolution = ToolDecision(approved=("d",))
+        ports = Ports(model, tools=[deploy])
+        loop = AgentLoop(Catalog(agent), ports, LoopSettings())
+        state, done = await paused_then_resumed(loop, ports, agent, "ship it", resolution)
+        plans = isinstance(runner, PlanExecuteRunner)
+        assert state.phase == ("approval" if plans else "tool_confirm") and done.answer.text == "Shipped."
+        assert ran == ([] if plans else ["prod"]) and "context ops resumed" in ports.log
+        model.assert_complete()
+
+
+async def test_the_loop_resumes_a_graph_inside_its_node_and_goes_on_to_the_next() -> None:
+    ran.clear()
+    model = ScriptedModel([call("deploy", {"target": "prod"}, id="d"), '{"broken": true}', "Fixed it."])
+    graph = triage({"analyze": "debugger", "fix": "fixer"})
+    debugger, fixer = agents()
+    ports = Ports(model, tools=[deploy])
+    loop = AgentLoop(Catalog(graph, debugger, fixer), ports, LoopSettings())
+    state, done = await paused_then_resumed(loop, ports, graph, "the build fails", ToolDecision(approved=("d",)))
+    assert (state.agent, state.graph is not None and state.graph.node) == ("debugger", "analyze")
+    assert ran == ["prod"] and done.answer.text == "Fixed it." and done.leg.agent is fixer
+    model.assert_complete()
+
+
+async def test_a_paused_run_whose_agent_cannot_resume_stops_with_why() -> None:
+    graph = triage({"analyze": "debugger", "fix": "fixer"})
+    loop = AgentLoop(Catalog(graph), Ports(ScriptedModel([])), LoopSettings())
+    for name in ("triage", "gone"):  # a graph is run node by node: its runner has no resume
+        state = RunState(agent=name, runner="react", state={})
+        stopped = await loop.resume(state, ToolDecision())
+        assert isinstance(stopped, Stopped) and f"the agent {name!r} is no longer available" in stopped.text
+
+
+class OneCall(Resumable):
+    """Not ReAct: calls the tool its message names once, through the run's toolset, and answers its result."""
+
+    name = "one-call"
+
+    async def run(self, ctx: RunContext, message: Message) -> RunResult:
+        tool_name, _, target = (message.text or "").partition(" ")
+        call = ToolCall(id="t1", name=tool_name, args={"target": target})
+        try:
+            result = await ctx.toolset.call_tool(ctx, call, agent=self.name)
+        except ApprovalRequired as held:
+            prompt = describe_call(held.call, None)
+            return InterruptRequest(kind="tool_confirm", prompt=prompt, state={"call": call.model_dump(mode="json")})
+        return FinalAnswer(text=str(result.content))
+
+    async def resume(self, ctx: RunContext, state: dict[str, Any], resolution: Resolution) -> RunResult:
+        call = ToolCall.model_validate(state["call"])
+        if not (isinstance(resolution, ToolDecision) and call.id in resolution.approved):
+            return FinalAnswer(text="not run")
+        result = await ctx.toolset.call_tool(ctx, call, agent=self.name, approved=True)
+        return FinalAnswer(text=str(result.content))
+
+
+async def test_a_runner_other_than_react_pauses_before_a_tool_that_needs_approval_runs() -> None:
+    """The toolset enforces the rule when the tool is called: a runner cannot forget it."""
+    ran.clear()
+    note = Tool(name="note", description="", parameters={"type": "object"}, func=deploy.func, risk="low")
+    agent = Agent("one", OneCall(), kind="one-call")
+    ports = Ports(ScriptedModel([]), tools=[deploy, note])
+    loop = AgentLoop(Catalog(agent), ports, LoopSettings())
+    state, done = await paused_then_resumed(loop, ports, agent, "deploy prod", ToolDecision(approved=("t1",)))
+    assert state.phase == "tool_confirm" and done.answer.text == "deployed prod" and ran == ["prod"]
+    ran.clear()
+    message = Message.user("note x")  # low risk, not in any list: runs without asking
+    leg = await loop.first_leg(agent, message)
+    assert isinstance(leg, Leg)
+    answered = await loop.drive(leg, lambda: agent.runner.run(leg.ctx, message))
+    assert isinstance(answered, Answered) and ran == ["x"]
+    message = Message.user("deploy prod")
+    again = await loop.first_leg(agent, message)
+    assert isinstance(again, Leg)
+    paused = await loop.drive(again, lambda: agent.runner.run(again.ctx, message))
+    assert isinstance(paused, Paused) and paused.request.prompt == 'deploy(target="prod")' and ran == ["x"]
+    assert await again.ctx.ledger.get("", ToolCall(id="t1", name="deploy", args={})) is None, "nothing recorded"

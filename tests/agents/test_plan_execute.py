@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agents.approval import approval_required
 from agents.context import RunContext
 from agents.messages import Message
 from agents.models.base import ModelResponse
@@ -36,7 +37,14 @@ def ctx(model: ScriptedModel, tools: list[Any] | None = None, emitted: list[str]
         if emitted is not None:
             emitted.append(text)
 
-    return RunContext(chat_key="t:1", model=model, tools=tools or [], ledger=MemoryLedger(), run_id="r", emit=emit)
+    return RunContext(
+        chat_key="t:1",
+        model=model,
+        toolset=approval_required(tools or []),
+        ledger=MemoryLedger(),
+        run_id="r",
+        emit=emit,
+    )
 
 
 async def test_plan_approve_steps_replan_respond() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agents.approval import approval_required
 from agents.context import RunContext
 from agents.messages import Message, unanswered_calls
 from agents.models.scripted import ScriptedModel, call, calls
@@ -70,7 +71,9 @@ def make_tools(counter: Counter, together: int = 0) -> list[Tool]:
 
 
 def ctx_for(model: ScriptedModel, tools: list[Tool], ledger: MemoryLedger | None = None) -> RunContext:
-    return RunContext(chat_key="t:1", model=model, tools=tools, ledger=ledger or MemoryLedger(), run_id="run-1")
+    return RunContext(
+        chat_key="t:1", model=model, toolset=approval_required(tools), ledger=ledger or MemoryLedger(), run_id="run-1"
+    )
 
 
 async def test_a_tool_call_then_answer() -> None:
