@@ -60,6 +60,7 @@ from bot.routing import Meaning, RouteDecision, Router  # noqa: E402
 from bot.routing.evaluate import read_labelled  # noqa: E402
 from bot.routing.rule import RouteTarget  # noqa: E402
 from bot.runs.catalog import AgentCatalog  # noqa: E402
+from channels.registry import PLUGINS  # noqa: E402, F401  (installs the channels' settings sections)
 
 DEV = ROOT / "tests" / "data" / "routing" / "dev"
 AGENTS_DIR = DEV / "agents-examples"

@@ -36,6 +36,7 @@ from bot.routing import Router  # noqa: E402
 from bot.routing.offline import Meaning  # noqa: E402
 from bot.routing.rule import RouteTarget  # noqa: E402
 from bot.runs.catalog import AgentCatalog  # noqa: E402
+from channels.registry import PLUGINS  # noqa: E402, F401  (installs the channels' settings sections)
 
 LABELS = ("chat", "react", "plan")
 DEBUG_KEYWORDS = ("bug", "error", "crash", "exception", "stack trace")

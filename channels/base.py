@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from importlib import import_module
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from bot.config.channels import ChannelSection as ChannelSection  # its settings' common keys (a contract)
 from bot.events import OutboundMessage
 from bot.inbox import Inbox
+from bot.media.fetch import MediaFetcher
 from channels.setup import ChannelSetup
 
 if TYPE_CHECKING:
@@ -117,49 +117,66 @@ class Finding:
     fix: str = ""
 
 
+S = TypeVar("S", bound=ChannelSection)
+
+ChannelFactory = Callable[[S, BuildContext], Channel]
+"""Makes the channel's adapter from its settings and what the gateway gives (:class:`BuildContext`)."""
+FetcherFactory = Callable[[S], MediaFetcher]
+"""Makes the channel's downloader of what people attach, from its settings alone (a worker can download too)."""
+DoctorCheck = Callable[[S], Awaitable[list[Finding]]]
+"""The platform's answer to the channel's credentials (``bot doctor``)."""
+
+
 @dataclass(frozen=True)
-class ChannelPlugin:
-    """A channel as the gateway knows it: its name (the key under ``channels``), its settings model,
-    and its adapter, imported only when the channel is enabled (platform libraries load slowly)."""
+class ChannelPlugin(Generic[S]):
+    """A channel as the gateway knows it: its name (the key under ``channels``), its settings model, and typed
+    references to the rest: small functions that import inside and return the object (the adapter's factory,
+    the fetcher's, the doctor's check, the setup), so a platform library loads only when the channel is enabled
+    (aiogram takes seconds to import) and mypy checks each against the settings model."""
 
     name: str
-    settings: type[ChannelSection]
-    adapter: str
-    """``module:factory``: called with ``(settings, BuildContext)``, returns a :class:`Channel`."""
+    settings: type[S]
+    adapter: Callable[[], ChannelFactory[S]]
+    """Called with ``(settings, BuildContext)``, returns a :class:`Channel`."""
     secret_variables: tuple[str, ...] = ()
     """Environment variables that hold this channel's secrets (removed from the environment once read)."""
     text_limit: int | None = None
     """The longest text one message holds (as the adapter's ``text_limit``), for workers without the adapter."""
-    fetcher: str | None = None
-    """``module:factory`` called with ``(settings)``: a :class:`~bot.media.fetch.MediaFetcher` that downloads
-    what people attach (None: the channel has no files); made by ``bot.media`` when the first file comes."""
+    fetcher: Callable[[], FetcherFactory[S]] | None = None
+    """Called with ``(settings)``: a :class:`~bot.media.fetch.MediaFetcher` that downloads what people attach
+    (None: the channel has no files); made by ``bot.media`` when the first file comes."""
 
-    doctor: str | None = None
-    """``module:function``: ``async (settings) -> list[Finding]``, the platform's answer to the channel's
-    credentials (``bot doctor``); None: nothing to ask."""
-    setup: str | None = None
-    """``module:object``: its :class:`~channels.setup.ChannelSetup`, what ``bot init`` asks and writes (its
-    questions are also ``bot init``'s options); None: nothing to ask, no secret."""
+    doctor: Callable[[], DoctorCheck[S]] | None = None
+    """``async (settings) -> list[Finding]``, the platform's answer to the channel's credentials
+    (``bot doctor``); None: nothing to ask."""
+    setup: Callable[[], ChannelSetup] | None = None
+    """Its :class:`~channels.setup.ChannelSetup`, what ``bot init`` asks and writes (its questions are also
+    ``bot init``'s options); None: nothing to ask, no secret."""
     library: str | None = None
     """The platform library the adapter loads, as people know it (``bot run`` says while it loads: seconds)."""
 
     def init(self) -> ChannelSetup:
-        if self.setup is None:
-            return ChannelSetup()
-        found: ChannelSetup = _factory(self.setup)
-        return found
+        return ChannelSetup() if self.setup is None else self.setup()
 
     def build(self, settings: ChannelSection, context: BuildContext) -> Channel:
-        channel: Channel = _factory(self.adapter)(settings, context)
-        return channel
+        return self.adapter()(self._own(settings), context)
 
     async def check(self, settings: ChannelSection) -> list[Finding]:
         if self.doctor is None:
             return []
-        findings: list[Finding] = await _factory(self.doctor)(settings)
-        return findings
+        return await self.doctor()(self._own(settings))
 
+    def load_fetcher(self) -> Callable[[ChannelSection], MediaFetcher] | None:
+        """The fetcher's factory, its module imported (a platform library: seconds, so called on a thread);
+        None: the channel has no files."""
+        if self.fetcher is None:
+            return None
+        make = self.fetcher()
+        return lambda settings: make(self._own(settings))
 
-def _factory(where: str) -> Any:
-    module, _, name = where.partition(":")
-    return getattr(import_module(module), name)
+    def _own(self, settings: ChannelSection) -> S:
+        if not isinstance(settings, self.settings):
+            raise TypeError(
+                f"channel {self.name}: settings are {type(settings).__name__}, not {self.settings.__name__}"
+            )
+        return settings

@@ -20,6 +20,7 @@ from bot.config.settings import Settings, load_settings
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender
 from bot.gateway.app import Gateway
 from bot.inbox import Inbox, Receipt
+from channels.registry import PLUGINS  # noqa: F401  (installs the channels: the settings' sections)
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.servers import PostgresServer, RedisServer, postgres_server, redis_server

@@ -1,11 +1,14 @@
 """The dependency direction: agents imports neither bot nor channels; channels import only bot's contracts
-(and no agents module at all); no import cycles anywhere, function-level imports included; and package by
-package, the layers of the Architecture drawing in docs/architecture.md (:data:`LAYERS`): no package cycle, no
-import up."""
+(and no agents module at all); the settings import no channel; no import cycles anywhere, function-level imports
+included; and package by package, the layers of the Architecture drawing in docs/architecture.md (:data:`LAYERS`):
+no package cycle, no import up.  String imports count: ``import_module("a.b")``, ``__import__("a.b")`` and a
+``"a.b:attr"`` string handed to a call are imports of ``a.b``, and a module name the check cannot read (a variable)
+is refused."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +78,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path], *, top_level: bool
 
     found: set[str] = set()
     tree = ast.parse(path.read_text(), str(path))
-    for node in _run_at_import(tree) if top_level else ast.walk(tree):
+    nodes = _run_at_import(tree) if top_level else list(ast.walk(tree))
+    for node in nodes:
         if isinstance(node, ast.Import):
             found |= {m for a in node.names if (m := known(a.name))}
         elif isinstance(node, ast.ImportFrom):
@@ -88,8 +92,50 @@ def _imports(name: str, path: Path, modules: dict[str, Path], *, top_level: bool
                 target = full if full in modules else known(base)
                 if target:
                     found.add(target)
+    found |= {m for literal in _string_imports(nodes)[0] if (m := known(literal))}
     found.discard(name)
     return found
+
+
+IMPORTERS = {"import_module", "__import__"}
+"""Functions that import the module named by their first argument (``importlib.import_module``, ``__import__``)."""
+MODULE_ATTR = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*")
+"""A ``"pkg.mod:attr"`` reference, as loaders take them (entry points, ``module:factory`` plugin references)."""
+
+
+def _string_imports(nodes: list[ast.AST]) -> tuple[set[str], list[str]]:
+    """The modules ``nodes`` import by name (``import_module("a.b")``, ``to_thread(import_module, "a.b")``,
+    ``__import__("a.b")``, and the module of a ``"a.b:attr"`` argument of any call), and the string imports whose
+    module is not a literal (what no check can follow), as source lines."""
+    found: set[str] = set()
+    unread: list[str] = []
+
+    def importer(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Name) and node.id in IMPORTERS) or (
+            isinstance(node, ast.Attribute) and node.attr in IMPORTERS
+        )
+
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        args = [*node.args, *(k.value for k in node.keywords)]
+        if importer(node.func):
+            named = node.args[0] if node.args else None
+            if isinstance(named, ast.Constant) and isinstance(named.value, str):
+                found.add(named.value)
+            else:
+                unread.append(ast.unparse(node))
+        for at, arg in enumerate(node.args):  # to_thread(import_module, "a.b"), run_in_executor(None, ...)
+            if importer(arg):
+                named = node.args[at + 1] if at + 1 < len(node.args) else None
+                if isinstance(named, ast.Constant) and isinstance(named.value, str):
+                    found.add(named.value)
+                else:
+                    unread.append(ast.unparse(node))
+        for arg in args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and MODULE_ATTR.fullmatch(arg.value):
+                found.add(arg.value.partition(":")[0])
+    return found, unread
 
 
 def _run_at_import(tree: ast.AST) -> list[ast.AST]:
@@ -163,6 +209,52 @@ def test_the_cycle_check_sees_function_level_imports() -> None:
     modules = _modules()
     # bot.gateway.parts imports most of what it needs at the top, and a few (tools, tool names) inside functions.
     assert "bot.runs.tool_names" in _imports("bot.gateway.parts", modules["bot.gateway.parts"], modules)
+
+
+def test_the_checks_follow_string_imports(tmp_path: Path) -> None:
+    source = tmp_path / "loader.py"
+    source.write_text(
+        "import asyncio, importlib\n"
+        "from importlib import import_module\n"
+        "import_module('bot.clock')\n"
+        "def later(name):\n"
+        "    importlib.import_module('bot.ids')\n"
+        "    __import__('bot.retry')\n"
+        "    asyncio.to_thread(import_module, 'bot.fencing')\n"
+        "    Plugin('x', adapter='channels.telegram.adapter:build')\n"
+        "    import_module(name)\n"
+    )
+    modules = {**_modules(), "loader": source}
+    assert _imports("loader", source, modules) == {
+        "bot.clock", "bot.ids", "bot.retry", "bot.fencing", "channels.telegram.adapter",
+    }  # fmt: skip
+    assert _imports("loader", source, modules, top_level=True) == {"bot.clock"}
+    tree = ast.parse(source.read_text())
+    assert _string_imports(list(ast.walk(tree)))[1] == ["import_module(name)"]
+
+
+def test_no_string_import_the_checks_cannot_follow() -> None:
+    """A module named by a variable (``import_module(PLUGIN_MODULE)``) hides an edge from every check here."""
+    unread = {}
+    for name, path in _modules().items():
+        found = _string_imports(list(ast.walk(ast.parse(path.read_text(), str(path)))))[1]
+        if found:
+            unread[name] = found
+    assert unread == {}
+
+
+def test_the_settings_load_no_channel() -> None:
+    """The settings sit below the channels: importing them (or the media service) loads no ``channels`` module;
+    the composition root installs the channels' sections (it imports ``channels.registry``)."""
+    code = (
+        "import sys\n"
+        "import bot.config.settings, bot.media.service\n"
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] == 'channels')\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_no_module_over_500_lines() -> None:

@@ -8,10 +8,8 @@ before this, when the settings load.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
-from importlib import import_module
 
 from channels.registry import PLUGINS
 
@@ -22,10 +20,7 @@ def load_platform_libraries(channels: list[str], progress: Callable[[str], None]
         plugin = PLUGINS.get(name)
         if plugin is None or plugin.library is None:
             continue
-        module = plugin.adapter.partition(":")[0]
-        if module in sys.modules:
-            continue
         began = time.monotonic()
         progress(f"{name}: loading {plugin.library} (a few seconds)…")
-        import_module(module)
+        plugin.adapter()  # imports the adapter's module (the platform library with it)
         progress(f"{name}: {plugin.library} loaded in {time.monotonic() - began:.1f} s")

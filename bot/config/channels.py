@@ -1,22 +1,19 @@
 """The ``channels`` section of the settings, and how channel plugins add theirs.
 
 The settings model sits below the channels in the layering (channels import it; it imports no channel). So
-each channel plugin registers its section here (:func:`register_section`, called by ``channels.registry``),
-and the settings find the plugins the way a Python program finds its entry points: by the module's name,
-:data:`PLUGIN_MODULE`, imported the first time the sections are read.
+each channel plugin registers its section here (:func:`register_section`, called by ``channels.registry`` when
+it is imported), and the program that loads the settings installs the channels first: its composition root
+imports ``channels.registry`` (``bot.cli.main``, ``bot.gateway.app``; the tests' conftest).  Loading settings
+before any channel was registered is an error that says so (the built-in defaults have channel sections).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-
-PLUGIN_MODULE = "channels.registry"
-"""The module that registers the built-in channels (each with :func:`register_section`)."""
 
 
 @dataclass(frozen=True)
@@ -97,17 +94,14 @@ class ChannelSection(BaseModel):
 
 @dataclass(frozen=True)
 class SectionEntry:
-    """What the rest of the gateway may know of a channel without importing it: its settings model, the
-    environment variables that hold its secrets, and where its media downloader is made."""
+    """What the settings know of a channel without importing it: its settings model and the environment
+    variables that hold its secrets."""
 
     model: type[ChannelSection]
     secret_variables: tuple[str, ...] = ()
-    fetcher: str | None = None
-    """``module:factory`` called with the channel's settings: a ``bot.media.fetch.MediaFetcher`` (None: no files)."""
 
 
 _SECTIONS: dict[str, SectionEntry] = {}
-_loaded = False
 
 
 def register_section(name: str, entry: SectionEntry) -> None:
@@ -120,11 +114,7 @@ def unregister_section(name: str) -> None:
 
 
 def sections() -> dict[str, SectionEntry]:
-    """Every registered channel's section, the built-in plugins' first (imported by name on the first read)."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import_module(PLUGIN_MODULE)
+    """Every registered channel's section, in the order they were registered."""
     return dict(_SECTIONS)
 
 
@@ -169,8 +159,16 @@ _models: dict[tuple[tuple[str, type[ChannelSection]], ...], type[Channels]] = {}
 
 
 def channels_model() -> type[Channels]:
-    """The ``channels`` model of the sections registered now (one class per set of sections)."""
-    key = tuple((name, entry.model) for name, entry in sections().items())
+    """The ``channels`` model of the sections registered now (one class per set of sections).
+
+    :class:`RuntimeError` when no channel was registered: the program did not install the channels (its
+    composition root imports ``channels.registry`` before it loads the settings)."""
+    if not _SECTIONS:
+        raise RuntimeError(
+            "no channel is registered: import channels.registry before loading the settings "
+            "(the composition root installs the channels: bot.cli.main and bot.gateway.app do)"
+        )
+    key = tuple((name, entry.model) for name, entry in _SECTIONS.items())
     if key not in _models:
         fields: dict[str, Any] = {name: (model, Field(default_factory=model)) for name, model in key}
         _models[key] = create_model("ChannelsSection", __base__=Channels, **fields)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
 
@@ -278,11 +278,8 @@ class McpSection(McpConfig):
     """``mcp``: ``servers`` by name (letters, digits, ``_``, ``-``); their tools are ``mcp.<name>.<tool>``."""
 
 
-if TYPE_CHECKING:
-    ChannelsSection = Channels
-else:
-    ChannelsSection = channels_model()
-    """``channels``: the sections of the channels registered when the settings were first imported."""
+ChannelsSection = Channels
+"""``channels``: one section per registered channel; :func:`settings_model` adds the registered channels'."""
 
 
 class Settings(_Section):
@@ -451,10 +448,9 @@ _with_channels: dict[type[Channels], type[Settings]] = {}
 
 
 def settings_model() -> type[Settings]:
-    """:class:`Settings`, or a subclass whose ``channels`` has the sections of channels registered since."""
+    """A subclass of :class:`Settings` whose ``channels`` has the sections of the channels registered now (the
+    registry the composition root installed: :mod:`bot.config.channels`)."""
     current = channels_model()
-    if current is ChannelsSection:
-        return Settings
     if current not in _with_channels:
         _with_channels[current] = create_model(
             "Settings", __base__=Settings, channels=(current, Field(default_factory=current))

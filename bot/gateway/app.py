@@ -30,7 +30,7 @@ from bot.gateway.console_parts import announce_console, build_console
 from bot.gateway.intake import DurableInbox
 from bot.gateway.mcp_pool import McpPool
 from bot.gateway.ops import OpsEndpoints
-from bot.gateway.parts import build_channels, builtin_tools, status_of, warn_unknown_references
+from bot.gateway.parts import build_channels, builtin_tools, media_fetchers, status_of, warn_unknown_references
 from bot.gateway.scaled import ROLES, Role, ScaleOut, ScaleParts, connect_redis, make_bus
 from bot.gateway.settled import HandledEvents
 from bot.gateway.starter import ChannelStarter, Progress
@@ -190,7 +190,7 @@ class Gateway:
         """Scheduled messages, media, jobs, the tools agents may be offered, memory."""
         caps = (self.settings.jobs.max_reminders_per_chat, self.settings.jobs.max_reminders_per_user)
         self.scheduled = ScheduledMessages(self.repos.scheduled, self.delivery, self.clock, self.fences, caps)
-        self.media = MediaService(self.settings, self.model, self.delivery, self.clock)
+        self.media = MediaService(self.settings, self.model, self.delivery, self.clock, media_fetchers())
         self.jobs = (
             JobService(
                 self.settings.jobs,

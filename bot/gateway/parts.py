@@ -12,6 +12,7 @@ from agents.tools.base import Tool
 from bot.clock import Clock
 from bot.config.own import WORKSPACE_FIX, own_paths, workspace_problem
 from bot.config.settings import ConfigError, Settings
+from bot.media.fetch import FetcherLoader
 from bot.models import ModelCatalog
 from bot.runs.catalog import AgentCatalog
 from channels.base import BuildContext, Channel
@@ -80,3 +81,8 @@ def build_channels(
     """An adapter for every enabled channel section, from its plugin (platform libraries load only then)."""
     context = BuildContext(settled=join, rate_limited=rate_limited, clock=clock, started=started)
     return [PLUGINS[name].build(settings.channels.section(name), context) for name in settings.channels.enabled()]
+
+
+def media_fetchers() -> dict[str, FetcherLoader]:
+    """Each registered channel's fetcher factory, for the media service (imported when its first file comes)."""
+    return {name: plugin.load_fetcher for name, plugin in PLUGINS.items() if plugin.fetcher is not None}

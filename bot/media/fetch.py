@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 from bot.events import Attachment
+
+if TYPE_CHECKING:
+    from bot.config.channels import ChannelSection
 
 CHUNK = 64 * 1024
 
@@ -25,6 +28,12 @@ class MediaFetcher(Protocol):
     def chunks(self, attachment: Attachment) -> AsyncIterator[bytes]: ...
 
     async def close(self) -> None: ...
+
+
+FetcherLoader: TypeAlias = "Callable[[], Callable[[ChannelSection], MediaFetcher] | None]"
+"""A channel's fetcher factory, its module imported when called (a platform library: seconds, so on a thread);
+it returns None when the channel has no files.  The composition root has them from the channel registry
+(``ChannelPlugin.load_fetcher``)."""
 
 
 def host_allowed(url: str, hosts: tuple[str, ...], api_base: str | None) -> bool:

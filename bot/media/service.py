@@ -6,20 +6,19 @@ import asyncio
 import contextlib
 import logging
 import os
-from importlib import import_module
+from collections.abc import Mapping
 from pathlib import Path
 
 from agents.models.base import Model
 from agents.tools.base import Tool, ToolContext, ToolError, tool
 from agents.tools.files import Workspace, open_regular
 from bot.clock import SYSTEM_CLOCK, Clock
-from bot.config.channels import sections
 from bot.config.own import own_paths
 from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundFile, OutboundMessage
 from bot.ids import new_id
-from bot.media.fetch import MediaFetcher
+from bot.media.fetch import FetcherLoader, MediaFetcher
 from bot.media.intake import MediaIntake, model_transcriber, sweep
 from bot.media.sniff import HEAD_BYTES, sniff
 
@@ -29,15 +28,22 @@ SEND_MAX_BYTES = 50 * 1024 * 1024
 """The largest file ``send_file`` sends (Telegram's upload limit for bots)."""
 PHOTO_MAX_BYTES = 10 * 1024 * 1024
 SWEEP_EVERY_S = 3600.0
+SEND_FILE = "send_file"
+TOOL_NAMES = (SEND_FILE,)
+"""The gateway tools this module makes (:func:`bot.runs.tool_names.known_tool_names` reads them)."""
 
 
 class Fetchers:
     """Each enabled channel's downloader, made when the first file from it comes: a platform library (aiogram
-    takes seconds to import) loads only in a process that downloads from that platform, and on a thread."""
+    takes seconds to import) loads only in a process that downloads from that platform, and on a thread.
 
-    def __init__(self, settings: Settings) -> None:
+    ``loaders``: each channel's fetcher factory, as the composition root has them from the channel registry
+    (one import each, made when called)."""
+
+    def __init__(self, settings: Settings, loaders: Mapping[str, FetcherLoader]) -> None:
         enabled = settings.channels.enabled() if settings.media.enabled else []
         self._sections = {name: settings.channels.section(name) for name in enabled}
+        self._loaders = dict(loaders)
         self._made: dict[str, MediaFetcher | None] = {}
         self._making = asyncio.Lock()
 
@@ -52,15 +58,12 @@ class Fetchers:
 
     async def _build(self, channel: str) -> MediaFetcher | None:
         section = self._sections.get(channel)
-        if section is None:
+        load = self._loaders.get(channel)
+        if section is None or load is None:
             return None
-        where = sections()[channel].fetcher
-        if where is None:
-            return None
-        module, _, factory = where.partition(":")
         try:  # the platform library loads on a thread: seconds of imports
-            made: MediaFetcher = getattr(await asyncio.to_thread(import_module, module), factory)(section)
-            return made
+            factory = await asyncio.to_thread(load)
+            return None if factory is None else factory(section)
         except Exception as exc:  # a bad token is the adapter's to report; files from it are refused
             log.warning("media: no downloads from %s (%s)", channel, type(exc).__name__)
             return None
@@ -72,12 +75,21 @@ class Fetchers:
 
 
 class MediaService:
-    def __init__(self, settings: Settings, model: Model, delivery: Delivery, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        model: Model,
+        delivery: Delivery,
+        clock: Clock = SYSTEM_CLOCK,
+        fetchers: Mapping[str, FetcherLoader] | None = None,
+    ) -> None:
+        """``fetchers``: each channel's fetcher factory, from the channel registry the composition root hands in
+        (None: no downloads)."""
         self.settings = settings
         self.clock = clock
         self.root = settings.store.data_dir.expanduser() / "media"
         self.delivery = delivery
-        self.fetchers = Fetchers(settings)
+        self.fetchers = Fetchers(settings, fetchers or {})
         transcriber = model_transcriber(model) if model.understands else None
         self.intake = MediaIntake(settings.media, self.root, self.fetchers, transcriber)
         self._sweeper: asyncio.Task[None] | None = None
@@ -105,7 +117,7 @@ class MediaService:
         hidden = [own.path for own in own_paths(self.settings)]
         workspace = Workspace(Path(self.settings.tools.workspace), SEND_MAX_BYTES, hidden)
 
-        @tool(risk="medium")
+        @tool(risk="medium", name=SEND_FILE)
         async def send_file(ctx: ToolContext, path: str, caption: str = "", as_photo: bool | None = None) -> str:
             """Send a file from the workspace to this chat: an image as a photo (unless as_photo is false),
             anything else as a document, with an optional caption."""

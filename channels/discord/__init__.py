@@ -37,7 +37,6 @@ in class attributes, so they apply to the whole process: one Discord adapter per
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,11 +44,16 @@ if TYPE_CHECKING:
     from channels.discord.calls import DiscordError
 
 __all__ = ["DiscordChannel", "DiscordError"]
-_WHERE = {"DiscordChannel": "channels.discord.adapter", "DiscordError": "channels.discord.calls"}
 
 
 def __getattr__(name: str) -> Any:
     # The adapter loads only when used: the settings module stays light (no platform library).
-    if name in _WHERE:
-        return getattr(import_module(_WHERE[name]), name)
+    if name == "DiscordChannel":
+        from channels.discord.adapter import DiscordChannel
+
+        return DiscordChannel
+    if name == "DiscordError":
+        from channels.discord.calls import DiscordError
+
+        return DiscordError
     raise AttributeError(name)

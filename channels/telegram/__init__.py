@@ -7,18 +7,18 @@
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from channels.telegram.adapter import TelegramChannel
 
 __all__ = ["TelegramChannel"]
-_WHERE = {"TelegramChannel": "channels.telegram.adapter"}
 
 
 def __getattr__(name: str) -> Any:
     # The adapter loads only when used: the settings module stays light (no platform library).
-    if name in _WHERE:
-        return getattr(import_module(_WHERE[name]), name)
+    if name == "TelegramChannel":
+        from channels.telegram.adapter import TelegramChannel
+
+        return TelegramChannel
     raise AttributeError(name)

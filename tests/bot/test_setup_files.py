@@ -126,6 +126,7 @@ def test_a_malformed_telegram_token_is_refused_before_aiogram_loads(tmp_path: Pa
     code = (
         "import sys\n"
         "from pathlib import Path\n"
+        "import channels.registry\n"  # installs the channels (as the composition root does)
         "from bot.config.settings import ConfigError, load_settings\n"
         "try:\n"
         "    load_settings(None, env={'BOT_CHANNELS__TELEGRAM__ENABLED': 'true', 'BOT_CHANNELS__TELEGRAM__TOKEN': "
