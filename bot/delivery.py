@@ -95,15 +95,15 @@ class InDoubt:
         """Every turn's stall timer waits the same ``stall_s``: one clock timer serves them (a loop timer per send
         was a push into and a pop out of the loop's heap)."""
 
-    def turn(self, channel: str) -> Turn:
+    def turn(self, channel: str) -> SendSlot:
         """``async with in_doubt.turn(channel) as turn``: the channel's next turn (released at the block's end)."""
         gate = self._gates.get(channel)
         if gate is None:
             gate = self._gates[channel] = asyncio.Semaphore(self.limit)
-        return Turn(gate, self._stalls)
+        return SendSlot(gate, self._stalls)
 
 
-class Turn:
+class SendSlot:
     """One entry's turn on its channel (see :class:`InDoubt`); an async context manager (a class: a generator-based
     one costs several µs more per committed message)."""
 
@@ -113,7 +113,7 @@ class Turn:
         self._released = False
         self._stall: Timer | None = None
 
-    async def __aenter__(self) -> Turn:
+    async def __aenter__(self) -> SendSlot:
         await self._gate.acquire()
         self._stall = self._stalls.call_later(self.release)
         return self

@@ -1,7 +1,7 @@
 """The inbound pipeline: an ordered list of named stages, each with one job, that every event goes through.
 
 Like aiogram's middlewares, but a list you read in one place (:data:`STAGE_NAMES`, built by
-:func:`bot.gateway.stages.build_stages`).  A stage looks at the :class:`Turn` (the event and what the stages
+:func:`bot.gateway.stages.build_stages`).  A stage looks at the :class:`Arrival` (the event and what the stages
 before it learned) and either passes it on (returns None) or ends it with an :data:`Outcome`, which says how
 the event is marked handled, the one way for each kind:
 
@@ -34,7 +34,7 @@ that answers a pending question is read into text first."""
 
 
 @dataclass(slots=True)
-class Turn:
+class Arrival:
     """One inbound event on its way through the stages, and what they learned of it."""
 
     event: InboundEvent
@@ -56,7 +56,7 @@ class Turn:
     tracked: bool = False
 
     @classmethod
-    def of(cls, event: InboundEvent) -> Turn:
+    def of(cls, event: InboundEvent) -> Arrival:
         return cls(event, event_key(event), event.chat, str(event.chat), event.sender)
 
 
@@ -96,20 +96,20 @@ class Stage(Protocol):
     name: ClassVar[str]
     tracked: ClassVar[bool]
 
-    async def __call__(self, turn: Turn) -> Outcome | None: ...
+    async def __call__(self, turn: Arrival) -> Outcome | None: ...
 
 
 class Desk(Protocol):
     """What the pipeline and its stages do to an event besides deciding: mark it, speak, track its request."""
 
-    async def mark(self, turn: Turn, message: Message | None = None, *, extra: Sequence[Change] = ()) -> bool:
+    async def mark(self, turn: Arrival, message: Message | None = None, *, extra: Sequence[Change] = ()) -> bool:
         """Mark the event handled (with ``message`` and ``extra`` in the same write); False: handled before."""
 
     async def send(self, message: OutboundMessage) -> str | None: ...
 
     async def notice(self, chat: ChatKey, text: str) -> None: ...
 
-    async def tracked(self, turn: Turn, work: Coroutine[Any, Any, None]) -> None:
+    async def tracked(self, turn: Arrival, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` as the chat's request (``/cancel`` stops it; a crash is reported and ends it)."""
 
 
@@ -126,10 +126,10 @@ class Pipeline:
     def names(self) -> list[str]:
         return [stage.name for stage in self.stages]
 
-    async def run(self, turn: Turn) -> None:
+    async def run(self, turn: Arrival) -> None:
         await self._from(turn, 0)
 
-    async def _from(self, turn: Turn, first: int) -> None:
+    async def _from(self, turn: Arrival, first: int) -> None:
         stages = self.stages
         for index in range(first, len(stages)):
             stage = stages[index]
@@ -142,7 +142,7 @@ class Pipeline:
                 await self.settle(turn, stage.name, outcome)
                 return
 
-    async def settle(self, turn: Turn, stage: str, outcome: Outcome) -> None:
+    async def settle(self, turn: Arrival, stage: str, outcome: Outcome) -> None:
         """Mark the event handled the one way ``outcome``'s kind says."""
         tally = f"{stage}:{type(outcome).__name__.lower()}"
         self.outcomes[tally] = self.outcomes.get(tally, 0) + 1

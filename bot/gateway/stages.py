@@ -14,7 +14,7 @@ from bot.access import AccessPolicy
 from bot.commands.registry import CommandCall, CommandRegistry, parse_command
 from bot.config.settings import Settings
 from bot.events import Action, InboundMessage, OutboundMessage
-from bot.gateway.pipeline import STAGE_NAMES, Answered, Desk, Handled, Ignored, Outcome, Stage, Turn
+from bot.gateway.pipeline import STAGE_NAMES, Answered, Arrival, Desk, Handled, Ignored, Outcome, Stage
 from bot.ids import fast_id
 from bot.interrupts.service import InterruptService
 from bot.media.intake import MediaIntake
@@ -39,7 +39,7 @@ class Identify:
     name: ClassVar[str] = "identify"
     tracked: ClassVar[bool] = False
 
-    async def __call__(self, turn: Turn) -> Outcome | None:
+    async def __call__(self, turn: Arrival) -> Outcome | None:
         admission = await self.access.admit(turn.event)
         turn.sender, turn.allowed = admission.sender, admission.allowed
         if turn.sender is not turn.event.sender:
@@ -55,7 +55,7 @@ class Access:
     name: ClassVar[str] = "access"
     tracked: ClassVar[bool] = False
 
-    async def __call__(self, turn: Turn) -> Outcome | None:
+    async def __call__(self, turn: Arrival) -> Outcome | None:
         if not turn.allowed:
             return Ignored("not allowed")
         if turn.sender.is_bot and isinstance(turn.event, InboundMessage):
@@ -73,7 +73,7 @@ class Addressed:
     name: ClassVar[str] = "addressed"
     tracked: ClassVar[bool] = False
 
-    async def __call__(self, turn: Turn) -> Outcome | None:
+    async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
         if isinstance(event, Action):
             return None
@@ -86,7 +86,7 @@ class Addressed:
             return None
         return Ignored("not addressed")
 
-    def _mention_required(self, turn: Turn) -> bool:
+    def _mention_required(self, turn: Arrival) -> bool:
         config = getattr(self.settings.channels, turn.chat.channel, None)
         return config is not None and config.mention_policy == "mention"
 
@@ -100,7 +100,7 @@ class Command:
     name: ClassVar[str] = "command"
     tracked: ClassVar[bool] = False
 
-    async def __call__(self, turn: Turn) -> Outcome | None:
+    async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
         if isinstance(event, Action):
             return None
@@ -120,7 +120,7 @@ class Media:
     name: ClassVar[str] = "media"
     tracked: ClassVar[bool] = False
 
-    async def __call__(self, turn: Turn) -> Outcome | None:
+    async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
         if isinstance(event, Action):
             return None
@@ -148,7 +148,7 @@ class Pending:
     name: ClassVar[str] = "pending"
     tracked: ClassVar[bool] = True
 
-    async def __call__(self, turn: Turn) -> Outcome | None:
+    async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
         if isinstance(event, Action):
             # De-duplicated inside: marked handled in the same write as the resolution it makes.
@@ -174,7 +174,7 @@ class Route:
     name: ClassVar[str] = "route"
     tracked: ClassVar[bool] = True
 
-    async def __call__(self, turn: Turn) -> Outcome | None:
+    async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
         assert isinstance(event, InboundMessage)
         config = turn.routing = await self.routes.effective_routing()
@@ -222,7 +222,7 @@ class Run:
     name: ClassVar[str] = "run"
     tracked: ClassVar[bool] = True
 
-    async def __call__(self, turn: Turn) -> Outcome | None:
+    async def __call__(self, turn: Arrival) -> Outcome | None:
         event, agent, decision, config = turn.event, turn.agent, turn.decision, turn.routing
         assert isinstance(event, InboundMessage) and agent is not None and decision is not None and config
         run = RunRow(

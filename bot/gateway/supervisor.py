@@ -29,7 +29,7 @@ from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage
 from bot.fencing import LeaseLost
-from bot.gateway.pipeline import Pipeline, Turn
+from bot.gateway.pipeline import Arrival, Pipeline
 from bot.gateway.settled import HandledEvents
 from bot.gateway.stages import StageParts, build_stages
 from bot.gateway.turns import ChatTurns
@@ -125,7 +125,7 @@ class Supervisor:
     # -- entry points -----------------------------------------------------------------------
 
     async def handle(self, event: InboundEvent) -> None:
-        turn = Turn.of(event)
+        turn = Arrival.of(event)
         with correlated(turn.key):
             try:
                 await self.pipeline.run(turn)
@@ -136,7 +136,7 @@ class Supervisor:
     async def handle_urgent(self, event: InboundEvent) -> None:
         """``/cancel`` or ``/stop`` while a run is busy: stop it now."""
         assert isinstance(event, InboundMessage)
-        turn = Turn.of(event)
+        turn = Arrival.of(event)
         admission = await self.access.admit(event)
         if not admission.allowed or not await self.mark(turn):
             return
@@ -158,7 +158,7 @@ class Supervisor:
         cancelled = await self.interrupts.cancel(chat, sender)
         await self.notice(chat, "Cancelled." if cancelled else "Nothing to cancel.")
 
-    async def tracked(self, turn: Turn, work: Coroutine[Any, Any, None]) -> None:
+    async def tracked(self, turn: Arrival, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the chat's own task, which ``/cancel`` may cancel while it runs.
 
         No task of its own: the chat's bus worker runs it.  A cancellation that
@@ -191,7 +191,7 @@ class Supervisor:
         finally:
             self.turns.end(chat)
 
-    async def _press_requester(self, turn: Turn) -> str:
+    async def _press_requester(self, turn: Arrival) -> str:
         """Whose request a press runs on: the pending request's asker (the presser otherwise)."""
         if isinstance(turn.event, Action):
             row = await self.runs.pending(turn.chat_key)
@@ -211,7 +211,7 @@ class Supervisor:
 
     # -- marking handled ----------------------------------------------------------------------
 
-    async def mark(self, turn: Turn, message: Message | None = None, *, extra: Sequence[Change] = ()) -> bool:
+    async def mark(self, turn: Arrival, message: Message | None = None, *, extra: Sequence[Change] = ()) -> bool:
         """Mark the turn's event handled (with ``message`` and ``extra`` in the same write); False: handled before.
 
         A write the database refuses is tried again (see the module docstring) in the chat's place; False only
@@ -233,7 +233,7 @@ class Supervisor:
         return accepted
 
     async def _mark_again(
-        self, turn: Turn, message: Message | None, extra: Sequence[Change], first: StoreError
+        self, turn: Arrival, message: Message | None, extra: Sequence[Change], first: StoreError
     ) -> bool | None:
         """:meth:`mark`'s write, refused at the first try, tried again on :data:`BACKOFF` (see the module docstring);
         None when it gave up (the event stays pending, and the person was told)."""

@@ -9,7 +9,7 @@ from typing import Any
 from agents.models.scripted import ScriptedModel
 from bot.access import AccessPolicy
 from bot.events import Action, Attachment, ChatKey, ConsoleInput, InboundMessage, Sender, event_key
-from bot.gateway.pipeline import STAGE_NAMES, Turn
+from bot.gateway.pipeline import STAGE_NAMES, Arrival
 from bot.gateway.settled import HandledEvents
 from bot.gateway.stages import Media
 from bot.inbox import Receipt
@@ -63,7 +63,7 @@ async def test_media_off_a_file_without_text_says_what_arrived() -> None:
     event = InboundMessage(
         id="m1", chat=ChatKey(channel="console", chat_id="c"), sender=Sender(id="u"), text="", attachments=(location,)
     )
-    turn = Turn.of(event)
+    turn = Arrival.of(event)
     assert await Media(None, desk=None)(turn) is None  # type: ignore[arg-type]
     assert isinstance(turn.event, InboundMessage)
     assert turn.event.text == "(sent location without text; location: 52.5,13.4)"
