@@ -11,7 +11,7 @@ decides everything about a run's course; the gateway supplies what it owns throu
 A run begins with :meth:`AgentLoop.first_leg` (a new message) or :meth:`AgentLoop.resume` (a paused run's
 :class:`~agents.state.RunState` and the human's resolution, handed to its runner's ``resume``: runners that
 pause are :class:`~agents.results.Resumable`).  :meth:`AgentLoop.drive` returns how the run ended up
-(:class:`Answered`, :class:`Paused` or :class:`Stopped`); the gateway records the finish, or hands a pause to
+(:class:`Finished`, :class:`Paused` or :class:`Stopped`); the gateway records the finish, or hands a pause to
 :func:`pause`.
 """
 
@@ -129,7 +129,9 @@ class Leg:
 
 
 @dataclass(frozen=True)
-class Answered:
+class Finished:
+    """The run ended with the agent's final answer (``leg``: the agent that gave it)."""
+
     answer: FinalAnswer
     leg: Leg
 
@@ -153,7 +155,7 @@ class Stopped:
     messages: list[Message]
 
 
-Outcome = Answered | Paused | Stopped
+LoopOutcome = Finished | Paused | Stopped
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,7 @@ class AgentLoop:
 
     async def drive(
         self, leg: Leg, step: Callable[[], Awaitable[RunResult]], stream: AnswerStream | None = None
-    ) -> Outcome:
+    ) -> LoopOutcome:
         """Run ``step`` (the leg's run or resume); follow handoffs and graph steps; check guardrails."""
         self.leg = leg
         leg.ctx.stream = stream
@@ -227,7 +229,7 @@ class AgentLoop:
             if isinstance(following, Stopped):
                 return following
             if following is None or following.message is None:
-                return Answered(result, leg)
+                return Finished(result, leg)
             leg = self.leg = following
             result = await leg.agent.runner.run(leg.ctx, following.message)
 

@@ -25,7 +25,7 @@ from typing import Any
 from agents.context import RunContext
 from agents.graph import GraphPosition
 from agents.handoffs import HandoffContext
-from agents.loop import AgentLoop, Answered, Leg, LoopAgent, LoopSettings, Paused, Stopped, pause
+from agents.loop import AgentLoop, Finished, Leg, LoopAgent, LoopSettings, Paused, Stopped, pause
 from agents.messages import Message
 from agents.models.base import Model, ModelError
 from agents.resolutions import Resolution
@@ -193,7 +193,7 @@ class RunManager:
                 try:
                     outcome = await loop.drive(leg, step, stream)
                     if not isinstance(outcome, Stopped):
-                        worked = "answered" if isinstance(outcome, Answered) else "paused"
+                        worked = "answered" if isinstance(outcome, Finished) else "paused"
                 except BaseException:
                     if stream is not None:
                         await stream.close()
@@ -216,7 +216,7 @@ class RunManager:
                 typing.cancel()
                 if self.metrics is not None:
                     self.metrics.run_worked(loop.leg.agent.name, worked, time.perf_counter() - started)
-            if isinstance(outcome, Answered):
+            if isinstance(outcome, Finished):
                 reply = OutboundMessage(
                     chat=chat, text=outcome.answer.text or "(no answer)", reply_to=run.reply_to, key=f"reply:{run.id}"
                 )

@@ -12,7 +12,7 @@ from agents.context import RunContext
 from agents.graph import GraphPosition, GraphRunner
 from agents.guardrails import GuardrailRule
 from agents.handoffs import HandoffContext, HandoffTarget
-from agents.loop import AgentLoop, Answered, Leg, LoopAgent, LoopSettings, Paused, Resumption, Stopped, pause
+from agents.loop import AgentLoop, Finished, Leg, LoopAgent, LoopSettings, Paused, Resumption, Stopped, pause
 from agents.messages import Message, ToolCall
 from agents.models.base import ModelResponse
 from agents.models.scripted import ScriptedModel, call
@@ -118,7 +118,7 @@ async def test_a_handoff_continues_with_the_target_and_keeps_the_turns_before() 
     leg = await loop.first_leg(debugger, message)
     assert isinstance(leg, Leg)
     outcome = await loop.drive(leg, lambda: debugger.runner.run(leg.ctx, message))
-    assert isinstance(outcome, Answered) and outcome.answer.text == "Fixed."
+    assert isinstance(outcome, Finished) and outcome.answer.text == "Fixed."
     assert outcome.leg.chain == ["debugger", "fixer"] and loop.leg is outcome.leg
     assert [m.role for m in outcome.messages] == ["assistant", "tool", "assistant"]
     assert ports.log == [
@@ -152,7 +152,7 @@ async def test_a_guardrail_repairs_the_answer() -> None:
     leg = await loop.first_leg(agent, message)
     assert isinstance(leg, Leg)
     outcome = await loop.drive(leg, lambda: agent.runner.run(leg.ctx, message))
-    assert isinstance(outcome, Answered) and outcome.answer.text == '{"ok": true}'
+    assert isinstance(outcome, Finished) and outcome.answer.text == '{"ok": true}'
     model.assert_complete()
 
 
@@ -203,7 +203,7 @@ async def test_a_graph_runs_its_nodes_in_turn_and_ends_with_the_last_answer() ->
     leg = await loop.first_leg(graph, message)
     assert isinstance(leg, Leg) and leg.agent is debugger and leg.graph is not None
     outcome = await loop.drive(leg, lambda: debugger.runner.run(leg.ctx, message))
-    assert isinstance(outcome, Answered) and outcome.answer.text == "Fixed it."
+    assert isinstance(outcome, Finished) and outcome.answer.text == "Fixed it."
     assert outcome.leg.graph is not None and outcome.leg.graph.state == {
         "analyze": {"broken": True},
         "fix": {"answer": "Fixed it."},
@@ -248,7 +248,7 @@ def test_the_approval_rule_of_an_agent_in_a_chat() -> None:
 
 async def paused_then_resumed(
     loop: AgentLoop, ports: Ports, agent: Agent, text: str, resolution: Resolution
-) -> tuple[RunState, Answered]:
+) -> tuple[RunState, Finished]:
     """Run ``agent`` on ``text`` until it pauses, persist the pause, then resume the stored state with
     ``resolution`` on a fresh loop (as after a restart) and drive it to its answer."""
     message = Message.user(text)
@@ -262,7 +262,7 @@ async def paused_then_resumed(
     resumed = await fresh.resume(RunState.load(state.encode()), resolution)
     assert isinstance(resumed, Resumption) and resumed.leg.agent.name == state.agent
     done = await fresh.drive(resumed.leg, resumed.step)
-    assert isinstance(done, Answered), done
+    assert isinstance(done, Finished), done
     return state, done
 
 
@@ -349,7 +349,7 @@ async def test_a_runner_other_than_react_pauses_before_a_tool_that_needs_approva
     leg = await loop.first_leg(agent, message)
     assert isinstance(leg, Leg)
     answered = await loop.drive(leg, lambda: agent.runner.run(leg.ctx, message))
-    assert isinstance(answered, Answered) and ran == ["x"]
+    assert isinstance(answered, Finished) and ran == ["x"]
     message = Message.user("deploy prod")
     again = await loop.first_leg(agent, message)
     assert isinstance(again, Leg)
