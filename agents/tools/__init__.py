@@ -12,7 +12,7 @@ from agents.tools.base import (
     select_tools,
     tool,
 )
-from agents.tools.builtin import builtin_tools, builtin_toolset
+from agents.tools.builtin import builtin_toolset
 from agents.tools.config import CommandToolConfig, HttpToolConfig, ToolsConfig
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "ToolError",
     "Toolset",
     "ToolsConfig",
-    "builtin_tools",
     "builtin_toolset",
     "matches",
     "select_tools",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.tools.base import StaticToolset, Tool
+from agents.tools.base import StaticToolset
 from agents.tools.command import command_tools
 from agents.tools.config import ToolsConfig
 from agents.tools.files import file_tools
@@ -15,19 +15,14 @@ from agents.tools.time import time_tools
 BUILTIN = "builtin"
 
 
-def builtin_tools(config: ToolsConfig, *, hidden: Sequence[Path] = ()) -> list[Tool]:
-    """Every built-in tool the configuration enables (``run_command`` only when enabled and sandboxed), less
-    the disabled ones.  ``hidden``: the bot's own files, which the file tools refuse and ``run_command``'s
-    sandbox masks."""
+def builtin_toolset(config: ToolsConfig, *, hidden: Sequence[Path] = ()) -> StaticToolset:
+    """The toolset named ``builtin``: every built-in tool the configuration enables (``run_command`` only when
+    enabled and sandboxed), less the disabled ones.  ``hidden``: the bot's own files, which the file tools refuse
+    and ``run_command``'s sandbox masks."""
     tools = [
         *time_tools(),
         *http_tools(config.http),
         *file_tools(config.workspace, config.max_file_bytes, hidden=hidden),
         *command_tools(config.run_command, config.workspace, hidden=hidden),
     ]
-    return [t for t in tools if t.name not in config.disabled]
-
-
-def builtin_toolset(config: ToolsConfig, *, hidden: Sequence[Path] = ()) -> StaticToolset:
-    """The built-in tools as the toolset named ``builtin``."""
-    return StaticToolset(BUILTIN, builtin_tools(config, hidden=hidden))
+    return StaticToolset(BUILTIN, [t for t in tools if t.name not in config.disabled])
