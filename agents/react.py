@@ -38,6 +38,8 @@ DENIED = "denied by the user"
 CONFIRM_QUESTION = "🔐 Confirm before I run:"
 """The line above the calls of a confirmation (an agent file's ``confirmation.prompt_template`` replaces it)."""
 ASK_USER = "ask_user"
+TOOL_NAMES = (ASK_USER,)
+"""The control tools this module makes (the gateway offers them: :mod:`bot.runs.tool_names`)."""
 
 
 async def _ask_user(question: str, choices: list[str] | None = None) -> str:

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 _SANDBOX_EXEC = re.compile(r"exit code 1\nbwrap: execvp (\S{1,200}): (No such file or directory|Permission denied)\n?$")
 
+RUN_COMMAND = "run_command"
+"""Its name (the tool exists only when enabled and sandboxed; agent files may name it anyway)."""
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM")
 
 
@@ -139,7 +141,7 @@ def command_tools(config: CommandToolConfig, workspace: Path, *, hidden: Sequenc
             "can read the bot's database, configuration and files."
         )
 
-    @tool(risk="high", confirm=True)
+    @tool(risk="high", confirm=True, name=RUN_COMMAND)
     async def run_command(command: str) -> str:
         """Run a command in the workspace folder and return its exit code and output (stdout and stderr)."""
         try:

@@ -9,11 +9,15 @@ from agents.tools.base import Tool, ToolContext, ToolError, tool
 from bot.events import ChatKey
 from bot.jobs.service import JobError, JobService
 
+SCHEDULE_JOB = "schedule_job"
+TOOL_NAMES = (SCHEDULE_JOB,)
+"""The gateway tools this module makes (:func:`bot.runs.tool_names.known_tool_names` reads them)."""
+
 
 def job_tools(service: JobService, is_admin: Callable[[str], bool]) -> list[Tool]:
     """``is_admin``: whether an account (``channel:user_id``) may make jobs for other chats."""
 
-    @tool(risk="low")
+    @tool(risk="low", name=SCHEDULE_JOB)
     async def schedule_job(
         ctx: ToolContext,
         name: str,

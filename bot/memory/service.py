@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 TOOLSET = "memory"
 SESSION_TOOL = "update_session"
+TOOL_NAMES = ("remember", "recall", "forget", SESSION_TOOL)
+"""The gateway tools this module makes (:func:`bot.runs.tool_names.known_tool_names` reads them)."""
 SEARCHED = 20
 """Candidates read per turn: full-text hits and the newest memories (the budget then picks)."""
 HEADER = (
@@ -336,14 +338,14 @@ class MemoryService:
         return list(self._tools)
 
     def _make_tools(self) -> list[Tool]:
-        @tool(risk="low")
+        @tool(risk="low", name=TOOL_NAMES[0])
         async def remember(ctx: ToolContext, fact: str) -> str:
             """Remember a fact about the user for later conversations, in any chat: a name, preference, plan or
             decision they told you. One short sentence per fact, in their words. Never passwords or keys."""
             memory_id, new = await self.remember_text(ctx.chat_key, ctx.user_id, fact)
             return f"remembered as #{memory_id}" if new else f"already remembered as #{memory_id}"
 
-        @tool(risk="safe")
+        @tool(risk="safe", name=TOOL_NAMES[1])
         async def recall(ctx: ToolContext, query: str, limit: int = 5) -> str:
             """Search what you remember about the user (more than you were shown), by words of the query."""
             _, hits = await self._recall(identity_of(ctx.chat_key, ctx.user_id), query)
@@ -352,7 +354,7 @@ class MemoryService:
                 return "nothing remembered about the user yet"
             return "\n".join(_line(h) for h in hits)
 
-        @tool(risk="low")
+        @tool(risk="low", name=TOOL_NAMES[2])
         async def forget(ctx: ToolContext, id: int) -> str:
             """Forget one memory by its number (#id), when the user asks you to."""
             if not (await self.forget(ctx.chat_key, ctx.user_id, [id])).memories:
@@ -366,7 +368,7 @@ class MemoryService:
         wanted = tuple(keys)
         if wanted not in self._session_tools:
 
-            @tool(risk="safe")
+            @tool(risk="safe", name=SESSION_TOOL)
             async def update_session(ctx: ToolContext, key: str, value: str) -> str:
                 """Set a session memory key of this chat (kept across turns until changed; empty value clears it)."""
                 if key not in keys:

@@ -28,6 +28,9 @@ from bot.store.ports import ScheduledRepo
 log = logging.getLogger(__name__)
 
 MAX_AHEAD = timedelta(days=366)
+SCHEDULE_MESSAGE = "schedule_message"
+TOOL_NAMES = (SCHEDULE_MESSAGE,)
+"""The gateway tools this module makes (:func:`bot.runs.tool_names.known_tool_names` reads them)."""
 
 
 def parse_when(at: str | None, in_minutes: float | None, now: datetime) -> datetime:
@@ -72,7 +75,9 @@ class ScheduledMessages:
     # -- the tool ----------------------------------------------------------------------------
 
     def tools(self) -> list[Tool]:
-        @tool(risk="low")
+        """``schedule_message`` (its name in :data:`TOOL_NAMES`)."""
+
+        @tool(risk="low", name=SCHEDULE_MESSAGE)
         async def schedule_message(
             ctx: ToolContext, text: str, at: str | None = None, in_minutes: float | None = None
         ) -> str:
