@@ -2,7 +2,7 @@
 
 Latency: 100,000 memories are stored through the store's writer (the FTS index is kept by its triggers), spread
 over 100 people (1,000 each, the default ``memory.max_items``) and, separately, all held by one person; then the
-query that runs before every turn (:meth:`MemoryStore.recall`: the account's person, its full-text matches and
+query that runs before every turn (:meth:`SqlMemoryStore.recall`: the account's person, its full-text matches and
 its newest memories, one statement) is timed for ``--queries`` messages.
 
 recall@5: one person holds the labelled facts below among 1,000 generated ones; for each question, is the fact it
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
 from bot.memory.text import grams, query_terms
-from bot.store.memory import MemoryStore
+from bot.store.memory import SqlMemoryStore
 from bot.store.ops import Step, utcnow
 from bot.store.sql import SqlStore
 
@@ -101,7 +101,7 @@ async def fill(store: SqlStore, rows: list[tuple[str, str]]) -> float:
     return time.perf_counter() - began
 
 
-async def latency(memories: MemoryStore, people: list[str], queries: int, rng: random.Random) -> dict[str, float]:
+async def latency(memories: SqlMemoryStore, people: list[str], queries: int, rng: random.Random) -> dict[str, float]:
     questions = [q for _, q, _ in LABELLED] + [f"what about {rng.choice(THINGS)} in {rng.choice(CITIES)}?"] * 10
     samples = []
     for _ in range(queries):
@@ -117,7 +117,7 @@ async def latency(memories: MemoryStore, people: list[str], queries: int, rng: r
     }
 
 
-async def recall_at_5(memories: MemoryStore, store: SqlStore, rng: random.Random) -> dict[str, object]:
+async def recall_at_5(memories: SqlMemoryStore, store: SqlStore, rng: random.Random) -> dict[str, object]:
     person = "bench:labelled"
     rows = [(person, generated(rng, n)) for n in range(1000)]
     await fill(store, rows[:500])
@@ -164,7 +164,7 @@ async def main() -> None:
                 loaded = await fill(store, rows)
                 if args.url:  # what autovacuum does after a bulk load; the planner needs the statistics
                     await store.write([Step("ANALYZE memories")])
-                memories = MemoryStore(store)
+                memories = SqlMemoryStore(store)
                 out[layout] = {"load_s": round(loaded, 1), **await latency(memories, names, args.queries, rng)}
                 if layout == "100_people":
                     out["labelled"] = await recall_at_5(memories, store, rng)

@@ -25,7 +25,7 @@ from bot.store.rows import timestamp
 from bot.store.sql import SqlStore
 from bot.store.values import Change, MemoryFull, MemoryHit, utcnow
 
-__all__ = ["MemoryFull", "MemoryHit", "MemoryStore"]
+__all__ = ["MemoryFull", "MemoryHit", "SqlMemoryStore"]
 
 SEARCH = "search"
 """PostgreSQL's searched text: the stored ``tsvector`` column of migration 0008 (GIN-indexed)."""
@@ -35,7 +35,7 @@ SHARED_EMPTY_S = 30.0
 """With other processes writing (a scaled-out bot), how long "this account has no memories" is believed."""
 
 
-class MemoryStore:
+class SqlMemoryStore:
     """The memory tables on the SQL store (SQLite FTS5 or PostgreSQL ``tsvector``).
 
     Most people have no memories, and :meth:`recall` runs before every turn: an account found to have none is

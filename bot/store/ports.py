@@ -224,7 +224,7 @@ class UsageRepo(Protocol):
 
 class MemoryRepo(Protocol):
     """Long-term memories per person, linked accounts, vectors, chat summaries and session values
-    (:class:`~bot.store.memory.MemoryStore`)."""
+    (:class:`~bot.store.memory.SqlMemoryStore`)."""
 
     async def person(self, identity: str) -> str: ...
 

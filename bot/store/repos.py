@@ -8,7 +8,7 @@ from typing import Generic, TypeVar
 from bot.store.console import SqlConsoleReads
 from bot.store.evals import SqlEvalRuns, SqlReplaySource
 from bot.store.jobs import JobStore
-from bot.store.memory import MemoryStore
+from bot.store.memory import SqlMemoryStore
 from bot.store.pairing import PairingStore
 from bot.store.scheduled import SqlScheduled
 from bot.store.scrub import SqlScrub
@@ -46,8 +46,8 @@ class SqlRepos(Generic[T]):
         return JobStore(self.store, self.triggers)
 
     @cached_property
-    def memories(self) -> MemoryStore:
-        return MemoryStore(self.store)
+    def memories(self) -> SqlMemoryStore:
+        return SqlMemoryStore(self.store)
 
     @cached_property
     def pairing(self) -> PairingStore:

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from bot.memory.text import query_terms
-from bot.store.memory import MemoryFull, MemoryStore
+from bot.store.memory import MemoryFull, SqlMemoryStore
 
 
-async def _filled(make_store: Callable[..., Any]) -> MemoryStore:
-    memories = MemoryStore(await make_store())
+async def _filled(make_store: Callable[..., Any]) -> SqlMemoryStore:
+    memories = SqlMemoryStore(await make_store())
     for person, text in [
         ("telegram:1", "My cat is called Pixel"),
         ("telegram:1", "Is vegetarian and allergic to peanuts"),
@@ -26,7 +26,7 @@ async def _filled(make_store: Callable[..., Any]) -> MemoryStore:
     return memories
 
 
-async def search(memories: MemoryStore, person: str, text: str) -> list[str]:
+async def search(memories: SqlMemoryStore, person: str, text: str) -> list[str]:
     return [hit.text for hit in await memories.search(person, query_terms(text), 5)]
 
 
@@ -68,7 +68,7 @@ async def test_a_forgotten_memory_leaves_search(make_store: Callable[..., Any]) 
 
 
 async def test_the_same_fact_is_kept_once_and_the_limit_holds(make_store: Callable[..., Any]) -> None:
-    memories = MemoryStore(await make_store())
+    memories = SqlMemoryStore(await make_store())
     first = await memories.add("p", "Likes green tea", "c", 2)
     assert await memories.add("p", "Likes green tea", "c", 2) == (first[0], False)
     await memories.add("p", "Lives in Oslo", "c", 2)
@@ -92,7 +92,7 @@ async def test_linking_merges_people_and_a_code_works_once(make_store: Callable[
 
 
 async def test_summaries_and_session_keys(make_store: Callable[..., Any]) -> None:
-    memories = MemoryStore(await make_store())
+    memories = SqlMemoryStore(await make_store())
     assert await memories.summary("console:c1") == ("", 0)
     await memories.set_summary("console:c1", "- My name is Ada", 12)
     await memories.set_summary("console:c1", "- My name is Ada\n- Likes tea", 30)
@@ -106,7 +106,7 @@ async def test_summaries_and_session_keys(make_store: Callable[..., Any]) -> Non
 
 
 async def test_vectors_round_trip(make_store: Callable[..., Any]) -> None:
-    memories = MemoryStore(await make_store())
+    memories = SqlMemoryStore(await make_store())
     memory_id, _ = await memories.add("p", "Likes green tea", "c", 10)
     await memories.put_vector(memory_id, "p", "embed-1", [0.5, -1.0, 0.25])
     assert await memories.vectors("p", "embed-1") == [(memory_id, (0.5, -1.0, 0.25))]
@@ -135,7 +135,7 @@ async def test_link_codes_draw_every_symbol_of_their_alphabet(make_store: Callab
     """Link codes use all 32 symbols (40 bits in 8), not the 24 a modulo over the id alphabet reached."""
     from bot.ids import CODE_ALPHABET
 
-    memories = MemoryStore(await make_store())
+    memories = SqlMemoryStore(await make_store())
     seen: set[str] = set()
     for i in range(60):  # 480 symbols: every one of 32 shows with near certainty (miss chance < 1e-12)
         seen |= set(await memories.issue_code(f"telegram:{i}", 10))
