@@ -31,7 +31,7 @@ NEVER_GRANTED = frozenset({"run_command"})
 
 def by_risk(tool: Tool, call: ToolCall) -> bool:
     """The tool's own flag or risk ``high``: the rule every agent has."""
-    return tool.confirm or RISK_ORDER[tool.risk] >= RISK_ORDER["high"]
+    return tool.needs_approval or RISK_ORDER[tool.risk] >= RISK_ORDER["high"]
 
 
 def _never(name: str) -> bool:
@@ -39,18 +39,19 @@ def _never(name: str) -> bool:
 
 
 def approval_rule(
-    confirms: Callable[[str], bool] = _never,
+    listed: Callable[[str], bool] = _never,
     granted: Collection[str] = (),
     never_granted: Collection[str] = NEVER_GRANTED,
 ) -> ApprovalRule:
-    """The rule of an agent (``confirms``: its own confirmation list) in a chat that ``granted`` some tools."""
+    """The rule of an agent (``listed``: whether its own confirmation list names a tool) in a chat that
+    ``granted`` some tools."""
 
     def needs_approval(tool: Tool, call: ToolCall) -> bool:
         if tool.name in never_granted:
             return True
         if tool.name in granted:
             return False
-        return by_risk(tool, call) or confirms(tool.name)
+        return by_risk(tool, call) or listed(tool.name)
 
     return needs_approval
 

@@ -51,8 +51,8 @@ class Tool:
     parameters: dict[str, Any]
     func: ToolFunc
     risk: Risk = "low"
-    confirm: bool = False
-    """The tool's own flag: always ask the user before running it."""
+    needs_approval: bool = False
+    """The tool's own flag: every call waits for a person's yes (:mod:`agents.approval`)."""
     toolset: str = "builtin"
     wants_context: bool = False
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
@@ -168,12 +168,14 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     risk: Risk = "low",
-    confirm: bool = False,
+    needs_approval: bool = False,
     args_model: type[BaseModel] | None = None,
+    confirm: bool = False,
 ) -> Callable[[ToolFunc], Tool]:
     """Make a :class:`Tool` from an async function; its docstring is the description.
 
-    A first parameter annotated ``ToolContext`` receives the call's context.
+    A first parameter annotated ``ToolContext`` receives the call's context.  ``needs_approval``: every call
+    waits for a person's yes (``confirm`` is its older name, still accepted).
     """
 
     def wrap(func: ToolFunc) -> Tool:
@@ -189,7 +191,7 @@ def tool(
             parameters=schema,
             func=func,
             risk=risk,
-            confirm=confirm,
+            needs_approval=needs_approval or confirm,
             wants_context=wants_ctx,
         )
 

@@ -141,7 +141,7 @@ def command_tools(config: CommandToolConfig, workspace: Path, *, hidden: Sequenc
             "can read the bot's database, configuration and files."
         )
 
-    @tool(risk="high", confirm=True, name=RUN_COMMAND)
+    @tool(risk="high", needs_approval=True, name=RUN_COMMAND)
     async def run_command(command: str) -> str:
         """Run a command in the workspace folder and return its exit code and output (stdout and stderr)."""
         try:

@@ -73,7 +73,7 @@ def _describe(status: ServerStatus) -> str:
     if status.detail:
         lines.append(f"  detail: {status.detail}")
     for tool in status.tools:
-        confirm = ", confirmed" if tool.confirm else ""
+        confirm = ", confirmed" if tool.needs_approval else ""
         lines.append(f"  - {tool.name} (risk {tool.risk}{confirm})")
     if status.state == "up" and not status.tools:
         lines.append("  (no tools)")

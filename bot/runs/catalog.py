@@ -94,7 +94,7 @@ class AgentDef:
         server = toolset.removeprefix("mcp.")
         return self.mcp_servers is not None and server in self.mcp_servers
 
-    def confirms(self, tool_name: str) -> bool:
+    def needs_approval(self, tool_name: str) -> bool:
         return matches(tool_name, self.require_confirmation)
 
     def target(self) -> RouteTarget:

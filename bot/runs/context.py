@@ -204,7 +204,7 @@ class RunContexts:
                 pool += memory.tools()
             if session is not None:
                 pool.append(session)
-        toolset = approval_required(agent.tools(pool), approval_rule(agent.confirms, grants))
+        toolset = approval_required(agent.tools(pool), approval_rule(agent.needs_approval, grants))
         recall = any(t.name == "recall" for t in toolset.tools)
         if len(self._toolsets) >= TOOLSETS_KEPT:
             self._toolsets.clear()

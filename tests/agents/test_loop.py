@@ -28,7 +28,7 @@ from agents.tools.calls import describe_call
 ran: list[str] = []
 
 
-@tool(risk="medium", confirm=True)
+@tool(risk="medium", needs_approval=True)
 async def deploy(target: str) -> str:
     """Deploy."""
     ran.append(target)
@@ -237,7 +237,7 @@ def test_the_approval_rule_of_an_agent_in_a_chat() -> None:
     shell = Tool(name="run_command", description="", parameters={"type": "object"}, func=deploy.func, risk="high")
     some = ToolCall(id="c", name="x", args={})
     assert [by_risk(t, some) for t in (low, high, deploy)] == [False, True, True]
-    rule = approval_rule(confirms=lambda name: name == "note", granted={"wipe", "run_command"})
+    rule = approval_rule(listed=lambda name: name == "note", granted={"wipe", "run_command"})
     assert rule(low, some), "the agent's own confirmation list"
     assert not rule(high, some), "granted in this chat"
     assert rule(shell, some), "never granted"
@@ -356,3 +356,12 @@ async def test_a_runner_other_than_react_pauses_before_a_tool_that_needs_approva
     paused = await loop.drive(again, lambda: agent.runner.run(again.ctx, message))
     assert isinstance(paused, Paused) and paused.request.prompt == 'deploy(target="prod")' and ran == ["x"]
     assert await again.ctx.ledger.get("", ToolCall(id="t1", name="deploy", args={})) is None, "nothing recorded"
+
+
+def test_a_tool_that_needs_approval_has_one_name_and_confirm_is_its_older_alias() -> None:
+    @tool(confirm=True)
+    async def older(target: str) -> str:
+        """Older."""
+        return target
+
+    assert older.needs_approval and deploy.needs_approval and by_risk(older, ToolCall(id="c", name="older"))

@@ -36,7 +36,7 @@ class McpTools:
 class ToolStatus:
     name: str
     risk: str
-    confirm: bool
+    needs_approval: bool
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,8 @@ class McpManager:
                 continue
             conn = toolset.connection
             tools = tuple(
-                ToolStatus(tool_name(name, t.name), toolset.risk(t.name), toolset.confirms(t.name)) for t in conn.tools
+                ToolStatus(tool_name(name, t.name), toolset.risk(t.name), toolset.needs_approval(t.name))
+                for t in conn.tools
             )
             outage = conn.outage
             out.append(

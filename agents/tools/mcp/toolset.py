@@ -85,7 +85,7 @@ class McpToolset:
                 return risk
         return self.config.risk
 
-    def confirms(self, tool: str) -> bool:
+    def needs_approval(self, tool: str) -> bool:
         patterns = self.config.require_confirmation
         return matches(tool, patterns) or matches(tool_name(self.server, tool), patterns)
 
@@ -120,7 +120,7 @@ class McpToolset:
             parameters=schema,
             func=invoke,
             risk=self.risk(listed.name),
-            confirm=self.confirms(listed.name),
+            needs_approval=self.needs_approval(listed.name),
             toolset=self.name,
             wants_context=True,
         )

@@ -34,7 +34,7 @@ def test_default_toolset(tmp_path: Path) -> None:
     assert by_name["get_current_time"].risk == "safe"
     assert by_name["http_get"].risk == "low"
     assert by_name["write_file"].risk == "medium"
-    assert not any(t.confirm for t in toolset.tools)
+    assert not any(t.needs_approval for t in toolset.tools)
     assert not (tmp_path / "ws").exists()  # created on demand, not when the toolset is built
 
 
@@ -134,7 +134,7 @@ def test_run_command_absent_unless_enabled(tmp_path: Path) -> None:
 
 def test_run_command_is_high_risk_and_always_confirmed(tmp_path: Path) -> None:
     t = command(tmp_path)
-    assert t.risk == "high" and t.confirm is True and t.toolset == "builtin"
+    assert t.risk == "high" and t.needs_approval is True and t.toolset == "builtin"
     assert t.parameters["required"] == ["command"]
 
 
