@@ -1,9 +1,9 @@
 """Safe YAML, read fast and within limits.
 
-Fast: libyaml's parser where PyYAML has one, ten times quicker than the pure-Python one (the built-in defaults:
-13 ms → 1.4 ms, read at every start and by every ``bot`` command).  A document libyaml refuses is read once more
-by the pure-Python parser, whose error names the line where the problem starts (libyaml's often names the end of
-the input).
+Fast: libyaml's parser where PyYAML has one, much quicker than the pure-Python one (the built-in defaults are read
+at every start and by every ``bot`` command; see bench/README.md, "YAML through libyaml").  A document libyaml
+refuses is read once more by the pure-Python parser, whose error names the line where the problem starts
+(libyaml's often names the end of the input).
 
 Within limits: a document is composed first (its nodes, nothing built yet) and, when it holds an alias, measured
 before anything is made of it, each alias counting the whole size of what it stands for.  So a "billion laughs"

@@ -78,9 +78,8 @@ class Lanes(Generic[T]):
     ``workers``: at most this many items run at once. Keys with work wait in arrival order, and a key goes
     back to the end of that line after each of its items, so a busy chat cannot keep a worker from the others.
     A worker takes the next key itself when its item is done; it ends when no key waits. That spares a task and a
-    semaphore hand-off per item: the bus took 8.6 µs of the event loop per message, against 15.1 µs with a task per
-    key behind an ``asyncio.Semaphore`` (median of 3 interleaved pairs; 200 chats, 64 workers, a handler that yields
-    once). None: a task per key while it has work, unbounded.
+    semaphore hand-off per item, nearly half the bus's time on the event loop (see bench/README.md, "The bus's
+    workers"). None: a task per key while it has work, unbounded.
     """
 
     def __init__(

@@ -136,15 +136,15 @@ class RuntimeSection(_Section):
     gc_threshold: int = Field(10_000, ge=0)
     """Tracked allocations between young-generation collections; 0 keeps Python's default (700).
 
-    Every message allocates thousands of short-lived objects; at 700 the collector ran
-    hundreds of times per second and its full passes paused the loop for 60-130 ms."""
+    Every message allocates thousands of short-lived objects; at 700 the collector ran hundreds of times per second
+    and its full passes paused the loop (see bench/README.md, "The garbage collector")."""
     gc_freeze: bool = True
     """After start-up, move what is loaded (modules, schemas, agents, tools) out of the collector's scans."""
     switch_interval_ms: float = Field(0.2, ge=0)
     """How long a thread that wants the GIL waits before the running one must hand it over; 0 keeps Python's
     (5 ms).  The store's committer thread needs the GIL after each fsync, while the event loop runs Python
-    without pause: at 5 ms the committed batch waited for it, and so did every message in that batch
-    (``bench/gateway.py``: 4-14 % more messages a second at 0.2 ms; see :mod:`bot.gateway.runtime`)."""
+    without pause: at 5 ms the committed batch waited for it, and so did every message in that batch (see
+    :mod:`bot.gateway.runtime`, and bench/README.md, "The switch interval")."""
 
 
 class AgentsSection(_Section):
@@ -260,8 +260,8 @@ class TracingSection(_Section):
     flush_interval_s: float = Field(0.5, gt=0)
     """Buffered events are written at least this often (one group commit for all of them)."""
     max_buffer: int = Field(64, ge=1)
-    """Write earlier when this many events are waiting (small writes keep each one from stalling the loop:
-    500 events took 7-12 ms to encode and insert)."""
+    """Write earlier when this many events are waiting (small writes keep each one from stalling the loop; see
+    bench/README.md, "Trace events written in small batches")."""
     sample_rate: float = Field(1.0, ge=0, le=1)
     """The share of requests traced (decided per request, so a request is traced whole or not at all);
     errors are always kept."""

