@@ -93,8 +93,8 @@ def tool_index(
     declarations to the model.
 
     Kept for a tuple of tools (immutable: the gateway gives each agent's chosen tools as one, the same on
-    nearly every message) and the same handoff targets: the index and its declarations were made on every run,
-    9.3 profiled µs a message in bench/gateway.py (12 tools), against 1.3 kept.  An entry holds what its key
+    nearly every message) and the same handoff targets: the index and its declarations were made on every run
+    (see bench/README.md).  An entry holds what its key
     names by id, so no id in it can be reused while it is kept.
     """
     key = (id(tools), *map(id, handoffs)) if type(tools) is tuple else None

@@ -59,8 +59,8 @@ class AccessPolicy:
         if pairing is not None:
             pairing.configured_admins = self.has_configured_admin
         self._resolved: dict[tuple[str, str, bool, bool], Sender] = {}
-        """Senders as the gateway knows them, by what makes them (a copy with ``is_admin`` changed took 4.1 µs per
-        message, every message where everyone is an admin, as on the console; a lookup 0.2; at most
+        """Senders as the gateway knows them, by what makes them (a copy with ``is_admin`` changed, on every message
+        where everyone is an admin, as on the console, cost many lookups: see bench/README.md; at most
         :data:`KEEP_SENDERS`, then started afresh)."""
 
     def section(self, channel: str) -> ChannelSection | None:

@@ -63,7 +63,7 @@ class ChatKey(_Event):
     @cached_property
     def as_str(self) -> str:
         """``channel:chat_id[:thread_id]``, made once: a message's path hashes and prints its chat key about a dozen
-        times (pydantic's hash of a frozen model took 0.85 µs, the string 0.67; cached: 0.40 and 0.22)."""
+        times, and pydantic's hash of a frozen model is slower than a cached one (see bench/README.md)."""
         return f"{self.channel}:{self.chat_id}:{self.thread_id}" if self.thread_id else self.settings_key
 
     @cached_property

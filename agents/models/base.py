@@ -145,7 +145,7 @@ class Model(abc.ABC):
     def streams(self) -> bool:
         """Whether :meth:`stream` gives the text as it is written (a client of its own); False: it would give
         the whole answer in one piece, so :func:`complete` asks :meth:`request` instead (the same answer without
-        a chain of async generators: about 20 µs less a call)."""
+        a chain of async generators; see bench/README.md)."""
         return type(self).stream is not Model.stream
 
     @abc.abstractmethod

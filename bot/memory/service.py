@@ -168,8 +168,7 @@ class MemoryService:
         """What to tell the agent before this turn (``shared``: it sees the chat's history, so its summary).
 
         ``state``: the chat's cached state when the caller has it: a summary already read is taken from it (the
-        store's cached state is read once for a run, not twice; with the run's settings read in place, 1.6-2.3 µs
-        less a run context, same-process A/B of :meth:`RunContexts.build` on ``bench/gateway.py``'s chats)."""
+        store's cached state is read once for a run, not twice; see bench/README.md)."""
         brief = Briefing(memory_on=memory_on, session_keys=tuple(session_keys))
         key = str(chat)
         if memory_on:

@@ -22,8 +22,8 @@ Why this design:
   concatenation.  The n-grams of frequent tokens are pre-summed into a token cache shipped in the artefact
   (tokens met later are added to it, up to a cap), so an English message costs a few dict lookups per
   word.  A cached token also holds its word unigram weight and the junctions and word bigrams it starts,
-  keyed by what follows it, so those features are looked up without building their strings (0.9 µs for
-  the nine tokens of "message closed-3-17 from chat 3", against 2.8 µs for building and hashing them).
+  keyed by what follows it, so those features are looked up without building and hashing their strings (see
+  bench/README.md, "Per-message micro-optimisations").
   No numpy, nothing to compile.
 * **Compact artefact.**  Feature strings are one newline-joined string and the weights a base64 float
   array inside a small JSON document: loading is one ``json.loads``, one ``split`` and one ``dict(zip())``
@@ -58,7 +58,7 @@ _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r"\w+|[^\w\s]+")  # words, and runs of punctuation as tokens of their own
 _LOWER_ASCII_TOKEN = re.compile(r"[a-z0-9_]+|[^a-z0-9_\s]+")
-"""``_TOKEN`` for lower-case ASCII text, by explicit classes (0.8 against 1.2 µs for a nine-token message)."""
+"""``_TOKEN`` for lower-case ASCII text, by explicit classes (quicker: see bench/README.md)."""
 _DIGIT = re.compile("[1-9]")
 _ASCII_FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ123456789", b"abcdefghijklmnopqrstuvwxyz000000000")
 """``str.lower`` and ``_DIGIT.sub("0", ...)`` of ASCII text as one ``bytes.translate`` table."""
@@ -347,7 +347,7 @@ class IntentClassifier:
 
     def probabilities(self, text: str) -> tuple[int, float, float, float]:
         """The index of the most probable label, and each label's probability: ``predict`` without its objects
-        (the router's path: 0.8 µs less a message)."""
+        (the router's path; see bench/README.md)."""
         z = self.logits(text)
         a, b = z.real, z.imag
         top = max(0.0, a, b)  # subtract the largest logit so exp cannot overflow

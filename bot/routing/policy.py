@@ -88,7 +88,7 @@ class RoutePolicy:
         if not overrides:
             return base
         # The section for the last overrides seen is kept (they are global: every message has the same ones
-        # until an admin changes one): 1.1 µs a message against 10.1 µs for a dump and a validation.
+        # until an admin changes one), instead of a dump and a validation a message (see bench/README.md).
         changes = tuple((key, type(value), value) for key, value in overrides.items())
         last = self._last
         if last is not None and last[0] is base and last[1] == changes:
@@ -142,7 +142,7 @@ class RoutePolicy:
             return RouteDecision(targeting.agent, "explicit", "explicit", 1.0, text=targeting.text)
         await self.sync_corrections()
         strategy = targeting.strategy
-        if not strategy:  # ``_strategy`` without its coroutine and its layer (0.4 µs a message)
+        if not strategy:  # ``_strategy`` without its coroutine and its layer (see bench/README.md)
             strategy = (await self.store.settings_view(chat.settings_key)).get("strategy")
             if not strategy:
                 if glob is None:

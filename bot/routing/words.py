@@ -5,7 +5,7 @@ English, Spanish, German, French, Italian, Portuguese and Russian. A keyword and
 some language's stemmer gives them the same stem ("errores" and "error" in Spanish, "Fehlern" and "Fehler" in
 German, "ошибки" and "ошибка" in Russian). CJK keywords keep matching as substrings (no inflection there).
 
-Stemming costs about 30 µs a word in pure Python, so only words that could match are stemmed (their first
+Stemming is slow in pure Python (see bench/README.md), so only words that could match are stemmed (their first
 three letters open some keyword's stem) and each word's stems are remembered (up to :data:`MEMO_CAP` words).
 """
 

@@ -183,10 +183,10 @@ class RunContexts:
         its approval rule, and whether ``recall`` is one of them.
 
         Kept per agent, tools and grants (the same on nearly every message of a chat): choosing anew matched
-        every tool against the agent's allow and deny patterns, about 10 µs a message.  A tuple of tools (the
-        gateway's own: the same object on every message) is known by its id, other sequences by their tools'
-        (the pool put together and keyed by every tool's id: 1.2 µs a message with the bench's 12 tools, against
-        0.5; timeit).  An entry holds the agent and the tools, so no id in its key can be reused while it is kept.
+        every tool against the agent's allow and deny patterns on every message.  A tuple of tools (the gateway's
+        own: the same object on every message) is known by its id, other sequences by their tools' (the pool put
+        together and keyed by every tool's id, slower; see bench/README.md).  An entry holds the agent and the
+        tools, so no id in its key can be reused while it is kept.
         """
         memory = self.memory
         session = memory.session_tool(agent.session_keys) if memory is not None and agent.session_keys else None
@@ -239,8 +239,8 @@ class RunContexts:
         """``model`` spending the budgets of the run's requester and ``chat`` (the run's).
 
         Kept per model, chat and requester (a budgeted model holds nothing of a run): made anew, with the
-        requester's admin check and its payer, it cost 7.4 of 54 profiled µs of a run's context.  An entry
-        holds its model, so no id in its key can be reused while it is kept.
+        requester's admin check and its payer, it was a noticeable share of a run's context (see bench/README.md).
+        An entry holds its model, so no id in its key can be reused while it is kept.
         """
         if self.budgets is None:
             return model

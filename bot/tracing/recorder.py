@@ -48,8 +48,8 @@ _data_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 def _encoder() -> Callable[[Any, int], Sequence[str]]:
     """What :data:`_data_json` does, for one flush: ``encode(data, 0)`` gives the chunks of the same text.
-    ``JSONEncoder.encode`` builds a new C encoder for every call: 2.1 µs for a route event's fields, 1.3 µs through
-    one C encoder made per flush."""
+    ``JSONEncoder.encode`` builds a new C encoder for every call; one made per flush is quicker (see
+    bench/README.md)."""
     if c_make_encoder is None:  # pragma: no cover - CPython has it
         return lambda data, _level: (_data_json(data),)
     return c_make_encoder({}, str, encode_basestring, None, ": ", ", ", False, False, True)
