@@ -7,7 +7,6 @@ import hashlib
 import logging
 import re
 import secrets
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,6 +18,7 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.errors import ConfigError
 from bot.events import Action, Attachment, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.inbox import Inbox, InboxClosed, NotStored
@@ -94,12 +94,15 @@ class DiscordChannel:
         retry_budget_s: float = 300.0,
         connect_timeout_s: float = 30.0,
         on_rate_limit: Callable[[], None] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``on_rate_limit``: called for each 429 this adapter sees (discord.py waits out most by itself)."""
+        """``on_rate_limit``: called for each 429 this adapter sees (discord.py waits out most by itself);
+        ``clock``: what retries and the typing refresh wait on, and a press's interaction ages by."""
         self.cfg = cfg
+        self.clock = clock
         self.typing_interval_s = typing_interval_s
         self.typing_max_s = typing_max_s
-        self.retry = Retrying(retry_attempts, retry_budget_s, on_rate_limit)
+        self.retry = Retrying(retry_attempts, retry_budget_s, on_rate_limit, clock)
         self.connect_timeout_s = connect_timeout_s
         self.interaction_ttl_s = INTERACTION_TTL_S
         self._allowed = {str(c) for c in cfg.allowed_channels}
@@ -335,7 +338,7 @@ class DiscordChannel:
         return self._parents[channel_id]
 
     def _remember(self, interaction: discord.Interaction[Any]) -> None:
-        now = time.monotonic()
+        now = self.clock.monotonic()
         for key in [k for k, (_, at) in self._interactions.items() if now - at > self.interaction_ttl_s]:
             del self._interactions[key]
         if interaction.message is not None:
@@ -401,7 +404,7 @@ class DiscordChannel:
         content = chunks[-1] if chunks else "\u200b"
         view = make_view(message.buttons)
         fresh = self._interactions.get(message_id)
-        if fresh is not None and time.monotonic() - fresh[1] < self.interaction_ttl_s:
+        if fresh is not None and self.clock.monotonic() - fresh[1] < self.interaction_ttl_s:
             interaction = fresh[0]
             try:
                 await self.retry(
@@ -437,10 +440,10 @@ class DiscordChannel:
             task.cancel()
 
     async def _keep_typing(self, client: _Client, channel_id: int) -> None:
-        deadline = time.monotonic() + self.typing_max_s
+        deadline = self.clock.monotonic() + self.typing_max_s
         try:
-            while time.monotonic() + self.typing_interval_s < deadline:
-                await asyncio.sleep(self.typing_interval_s)
+            while self.clock.monotonic() + self.typing_interval_s < deadline:
+                await self.clock.sleep(self.typing_interval_s)
                 await self._type(client, channel_id)
         finally:
             if self._typing.get(channel_id) is asyncio.current_task():
@@ -487,4 +490,5 @@ def _report_gateway_end(task: asyncio.Task[None]) -> None:
 
 def build(settings: DiscordSettings, context: BuildContext) -> DiscordChannel:
     """The channel plugin's factory (:mod:`channels.registry`)."""
-    return DiscordChannel(settings, on_rate_limit=context.limiter("discord"))
+    clock: Clock = context.clock or SYSTEM_CLOCK
+    return DiscordChannel(settings, on_rate_limit=context.limiter("discord"), clock=clock)

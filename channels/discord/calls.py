@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import aiohttp
 import discord
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.retry import retry
 
 log = logging.getLogger(__name__)
@@ -53,14 +53,19 @@ class Retrying:
     """
 
     def __init__(
-        self, attempts: int = 8, budget_s: float = 300.0, on_rate_limit: Callable[[], None] | None = None
+        self,
+        attempts: int = 8,
+        budget_s: float = 300.0,
+        on_rate_limit: Callable[[], None] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        self.clock = clock
         self.attempts = attempts
         self.budget_s = budget_s
         self._on_rate_limit = on_rate_limit
 
     async def __call__(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        deadline = time.monotonic() + self.budget_s
+        deadline = self.clock.monotonic() + self.budget_s
 
         def delay_after(exc: Exception, attempt: int) -> float | None:
             if isinstance(exc, discord.RateLimited):
@@ -81,14 +86,14 @@ class Retrying:
                 delay, reason = min(2.0**attempt, 30.0), f"{exc.__class__.__name__}: {exc}"
             else:
                 return None
-            if attempt == self.attempts or time.monotonic() + delay > deadline:
+            if attempt == self.attempts or self.clock.monotonic() + delay > deadline:
                 raise DiscordError(f"Discord: could not {what} after {attempt} attempts: {reason}")
             network = isinstance(exc, aiohttp.ClientError | OSError | TimeoutError)  # its caller tells a failure
             log.log(logging.INFO if network else logging.WARNING, "discord: %s failed (%s); retrying in %.2f s",
                     what, reason, delay)  # fmt: skip
             return delay
 
-        return await retry(call, delay_after)
+        return await retry(call, delay_after, clock=self.clock)
 
     def _limited(self) -> None:
         if self._on_rate_limit is not None:

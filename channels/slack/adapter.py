@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -19,6 +18,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.errors import ConfigError
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
@@ -26,7 +26,7 @@ from channels.base import BuildContext
 from channels.formatting import rendered
 from channels.retry_logs import quiet_retries, without_query
 from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError, WebApi, api_url, blocks, render
-from channels.slack.gate import WALL_CLOCK, Clock, Refused, RequestGate
+from channels.slack.gate import Refused, RequestGate
 from channels.slack.inbound import (
     CHANNEL,
     BotIdentity,
@@ -92,19 +92,20 @@ class SlackChannel:
     """The longest text one message holds (a longer confirmation is shown in full on request)."""
 
     def __init__(
-        self, cfg: SlackSettings, *, on_rate_limit: Callable[[], None] | None = None, clock: Clock = WALL_CLOCK
+        self, cfg: SlackSettings, *, on_rate_limit: Callable[[], None] | None = None, clock: Clock = SYSTEM_CLOCK
     ) -> None:
         """``on_rate_limit``: called for each 429 the Web API answers; ``clock``: the time HTTP requests' timestamps
-        are checked against, and the pace of the log lines about refused requests."""
+        are checked against, the pace of the log lines about refused requests, of messages and of retries."""
         _check(cfg)
         self.cfg = cfg
+        self.clock = clock
         self.gate = RequestGate(cfg.signing_secret, clock) if cfg.mode == "http" else None
         """HTTP mode: what every request passes first (and its count of refused requests, by reason)."""
         self.me: BotIdentity | None = None
         base_url = api_url(cfg.api_base)
         # Retries are WebApi's (bounded, Retry-After aware), not the SDK's on top of them.
         self.web = AsyncWebClient(token=cfg.bot_token, base_url=base_url, retry_handlers=[])
-        self.api = WebApi(self.web, on_rate_limit=on_rate_limit)
+        self.api = WebApi(self.web, on_rate_limit=on_rate_limit, clock=clock)
         self.app = AsyncApp(
             name="slack",
             logger=_bolt_logger(),
@@ -335,7 +336,7 @@ class SlackChannel:
     async def _on_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         message = command_message(body)
         if body.get("response_url"):
-            self._response_urls.put(message.chat.chat_id, (body["response_url"], time.monotonic()))
+            self._response_urls.put(message.chat.chat_id, (body["response_url"], self.clock.monotonic()))
         await self._submit(message)
         # in_channel with no text: the channel sees the command, and the reply follows as a message.
         await ack({"response_type": "in_channel"})
@@ -418,7 +419,7 @@ class SlackChannel:
 
     def _response_url(self, channel: str) -> str | None:
         found = self._response_urls.get(channel)
-        if found is None or time.monotonic() - found[1] > RESPONSE_URL_TTL_S:
+        if found is None or self.clock.monotonic() - found[1] > RESPONSE_URL_TTL_S:
             return None
         return found[0]
 
@@ -487,6 +488,5 @@ __all__ = ["SlackChannel", "SlackDeliveryError"]
 
 def build(settings: SlackSettings, context: BuildContext) -> SlackChannel:
     """The channel plugin's factory (:mod:`channels.registry`)."""
-    if context.clock is None:
-        return SlackChannel(settings, on_rate_limit=context.limiter("slack"))
-    return SlackChannel(settings, on_rate_limit=context.limiter("slack"), clock=context.clock)
+    clock: Clock = context.clock or SYSTEM_CLOCK
+    return SlackChannel(settings, on_rate_limit=context.limiter("slack"), clock=clock)

@@ -8,10 +8,8 @@ retried a few times, then the call fails with :class:`SlackDeliveryError` (the g
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -19,8 +17,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.events import Button
 from bot.limits import TokenBuckets
+from bot.retry import retry
 from channels.formatting import split_markdown, to_slack_mrkdwn
 
 log = logging.getLogger(__name__)
@@ -75,9 +75,17 @@ class Pacer:
         rate: float = 1.0,
         burst: float = 3.0,
         max_channels: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = SYSTEM_CLOCK.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = SYSTEM_CLOCK.sleep,
     ) -> None:
+        """``clock`` (monotonic seconds) and ``sleep``: a :class:`~bot.clock.Clock`'s (:meth:`on`)."""
         self.buckets = TokenBuckets(rate, burst, max_keys=max_channels, clock=clock)
+        self.sleep = sleep
+
+    @classmethod
+    def on(cls, clock: Clock) -> Pacer:
+        """Slack's pace, on ``clock``."""
+        return cls(clock=clock.monotonic, sleep=clock.sleep)
 
     def reserve(self, channel: str) -> float:
         """Take a token now (possibly going into debt) and return how long to wait before using it."""
@@ -86,17 +94,23 @@ class Pacer:
     async def wait(self, channel: str) -> None:
         delay = self.reserve(channel)
         if delay > 0:
-            await asyncio.sleep(delay)
+            await self.sleep(delay)
 
 
 class WebApi:
     """Web API calls by method name (``chat.postMessage``) through one :class:`AsyncWebClient`."""
 
     def __init__(
-        self, client: AsyncWebClient, pacer: Pacer | None = None, on_rate_limit: Callable[[], None] | None = None
+        self,
+        client: AsyncWebClient,
+        pacer: Pacer | None = None,
+        on_rate_limit: Callable[[], None] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        """``clock``: what the pace (unless ``pacer`` is given) and the retries wait on."""
         self.client = client
-        self.pacer = pacer or Pacer()
+        self.clock = clock
+        self.pacer = pacer or Pacer.on(clock)
         self._on_rate_limit = on_rate_limit
 
     async def post(self, **kwargs: Any) -> AsyncSlackResponse:
@@ -107,12 +121,12 @@ class WebApi:
     async def call(self, method: str, **kwargs: Any) -> AsyncSlackResponse:
         """Call until it succeeds: 429s wait ``Retry-After``; network and server errors retry a few times."""
         waited, limited, failures = 0.0, 0, 0
-        while True:
-            try:
-                return await self._invoke(method, kwargs)
-            except SlackApiError as exc:
+
+        def delay_after(exc: Exception, _attempt: int) -> float | None:
+            nonlocal waited, limited, failures
+            if isinstance(exc, SlackApiError):
                 status, error = _status_and_error(exc)
-                if status == 429 or error == "ratelimited":
+                if status == 429 or error == "ratelimited":  # Slack's Retry-After: not a failed try
                     if self._on_rate_limit is not None:
                         self._on_rate_limit()
                     delay = retry_after(exc.response.headers)
@@ -121,20 +135,23 @@ class WebApi:
                     limited += 1
                     waited += delay
                     log.info("slack %s: rate limited, retrying in %.1fs", method, delay)
-                    await asyncio.sleep(delay)
-                    continue
+                    return delay
                 if status < 500 and error not in _TRANSIENT:
                     raise SlackDeliveryError(method, error or f"HTTP {status}", error) from None
                 failures += 1
                 if failures >= NETWORK_ATTEMPTS:
                     raise SlackDeliveryError(method, error or f"HTTP {status}", error) from None
-            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            elif isinstance(exc, aiohttp.ClientError | TimeoutError | OSError):
                 failures += 1
                 if failures >= NETWORK_ATTEMPTS:
                     raise SlackDeliveryError(method, f"network error ({type(exc).__name__})") from exc
+            else:
+                return None  # not Slack's answer nor the network's: the caller's
             delay = NETWORK_BACKOFF_S[min(failures, len(NETWORK_BACKOFF_S)) - 1]
             log.info("slack %s: attempt %d failed, retrying in %.1fs", method, failures, delay)
-            await asyncio.sleep(delay)
+            return delay
+
+        return await retry(lambda: self._invoke(method, kwargs), delay_after, clock=self.clock)
 
     async def call_once(self, method: str, **kwargs: Any) -> AsyncSlackResponse:
         """One attempt, for best-effort calls (reactions, names, look-ups)."""

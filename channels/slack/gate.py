@@ -21,20 +21,20 @@ A client that goes away mid-request is such a line at INFO.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
 import logging
-import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qsl
 
 from aiohttp import web
 from slack_bolt.request.async_request import AsyncBoltRequest
+
+from bot.clock import Clock, Timer
 
 log = logging.getLogger(__name__)
 
@@ -44,37 +44,6 @@ LOG_WINDOW_S = 60.0
 """At most one log line per kind of refusal in this many seconds (the rest are counted)."""
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
-
-
-class Timer(Protocol):
-    def cancel(self) -> None: ...
-
-
-class Clock(Protocol):
-    """What the gate reads of a clock: the part of ``bot.clock.Clock`` it uses (channels import only bot's
-    contracts; the gateway's clocks, a test's ``FakeClock`` included, fit)."""
-
-    def time(self) -> float: ...
-
-    def monotonic(self) -> float: ...
-
-    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer: ...
-
-
-class WallClock:
-    """The real clock."""
-
-    def time(self) -> float:
-        return time.time()
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
-        return asyncio.get_running_loop().call_later(max(0.0, delay), callback)
-
-
-WALL_CLOCK = WallClock()
 
 
 class Refused(Exception):

@@ -15,14 +15,10 @@ from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import PRODUCTION, TelegramAPIServer
 from aiogram.exceptions import (
-    ClientDecodeError,
     TelegramAPIError,
     TelegramBadRequest,
-    TelegramConflictError,
     TelegramMigrateToChat,
-    TelegramNetworkError,
     TelegramRetryAfter,
-    TelegramServerError,
     TelegramUnauthorizedError,
 )
 from aiogram.methods import (
@@ -45,13 +41,14 @@ from aiogram.utils.token import TokenValidationError
 from aiohttp import web
 from pydantic import ValidationError
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.errors import ConfigError
 from bot.events import Action, ChatKey, InboundEvent, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
-from bot.retry import Outage
+from bot.retry import Outage, retry
 from channels.base import BuildContext
 from channels.formatting import TelegramText, rendered
-from channels.telegram.delivery import Api, Sent, TelegramDeliveryError, keep_response_model
+from channels.telegram.delivery import Api, Sent, TelegramDeliveryError, keep_response_model, poll_delays
 from channels.telegram.inbound import (
     UPDATE_TYPES,
     BotIdentity,
@@ -71,6 +68,8 @@ log = logging.getLogger(__name__)
 TYPING_REFRESH_S = 4.0
 """Telegram shows "typing…" for 5 s; refresh a little earlier."""
 TYPING_MAX_S = 120.0
+NOT_STORED_PAUSE_S = 1.0
+"""After the inbox could not store a batch: the pause before it is fetched again."""
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ACCEPTED_TOAST = "✓"
 _KEEP = 5000
@@ -93,15 +92,19 @@ class TelegramChannel:
     text_limit = TEXT_LIMIT
     """The longest text one message holds (a longer confirmation is shown in full on request)."""
 
-    def __init__(self, cfg: TelegramSettings, *, on_rate_limit: Callable[[], None] | None = None) -> None:
-        """``on_rate_limit``: called for each 429 (flood control) Telegram answers."""
+    def __init__(
+        self, cfg: TelegramSettings, *, on_rate_limit: Callable[[], None] | None = None, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
+        """``on_rate_limit``: called for each 429 (flood control) Telegram answers; ``clock``: what pacing,
+        retries, polling back-off and the typing refresh wait on."""
         self.cfg = cfg
+        self.clock = clock
         server = TelegramAPIServer.from_base(cfg.api_base) if cfg.api_base else PRODUCTION
         try:
             self.bot = Bot(cfg.token, session=AiohttpSession(api=server))
         except TokenValidationError:
             raise ConfigError("channels.telegram.token is not a bot token (expected 123456:ABC…)") from None
-        self.api = Api(self.bot, on_rate_limit)
+        self.api = Api(self.bot, on_rate_limit, clock)
         self.me: BotIdentity | None = None
         self._inbox: Inbox | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -182,32 +185,25 @@ class TelegramChannel:
 
     async def _poll(self) -> None:
         offset: int | None = None
-        failures = 0
         timeout = self.cfg.poll_timeout_s
         where = self.cfg.api_base or "api.telegram.org"
         outage = Outage(
             log, f"telegram: cannot poll {where}", 60.0, self.api.redact
         )  # told once per change, not at every try
-        while True:
-            method = GetUpdates(offset=offset, timeout=timeout, allowed_updates=list(UPDATE_TYPES))
-            try:
-                keep_response_model(method)
-                updates = await self.bot(method, request_timeout=timeout + 15)
-            except TelegramRetryAfter as exc:
+
+        def failed(exc: Exception, _attempt: int, _delay: float) -> None:
+            if isinstance(exc, TelegramRetryAfter):
                 self.api.limited()
-                await asyncio.sleep(exc.retry_after)
-                continue
-            except (TelegramConflictError, TelegramUnauthorizedError) as exc:
-                failures += 1
+            else:
                 outage.failed(exc)
-                await asyncio.sleep(min(60.0, 2.0**failures))
-                continue
-            except (TelegramNetworkError, TelegramServerError, ClientDecodeError) as exc:
-                failures += 1
-                outage.failed(exc)
-                await asyncio.sleep(min(30.0, 0.5 * 2.0**failures))
-                continue
-            failures = 0
+
+        async def get_updates() -> list[Update]:
+            method = GetUpdates(offset=offset, timeout=timeout, allowed_updates=list(UPDATE_TYPES))
+            keep_response_model(method)
+            return await self.bot(method, request_timeout=timeout + 15)
+
+        while True:
+            updates = await retry(get_updates, poll_delays(), clock=self.clock, on_retry=failed)
             outage.recovered()
             if not updates:
                 continue
@@ -217,7 +213,7 @@ class TelegramChannel:
                 return  # not confirmed: Telegram hands the batch to the next start
             except NotStored as exc:
                 log.error("telegram: could not store %d updates; they come again: %s", len(updates), exc)
-                await asyncio.sleep(1.0)
+                await self.clock.sleep(NOT_STORED_PAUSE_S)
                 continue
             # Confirmed by the next getUpdates: only now, after the inbox committed the batch.
             offset = max(u.update_id for u in updates) + 1
@@ -460,16 +456,15 @@ class TelegramChannel:
             action="typing",
             message_thread_id=int(chat.thread_id) if chat.thread_id else None,
         )
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + TYPING_MAX_S
+        deadline = self.clock.monotonic() + TYPING_MAX_S
         try:
-            while loop.time() < deadline:
+            while self.clock.monotonic() < deadline:
                 try:
                     keep_response_model(method)
                     await self.bot(method)
                 except TelegramAPIError as exc:
                     log.debug("telegram: typing indicator failed: %s", self.api.redact(str(exc)))
-                await asyncio.sleep(TYPING_REFRESH_S)
+                await self.clock.sleep(TYPING_REFRESH_S)
         finally:
             if self._typing.get(str(chat)) is asyncio.current_task():
                 del self._typing[str(chat)]
@@ -477,4 +472,5 @@ class TelegramChannel:
 
 def build(settings: TelegramSettings, context: BuildContext) -> TelegramChannel:
     """The channel plugin's factory (:mod:`channels.registry`)."""
-    return TelegramChannel(settings, on_rate_limit=context.limiter("telegram"))
+    clock: Clock = context.clock or SYSTEM_CLOCK
+    return TelegramChannel(settings, on_rate_limit=context.limiter("telegram"), clock=clock)

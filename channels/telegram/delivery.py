@@ -8,10 +8,8 @@ group, 30 a second overall.  :class:`Pacer` keeps under them with token buckets;
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -19,17 +17,20 @@ from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.exceptions import (
     ClientDecodeError,
+    TelegramConflictError,
     TelegramEntityTooLarge,
     TelegramNetworkError,
     TelegramRetryAfter,
     TelegramServerError,
+    TelegramUnauthorizedError,
 )
 from aiogram.methods.base import Response, TelegramMethod
 from aiohttp import ClientError, ClientTimeout
 from yarl import URL
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.limits import TokenBuckets
-from bot.retry import retry
+from bot.retry import Backoff, DelayAfter, retry
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,10 @@ MAX_FLOOD_WAIT_S = 600.0
 MAX_FLOOD_RETRIES = 10
 NETWORK_ATTEMPTS = 4
 NETWORK_BACKOFF_S = (0.5, 1.0, 2.0)
+POLL_REFUSED_BACKOFF = Backoff(first_s=2.0, cap_s=60.0)
+"""Polling refused (409: another poller; 401: a revoked token): 2, 4, 8 … 60 s between tries."""
+POLL_NETWORK_BACKOFF = Backoff(first_s=1.0, cap_s=30.0)
+"""Polling failed on the way (network, 5xx, an unreadable answer): 1, 2, 4 … 30 s between tries."""
 
 
 class TelegramDeliveryError(RuntimeError):
@@ -61,11 +66,19 @@ class Pacer:
         private: tuple[float, float] = PRIVATE,
         group: tuple[float, float] = GROUP,
         overall: tuple[float, float] = OVERALL,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = SYSTEM_CLOCK.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = SYSTEM_CLOCK.sleep,
     ) -> None:
+        """``clock`` (monotonic seconds) and ``sleep``: a :class:`~bot.clock.Clock`'s (:meth:`on`)."""
         self.private, self.group, self.overall = (
             TokenBuckets(rate, burst, max_keys=self.KEEP, clock=clock) for burst, rate in (private, group, overall)
         )
+        self.sleep = sleep
+
+    @classmethod
+    def on(cls, clock: Clock) -> Pacer:
+        """Telegram's limits, paced on ``clock``."""
+        return cls(clock=clock.monotonic, sleep=clock.sleep)
 
     def _chats(self, chat: str) -> TokenBuckets:
         # Group and channel ids are negative, users' ids positive.
@@ -79,7 +92,7 @@ class Pacer:
     async def wait(self, chat: str | None) -> None:
         delay = self.delay(chat)
         if delay > 0:
-            await asyncio.sleep(delay)
+            await self.sleep(delay)
 
     def hold(self, chat: str, seconds: float) -> None:
         """Nothing more goes to ``chat`` for ``seconds`` (after a 429)."""
@@ -111,9 +124,11 @@ _JSON = {"Content-Type": "application/json"}
 class Api:
     """One place that calls the Bot API: pacing, 429 waits and network retries, errors without the token."""
 
-    def __init__(self, bot: Bot, on_rate_limit: Callable[[], None] | None = None) -> None:
+    def __init__(self, bot: Bot, on_rate_limit: Callable[[], None] | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.bot = bot
-        self.pacer = Pacer()
+        self.clock = clock
+        """What pacing, flood waits and network retries wait on."""
+        self.pacer = Pacer.on(clock)
         self._on_rate_limit = on_rate_limit
         self._urls: dict[str, URL] = {}
         """Each method's URL, parsed once (it holds the token, and the token never changes)."""
@@ -223,4 +238,25 @@ class Api:
                 return backoff
             return None  # Telegram's own errors (bad request, forbidden, …): the caller's
 
-        return await retry(once, delay_after)
+        return await retry(once, delay_after, clock=self.clock)
+
+
+def poll_delays() -> DelayAfter:
+    """How long polling waits after each failed ``getUpdates`` (for one run of failures): Telegram's
+    ``retry_after`` as it says (not a failed try: the back-off does not grow), refusals and failures on the way
+    each on their back-off, counted together; anything else (a bug) is not retried."""
+    failures = 0
+
+    def delay_after(exc: Exception, _attempt: int) -> float | None:
+        nonlocal failures
+        if isinstance(exc, TelegramRetryAfter):
+            return float(exc.retry_after)
+        if isinstance(exc, TelegramConflictError | TelegramUnauthorizedError):
+            failures += 1
+            return POLL_REFUSED_BACKOFF.delay(failures)
+        if isinstance(exc, TelegramNetworkError | TelegramServerError | ClientDecodeError):
+            failures += 1
+            return POLL_NETWORK_BACKOFF.delay(failures)
+        return None
+
+    return delay_after
