@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
 from bot.memory.text import grams, query_terms
-from bot.store.memory import SqlMemoryStore
-from bot.store.ops import Step, utcnow
-from bot.store.sql import SqlStore
+from bot.store.sql.ops import Step, utcnow
+from bot.store.sql.repos.memory import SqlMemoryStore
+from bot.store.sql.store import SqlStore
 
 LABELLED: list[tuple[str, str, bool]] = [
     # (fact, question, shares a word with the fact)

@@ -79,7 +79,7 @@ def redis() -> Iterator[RedisServer]:
 @pytest.fixture(scope="session")
 def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An SQLite database the migrations brought to the newest revision, once per test process."""
-    from bot.store.migrate import migrate_url
+    from bot.store.sql.migrate import migrate_url
 
     path = tmp_path_factory.mktemp("template") / "bot.db"
     asyncio.run(migrate_url(f"sqlite:///{path}"))

@@ -25,23 +25,23 @@ STILL_REAL = {
     "bot/events.py": "an event's received_at stamp",
     "bot/routing/corrections.py": "a correction's stamp",
     "bot/store/values.py": "rows' stamps (utcnow)",
-    "bot/store/lock.py": "the data dir lock's 'since' stamp, for a person reading it",
-    "bot/store/eval_answers.py": "the eval answer cache's last-used stamps (a command-line cache)",
+    "bot/store/sql/lock.py": "the data dir lock's 'since' stamp, for a person reading it",
+    "bot/store/sql/repos/eval_answers.py": "the eval answer cache's last-used stamps (a command-line cache)",
     "bot/bus.py": "the stamp a queued event carries",
     "bot/scale/streams.py": "Redis stream ids are milliseconds of wall time",
     # Defaults of a time source the composition root replaces with the clock's.
     "bot/gateway/intake.py": "the intake's default time source; the ack metric's age of a platform stamp",
     "bot/web/auth.py": "the login limiter's default time source",
     "bot/fencing.py": "the lease's default monotonic source",
-    "bot/store/retention.py": "the retention loop's default time source",
+    "bot/store/sql/retention.py": "the retention loop's default time source",
     "bot/media/intake.py": "the media sweep's default 'now'",
     # The command line measures itself, not the gateway.
     "bot/cli/main.py": "'Ready in … s'",
     "bot/cli/startup.py": "how long each plugin took to load",
     "bot/memory/service.py": "how long a fold took (a report)",
     # Not yet on the clock (left of issue 64 point 4): in-memory caches' freshness.
-    "bot/store/runs.py": "a cache's freshness",
-    "bot/store/memory.py": "a cache's freshness",
+    "bot/store/sql/repos/runs.py": "a cache's freshness",
+    "bot/store/sql/repos/memory.py": "a cache's freshness",
     # Below bot: agents imports neither bot nor channels, so it has no bot.clock (it takes time sources instead).
     "agents/models/scripted.py": "a scripted model's delays (a test's model)",
     "agents/models/gemini.py": "its own retry waits (agents cannot use bot.retry)",

@@ -6,7 +6,7 @@
   INTO``, ``UPDATE … SET``, ``DELETE FROM``, ``CREATE TABLE``, ``PRAGMA``…);
 - database libraries: importing SQLAlchemy, SQLModel or a driver; calling SQLAlchemy's ``select``/``insert``/
   ``update``/``delete``/``text``, or a SQLModel session's ``.exec(``;
-- the store's write steps built or run outside it: ``Step(…)`` from :mod:`bot.store.ops`, and ``….store.read(``,
+- the store's write steps built or run outside it: ``Step(…)`` from :mod:`bot.store.sql.ops`, and ``….store.read(``,
   ``….store.write(``, ``….store.write_later(`` (a repository method says what it does instead).
 """
 
@@ -62,7 +62,7 @@ def sql_in(path: Path) -> list[str]:
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if any(m.split(".")[0] in SQL_LIBRARIES for m in modules):
                 found.append(f"{where}:{node.lineno}: imports {', '.join(modules)}")
-            if isinstance(node, ast.ImportFrom) and node.module == "bot.store.ops":
+            if isinstance(node, ast.ImportFrom) and node.module == "bot.store.sql.ops":
                 steps |= {a.asname or a.name for a in node.names if a.name == "Step"}
             if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("sqlalchemy", "sqlmodel"):
                 builders |= {a.asname or a.name for a in node.names if a.name in BUILDERS}
@@ -91,7 +91,7 @@ def test_the_scan_finds_each_kind(tmp_path: Path) -> None:
     module = tmp_path / "probe.py"
     module.write_text(
         "from sqlalchemy import select, text\n"
-        "from bot.store.ops import Step\n"
+        "from bot.store.sql.ops import Step\n"
         'A = "SELECT id FROM runs WHERE chat_key = ?"\n'
         'B = f"UPDATE {table} SET value = ? WHERE id = ?"\n'
         "async def f(self, session, columns):\n"

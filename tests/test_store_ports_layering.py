@@ -17,8 +17,8 @@ PORTS = {
 HELPERS = {
     "bot.store.retry": "waiting out a database that cannot take a write now (no store class)",
     "bot.store.fulltext": "the text rules memory search uses (how words are cut), no store class",
-    "bot.store.migrate": "the schema's upgrade: `bot doctor` and the eval runner migrate a fresh database",
-    "bot.store.eval_answers": "the eval response cache, a file of its own (not the bot's database)",
+    "bot.store.sql.migrate": "the schema's upgrade: `bot doctor` and the eval runner migrate a fresh database",
+    "bot.store.sql.repos.eval_answers": "the eval response cache, a file of its own (not the bot's database)",
 }
 COMPOSITION_ROOT = ("bot.gateway.app", "bot.gateway.parts", "bot.cli", "bot.__main__")
 """Only these build the SQL store and its repositories (and may name them)."""
@@ -84,7 +84,7 @@ def test_the_check_sees_a_concrete_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from bot.store.runs import RunStore\n"
-        "def f():\n    from bot.store.ops import Step\n"
+        "if TYPE_CHECKING:\n    from bot.store.sql.repos.runs import RunStore\n"
+        "def f():\n    from bot.store.sql.ops import Step\n"
     )
-    assert _store_imports(sample) == [("bot.store.runs", "RunStore"), ("bot.store.ops", "Step")]
+    assert _store_imports(sample) == [("bot.store.sql.repos.runs", "RunStore"), ("bot.store.sql.ops", "Step")]

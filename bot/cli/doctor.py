@@ -31,8 +31,8 @@ from bot.config.own import WORKSPACE_FIX, workspace_path, workspace_problem
 from bot.config.paths import HOME_VARIABLE, project_dir
 from bot.config.settings import PROJECT_CONFIG, USER_CONFIG, ConfigError, Settings, load_settings
 from bot.models import ModelCatalog, parse_spec
-from bot.store.migrate import current_revision, head_revision
-from bot.store.probe import postgres_reachable
+from bot.store.sql.migrate import current_revision, head_revision
+from bot.store.sql.probe import postgres_reachable
 from channels.registry import PLUGINS
 
 OK, WARN, FAIL = "✓", "!", "✗"

@@ -17,8 +17,8 @@ from bot.config.envfiles import candidates
 from bot.config.own import workspace_path, workspace_problem
 from bot.config.paths import project_config, project_dir
 from bot.config.settings import ConfigError, Settings, load_settings
-from bot.store.migrate import current_revision, head_revision, migrate_url
-from bot.store.probe import postgres_reachable
+from bot.store.sql.migrate import current_revision, head_revision, migrate_url
+from bot.store.sql.probe import postgres_reachable
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,9 @@ def baseline(settings: Settings, suite: str, run: str) -> Any:
 
 async def stored_previous(settings: Settings, result: Any) -> Any:
     from bot.evals.store import last_run
-    from bot.store import store_from_settings
     from bot.store.base import StoreError
-    from bot.store.evals import SqlEvalRuns
+    from bot.store.sql import store_from_settings
+    from bot.store.sql.repos.evals import SqlEvalRuns
 
     store = store_from_settings(settings.store, read_only=True)
     try:
@@ -87,9 +87,9 @@ def save(settings: Settings, result: Any, out: Path | None, junit_file: Path | N
 
 async def store(settings: Settings, result: Any) -> None:
     from bot.evals.store import save_run
-    from bot.store import store_from_settings
     from bot.store.base import StoreError
-    from bot.store.evals import SqlEvalRuns
+    from bot.store.sql import store_from_settings
+    from bot.store.sql.repos.evals import SqlEvalRuns
 
     store = store_from_settings(settings.store, secrets=settings.secrets())
     try:

@@ -289,10 +289,10 @@ async def _from_traces(
 ) -> Any:
     from bot.clock import SYSTEM_CLOCK
     from bot.evals.traces import TraceCases, seconds_of
-    from bot.store import store_from_settings
     from bot.store.base import StoreError
-    from bot.store.evals import SqlReplaySource
-    from bot.store.traces import SqlTraces
+    from bot.store.sql import store_from_settings
+    from bot.store.sql.repos.evals import SqlReplaySource
+    from bot.store.sql.repos.traces import SqlTraces
     from bot.tracing.recorder import Redactor
 
     start = SYSTEM_CLOCK.utcnow() - timedelta(seconds=seconds_of(since))

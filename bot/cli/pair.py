@@ -55,10 +55,10 @@ async def _with_pairing(settings: Settings, act: Callable[[Pairing, AccessPolicy
     """``act(pairing, access)`` on the configured store (None, with the reason printed, when it cannot be opened)."""
     from bot.access import AccessPolicy
     from bot.pairing import Pairing
-    from bot.store import store_from_settings
     from bot.store.base import StoreError
-    from bot.store.pairing import PairingStore
-    from bot.store.runs import RunStore
+    from bot.store.sql import store_from_settings
+    from bot.store.sql.repos.pairing import PairingStore
+    from bot.store.sql.repos.runs import RunStore
 
     url = settings.store.database_url()
     if url.startswith("sqlite") and not Path(url.split(":///", 1)[1]).is_file():
@@ -166,8 +166,8 @@ async def _tell(pairing: Pairing, message: OutboundMessage) -> None:
     process looks for due jobs at least every :data:`bot.jobs.service.POLL_S` and one of them claims it, so it is
     sent once, whichever runs; a bot that is down sends it at its next start (within ``jobs.grace_s``)."""
     from bot.jobs.triggers import Trigger
-    from bot.store.jobs import JobStore
-    from bot.store.pairing import PairingStore
+    from bot.store.sql.repos.jobs import JobStore
+    from bot.store.sql.repos.pairing import PairingStore
 
     held = pairing.store
     assert isinstance(held, PairingStore), "built on the SQL store by _with_pairing"
@@ -213,8 +213,8 @@ def revoke_command(
 async def paired_admin_channels(settings: Settings) -> set[str]:
     """The channels with an admin let in by ``bot pair approve CODE --admin`` (read-only; none when the database
     does not exist or cannot be read): what ``bot doctor`` counts beside ``admins``."""
-    from bot.store import store_from_settings
-    from bot.store.pairing import PairingStore
+    from bot.store.sql import store_from_settings
+    from bot.store.sql.repos.pairing import PairingStore
 
     url = settings.store.database_url()
     if url.startswith("sqlite") and not Path(url.split(":///", 1)[1]).is_file():

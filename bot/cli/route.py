@@ -43,7 +43,7 @@ def decision_json(text: str, decision: RouteDecision, elapsed_ms: float) -> dict
 async def _corrections(settings: Settings) -> list[Correction]:
     """The corrections stored by a running bot (read-only; none when there is no database yet)."""
     from bot.routing.policy import CORRECTIONS
-    from bot.store import store_from_settings
+    from bot.store.sql import store_from_settings
 
     try:
         store = store_from_settings(settings.store, read_only=True)

@@ -20,9 +20,9 @@ T = TypeVar("T")
 
 async def with_traces(settings: Settings, read: Callable[[Tracing], Awaitable[T]]) -> T | None:
     """``read`` on the configured store's traces (None, with the reason printed, when it cannot be opened)."""
-    from bot.store import store_from_settings
     from bot.store.base import StoreError
-    from bot.store.traces import SqlTraces
+    from bot.store.sql import store_from_settings
+    from bot.store.sql.repos.traces import SqlTraces
 
     store = store_from_settings(settings.store, read_only=True)
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.redaction import Redaction
-from bot.store.eval_answers import CACHE_FILE, KEEP_DAYS, ResponseCache, clear_cache
+from bot.store.sql.repos.eval_answers import CACHE_FILE, KEEP_DAYS, ResponseCache, clear_cache
 
 __all__ = ["CACHE_FILE", "KEEP_DAYS", "ResponseCache", "clear_cache"]
 

@@ -41,7 +41,7 @@ from bot.evals.trial import TrialPlayer
 from bot.evals.trust import Refused, UntrustedSuite, guarded
 from bot.ids import fast_id
 from bot.redaction import Redaction
-from bot.store.migrate import migrate_url
+from bot.store.sql.migrate import migrate_url
 
 log = logging.getLogger(__name__)
 

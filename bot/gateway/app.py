@@ -54,10 +54,10 @@ from bot.runs.catalog import AgentCatalog
 from bot.runs.manager import RunManager, ToolPool
 from bot.runs.recovery import RecoveryReport, recover
 from bot.runs.scheduled import ScheduledMessages
-from bot.store import SqlStore, store_from_settings
-from bot.store.pairing import PairingStore
-from bot.store.repos import SqlRepos
-from bot.store.runs import RunStore
+from bot.store.sql import SqlStore, store_from_settings
+from bot.store.sql.repos import SqlRepos
+from bot.store.sql.repos.pairing import PairingStore
+from bot.store.sql.repos.runs import RunStore
 from bot.tracing.recorder import OtelSink, Redactor, Sink, Tracing
 from channels.base import (
     Channel,

@@ -9,7 +9,7 @@ each forgotten fact (any case, any spacing) by ``‹forgotten›``, drops the su
 is rebuilt without them), and rewrites only the rows that changed, in one transaction. The chats' cached state is
 dropped after, so the next turn reads what is stored now.
 
-On SQLite, ``secure_delete`` (:mod:`bot.store.sqlite`) zeroes what deleted and rewritten rows leave on free pages
+On SQLite, ``secure_delete`` (:mod:`bot.store.sql.sqlite`) zeroes what deleted and rewritten rows leave on free pages
 and the WAL is checkpointed into the database file and truncated, so the database file holds the fact nowhere.
 PostgreSQL keeps old row versions until VACUUM reclaims them (see docs/agents/memory.md).
 """

@@ -1,6 +1,6 @@
 """Memory for runs: what is recalled before a turn, the memory tools, session keys and summaries.
 
-- Long-term memory is per person (:mod:`bot.store.memory`): before each turn the memories that match the
+- Long-term memory is per person (:mod:`bot.store.sql.repos.memory`): before each turn the memories that match the
   message (full-text search, fused with embeddings when configured) and then the newest are given to the
   model, as many as fit in ``memory.budget_tokens``; ``remember``, ``recall`` and ``forget`` are tools.
   It is on in direct chats, in groups only when configured or turned on there by an admin.

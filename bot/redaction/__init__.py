@@ -14,9 +14,9 @@ Three things are secrets, each replaced by ``‹redacted: kind›``:
   and answers given to questions that asked for a secret (:func:`keep_out`).
 
 Trace events (:mod:`bot.tracing.recorder`, on the way in and again on the way out), run checkpoints, interrupt
-rows, the tool ledger and audit rows (:mod:`bot.store.runs`), the chat history (:mod:`bot.store.messages`),
-scheduled messages (:mod:`bot.runs.scheduled`), jobs (:mod:`bot.jobs.service`), the web console and ``bot agents
-replay`` all go through this package.
+rows, the tool ledger and audit rows (:mod:`bot.store.sql.repos.runs`), the chat history
+(:mod:`bot.store.sql.messages`), scheduled messages (:mod:`bot.runs.scheduled`), jobs (:mod:`bot.jobs.service`),
+the web console and ``bot agents replay`` all go through this package.
 """
 
 from __future__ import annotations

@@ -207,7 +207,8 @@ class OutboundRelay:
         self.clock = clock
         self.delivery = delivery
         self.marks = marks
-        """The :class:`~bot.store.runs.RunStore`: outbox entries are marked sent here, then the worker hears."""
+        """The run tables (:class:`~bot.store.sql.repos.runs.RunStore`): outbox entries are marked sent here, then
+        the worker hears."""
         self.channels = channels
         self._marking: set[int] = set()
         """Outbox entries being sent now (a second request for one, after a worker's crash, is skipped)."""

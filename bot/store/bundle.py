@@ -20,7 +20,7 @@ class SettingsAnnounce(Protocol):
 
 
 class PartitionedStore(Protocol):
-    """The chat store as the scaled-out parts use it (:class:`~bot.store.sql.SqlStore`)."""
+    """The chat store as the scaled-out parts use it (:class:`~bot.store.sql.store.SqlStore`)."""
 
     @property
     def settings(self) -> SettingsAnnounce: ...

@@ -1,6 +1,6 @@
 """A chat's cached state (:class:`ChatState`): its newest history rows and what the context window and the summary
 need of them.  A value of the ports (:class:`~bot.store.ports.ChatReads`): it imports no implementation; the
-write-through caches that keep it (:mod:`bot.store.cache`) sit above it."""
+write-through caches that keep it (:mod:`bot.store.sql.cache`) sit above it."""
 
 from __future__ import annotations
 

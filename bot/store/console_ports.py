@@ -16,7 +16,8 @@ __all__ = ["BacklogCounts", "ConsoleReads", "EvalRepo", "ReplaySource", "TraceRe
 
 
 class WebSessionRepo(Protocol):
-    """The console's sign-ins, by the digest of their token (:class:`~bot.store.web_sessions.SqlWebSessions`)."""
+    """The console's sign-ins, by the digest of their token
+    (:class:`~bot.store.sql.repos.web_sessions.SqlWebSessions`)."""
 
     async def add(self, digest: str, user: str, now: datetime, expires: datetime) -> None:
         """Store a session (and drop those expired at ``now``)."""
@@ -28,7 +29,7 @@ class WebSessionRepo(Protocol):
 
 
 class ConsoleReads(SettingsReader, Protocol):
-    """What the console lists (:class:`~bot.store.console.SqlConsoleReads`); reads only."""
+    """What the console lists (:class:`~bot.store.sql.repos.console.SqlConsoleReads`); reads only."""
 
     async def pending_count(self) -> int: ...
 
@@ -57,14 +58,14 @@ class ConsoleReads(SettingsReader, Protocol):
 
 
 class BacklogCounts(Protocol):
-    """The gauges the store feeds (:class:`~bot.store.console.SqlConsoleReads`)."""
+    """The gauges the store feeds (:class:`~bot.store.sql.repos.console.SqlConsoleReads`)."""
 
     async def backlog(self) -> tuple[int, int, int]:
         """Pending interrupts, unsent outbox rows and unhandled inbox events."""
 
 
 class EvalRepo(Protocol):
-    """Eval runs (:class:`~bot.store.evals.SqlEvalRuns`): a summary line and the whole result as JSON."""
+    """Eval runs (:class:`~bot.store.sql.repos.evals.SqlEvalRuns`): a summary line and the whole result as JSON."""
 
     async def add(self, line: Sequence[Any], data: str) -> None:
         """``line``: id, suite, models, status, cases, trials, passed, pass rate, cost, started_at."""
@@ -79,7 +80,8 @@ class EvalRepo(Protocol):
 
 
 class ReplaySource(Protocol):
-    """What evals made from traces read besides the trace events (:class:`~bot.store.evals.SqlReplaySource`)."""
+    """What evals made from traces read besides the trace events
+    (:class:`~bot.store.sql.repos.evals.SqlReplaySource`)."""
 
     async def request(self, chat_key: str, correlation_id: str) -> tuple[str, int] | None:
         """(user id, id of the request's message) of the request's first run."""
@@ -102,8 +104,8 @@ class ReplaySource(Protocol):
 
 
 class TraceRepo(Protocol):
-    """Trace events (:class:`~bot.store.traces.SqlTraces`); a row is ``id, chat_key, correlation_id, run_id, agent,
-    type, data JSON, created_at``."""
+    """Trace events (:class:`~bot.store.sql.repos.traces.SqlTraces`); a row is ``id, chat_key,
+    correlation_id, run_id, agent, type, data JSON, created_at``."""
 
     async def add(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Insert rows in one commit."""

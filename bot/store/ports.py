@@ -68,7 +68,7 @@ InboxRepo = EventLog
 
 
 class ScheduledRepo(Protocol):
-    """Scheduled messages (:class:`~bot.store.scheduled.SqlScheduled`)."""
+    """Scheduled messages (:class:`~bot.store.sql.repos.scheduled.SqlScheduled`)."""
 
     async def add(
         self, sid: str, chat_key: str, text: str, due: datetime, by: str, at: datetime, limits: tuple[int, int]
@@ -92,7 +92,7 @@ class ScheduledRepo(Protocol):
 
 
 class JobRepo(Protocol[T]):
-    """Recurring jobs and their fires (:class:`~bot.store.jobs.JobStore`); ``T`` is the trigger type."""
+    """Recurring jobs and their fires (:class:`~bot.store.sql.repos.jobs.JobStore`); ``T`` is the trigger type."""
 
     async def add(
         self,
@@ -175,7 +175,8 @@ class JobRepo(Protocol[T]):
 
 
 class PairingRepo(Protocol):
-    """Codes given to unknown senders and the senders let in with them (:class:`~bot.store.pairing.PairingStore`)."""
+    """Codes given to unknown senders and the senders let in with them
+    (:class:`~bot.store.sql.repos.pairing.PairingStore`)."""
 
     async def issue(
         self, channel: str, user_id: str, user_name: str, chat_key: str, minutes: float, max_pending: int
@@ -207,7 +208,7 @@ class PairingRepo(Protocol):
 
 
 class UsageRepo(Protocol):
-    """Tokens and cost per scope and period (:class:`~bot.store.usage.UsageStore`)."""
+    """Tokens and cost per scope and period (:class:`~bot.store.sql.repos.usage.UsageStore`)."""
 
     @property
     def shared(self) -> bool:
@@ -224,7 +225,7 @@ class UsageRepo(Protocol):
 
 class MemoryRepo(Protocol):
     """Long-term memories per person, linked accounts, vectors, chat summaries and session values
-    (:class:`~bot.store.memory.SqlMemoryStore`)."""
+    (:class:`~bot.store.sql.repos.memory.SqlMemoryStore`)."""
 
     async def person(self, identity: str) -> str: ...
 
@@ -275,7 +276,7 @@ class MemoryRepo(Protocol):
 
 class ChatReads(SettingsReader, Protocol):
     """A chat's cached state (history, summary, pending interrupt) and settings, as the per-message path reads
-    them (:class:`~bot.store.sql.SqlStore`)."""
+    them (:class:`~bot.store.sql.store.SqlStore`)."""
 
     async def chat_state(self, chat_key: str) -> ChatState: ...
 
@@ -284,7 +285,7 @@ class ChatReads(SettingsReader, Protocol):
 
 class TurnStore(ChatReads, Protocol):
     """What a chat's turn writes and reads: its event marked handled with its message (and changes committed with
-    them), the chat's cached state and settings (:class:`~bot.store.sql.SqlStore`)."""
+    them), the chat's cached state and settings (:class:`~bot.store.sql.store.SqlStore`)."""
 
     async def accept(
         self, event_key: str, chat_key: str, message: Message | None, *, extra: Sequence[Change] = ()
@@ -295,14 +296,14 @@ class TurnStore(ChatReads, Protocol):
 
 class ChatStore(Store, EventLog, ChatReads, Protocol):
     """Sessions, settings, inbox events and chats' cached state: the store as the per-message path uses it
-    (:class:`~bot.store.sql.SqlStore`)."""
+    (:class:`~bot.store.sql.store.SqlStore`)."""
 
 
 class ScrubRepo(Protocol):
-    """Rewriting stored rows without some facts (:class:`~bot.store.scrub.SqlScrub`).
+    """Rewriting stored rows without some facts (:class:`~bot.store.sql.repos.scrub.SqlScrub`).
 
     A place is a table and the columns that can hold a fact (``trace_events``: ``data``, ``interrupts``: ``prompt``,
-    ``payload``, ``resolution``…): :data:`~bot.store.scrub.PLACES`.
+    ``payload``, ``resolution``…): :data:`~bot.store.sql.repos.scrub.PLACES`.
     """
 
     places: Mapping[str, tuple[str, ...]]
@@ -326,7 +327,7 @@ class ScrubRepo(Protocol):
 
 class Repos(Protocol[T]):
     """Every repository on one store, each made once (``T``: the jobs' trigger type): what the composition root
-    hands the services (:class:`~bot.store.repos.SqlRepos`)."""
+    hands the services (:class:`~bot.store.sql.repos.SqlRepos`)."""
 
     @property
     def console(self) -> ConsoleReads: ...

@@ -1,6 +1,6 @@
 """The run tables as ports (:mod:`bot.store.ports` re-exports them): runs and their checkpoints, interrupts, the
 tool ledger, the outbox and the audit log, each part a Protocol a service can be typed on, and :class:`Runs`, all
-of them (:class:`~bot.store.runs.RunStore`, the SQL one, is built only by the composition root)."""
+of them (:class:`~bot.store.sql.repos.runs.RunStore`, the SQL one, is built only by the composition root)."""
 
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ class Tracing:
         run_id, agent, type, data, at``."""
         self._now: Callable[[], datetime | str] = getattr(traces, "stamp", utcnow)
         """The time of an event as the repository takes it best (:attr:`SqlTraces.stamp
-        <bot.store.traces.SqlTraces.stamp>`: the text SQLite stores), a naive UTC ``datetime`` by default."""
+        <bot.store.sql.repos.traces.SqlTraces.stamp>`: the text SQLite stores), a naive UTC ``datetime`` by default."""
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._flushing = asyncio.Lock()

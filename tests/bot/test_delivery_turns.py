@@ -19,8 +19,8 @@ from bot.delivery import InDoubt
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.gateway.app import Gateway
 from bot.inbox import Inbox
-from bot.store.sent_journal import SentJournal
-from bot.store.sql import SqlStore
+from bot.store.sql.sent_journal import SentJournal
+from bot.store.sql.store import SqlStore
 from tests.waiting import eventually
 
 CHATS = 12

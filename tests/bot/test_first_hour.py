@@ -118,7 +118,7 @@ def test_without_asyncpg_postgresql_says_which_extra_to_install(tmp_path: Path) 
     code = (
         "import asyncio, sys\n"
         "sys.modules['asyncpg'] = None  # as on a machine without the postgres extra\n"
-        "from bot.store.sql import SqlStore\n"
+        "from bot.store.sql.store import SqlStore\n"
         "try:\n"
         "    asyncio.run(SqlStore('postgresql://u@127.0.0.1:1/db').start())\n"
         "except Exception as exc:\n"

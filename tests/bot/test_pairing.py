@@ -118,7 +118,7 @@ def test_codes_use_every_symbol_of_their_alphabet_uniformly() -> None:
     from collections import Counter
 
     from bot.ids import CODE_ALPHABET
-    from bot.store.pairing import new_code
+    from bot.store.sql.repos.pairing import new_code
 
     assert len(set(CODE_ALPHABET)) == 32
     counts = Counter("".join(new_code() for _ in range(2_000)))

@@ -15,10 +15,10 @@ from typing import Any
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
 from bot.config.settings import TracingSection
-from bot.store.ops import Step, utcnow
-from bot.store.runs import RunStore
-from bot.store.sql import SqlStore
-from bot.store.traces import SqlTraces
+from bot.store.sql.ops import Step, utcnow
+from bot.store.sql.repos.runs import RunStore
+from bot.store.sql.repos.traces import SqlTraces
+from bot.store.sql.store import SqlStore
 from bot.tracing.recorder import Redactor, Tracing
 from tests.helpers.crash_gateway import Gateway as CrashingGateway
 from tests.helpers.crash_gateway import count_lines

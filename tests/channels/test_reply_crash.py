@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from bot.store.sent_journal import SentJournal
+from bot.store.sql.sent_journal import SentJournal
 from tests.fakes.telegram_server import FakeTelegram
 from tests.waiting import CEILING_S
 

@@ -17,9 +17,9 @@ from bot.evals.runner import EvalOptions, SettingsSource, run_suite
 from bot.evals.store import last_run, load_run, recent_runs, save_run
 from bot.evals.suite import Case, parse_suite
 from bot.gateway.app import Gateway
-from bot.store import open_store
-from bot.store.evals import SqlEvalRuns
-from bot.store.migrate import migrate_url
+from bot.store.sql import open_store
+from bot.store.sql.migrate import migrate_url
+from bot.store.sql.repos.evals import SqlEvalRuns
 
 SUITE = """
 name: side-by-side

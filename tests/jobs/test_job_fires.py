@@ -15,8 +15,8 @@ from bot.config.jobs import JobsSection
 from bot.events import ChatKey, InboundMessage, OutboundMessage
 from bot.jobs.service import JobService
 from bot.jobs.triggers import Trigger
-from bot.store.jobs import JobStore
-from bot.store.sql import SqlStore
+from bot.store.sql.repos.jobs import JobStore
+from bot.store.sql.store import SqlStore
 from tests.helpers.jobs import BERLIN
 
 CHAT = ChatKey(channel="console", chat_id="c1")

@@ -13,7 +13,7 @@ from agents.models.scripted import ScriptedModel, call
 from agents.tools.base import tool
 from bot.clock import FakeClock
 from bot.ops.budgets import BudgetExceeded, Budgets, Payer
-from bot.store.usage import UsageStore
+from bot.store.sql.repos.usage import UsageStore
 
 
 def answer(text: str, tokens: int = 60) -> ModelResponse:

@@ -18,7 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from bot.cli.doctor import Line, diagnose
-from bot.store.migrate import head_revision, migrate_url
+from bot.store.sql.migrate import head_revision, migrate_url
 from bot.web.auth import hash_password
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.gemini_server import FakeGemini

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.cli.main import app
-from bot.store.migrate import head_revision
+from bot.store.sql.migrate import head_revision
 
 
 def test_fix_creates_folders_migrates_and_writes_the_env_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

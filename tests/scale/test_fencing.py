@@ -17,7 +17,7 @@ from bot.delivery import Delivery
 from bot.events import ChatKey, InboundEvent, InboundMessage, OutboundMessage, Sender, event_key
 from bot.scale.consumer import PartitionConsumer
 from bot.scale.streams import GROUP, RedisBus, inbound_stream, partition_of
-from bot.store.sql import SqlStore
+from bot.store.sql.store import SqlStore
 from tests.fakes.servers import PostgresServer, RedisServer
 from tests.waiting import eventually
 

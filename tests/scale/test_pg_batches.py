@@ -1,6 +1,6 @@
 """The PostgreSQL writer sends a batch in few round trips: consecutive writes of one statement with the same SQL
 go pipelined together, writes of the same several statements through a function of the session (fence checks
-included) or column by column (bot/store/pg_shapes.py), and every fence check of a batch is one statement.  A run of
+included) or column by column (bot/store/sql/pg_shapes.py), and every fence check of a batch is one statement.  A run of
 writes that goes in one pipelined call commits by itself (no BEGIN and COMMIT).  Each write still gets what it would
 have got alone: its own rows, its own count, its own guard's verdict, in order."""
 
@@ -14,8 +14,8 @@ import pytest
 
 from bot.fencing import Fence, LeaseLost, fenced
 from bot.store.base import StoreError
-from bot.store.ops import INSERT_MESSAGE, Step, outbox_step, utcnow
-from bot.store.sql import SqlStore
+from bot.store.sql.ops import INSERT_MESSAGE, Step, outbox_step, utcnow
+from bot.store.sql.store import SqlStore
 from tests.fakes.servers import PostgresServer
 
 

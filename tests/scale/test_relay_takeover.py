@@ -18,10 +18,10 @@ from bot.gateway.scaled import connect_redis
 from bot.scale.liveness import Liveness, alive_key
 from bot.scale.relay import GATEWAYS, OutboundRelay, RemoteChannel, outbound_stream
 from bot.scale.streams import ensure_group
-from bot.store.ops import outbox_step
 from bot.store.rows import InterruptRow, RunRow
-from bot.store.runs import RunStore
-from bot.store.sql import SqlStore
+from bot.store.sql.ops import outbox_step
+from bot.store.sql.repos.runs import RunStore
+from bot.store.sql.store import SqlStore
 from tests.fakes.servers import RedisServer
 from tests.waiting import CEILING_S, eventually
 

@@ -9,8 +9,8 @@ from typing import Any
 from bot.clock import FakeClock
 from bot.config.settings import load_settings
 from bot.gateway.scaled import ScaleOut, connect_redis
-from bot.store.migrate import migrate_url
-from bot.store.sql import SqlStore
+from bot.store.sql.migrate import migrate_url
+from bot.store.sql.store import SqlStore
 from tests.fakes.servers import PostgresServer, RedisServer
 from tests.waiting import eventually
 

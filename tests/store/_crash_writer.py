@@ -10,7 +10,7 @@ import asyncio
 import sys
 
 from agents.messages import Message
-from bot.store.sql import SqlStore
+from bot.store.sql.store import SqlStore
 
 
 async def main(path: str) -> None:

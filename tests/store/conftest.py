@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.store.sql import SqlStore
+from bot.store.sql.store import SqlStore
 from tests.fakes.servers import PostgresServer
 
 

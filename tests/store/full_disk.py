@@ -8,8 +8,8 @@ from pathlib import Path
 
 from agents.messages import Message
 from bot.store.base import StoreError
-from bot.store.ops import MARK_HANDLED, Step, utcnow
-from bot.store.sql import SqlStore
+from bot.store.sql.ops import MARK_HANDLED, Step, utcnow
+from bot.store.sql.store import SqlStore
 from tests.waiting import eventually
 
 BIG = 2**31 - 2

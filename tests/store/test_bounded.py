@@ -16,11 +16,11 @@ import pytest
 
 from agents.messages import Message
 from bot.clock import FakeClock
-from bot.store.lock import DatabaseInUse
-from bot.store.ops import Step, utcnow
-from bot.store.runs import RunRow, RunStore
-from bot.store.sql import SqlStore
-from bot.store.traces import SqlTraces
+from bot.store.sql.lock import DatabaseInUse
+from bot.store.sql.ops import Step, utcnow
+from bot.store.sql.repos.runs import RunRow, RunStore
+from bot.store.sql.repos.traces import SqlTraces
+from bot.store.sql.store import SqlStore
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)

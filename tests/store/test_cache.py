@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from agents.messages import Message
-from bot.store.cache import CachedMap, ChatState, Lru
+from bot.store.sql.cache import CachedMap, ChatState, Lru
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -88,7 +88,7 @@ def test_window_cuts_like_fit_context_including_after_eviction() -> None:
     import random
 
     from agents.messages import Message, fit_context
-    from bot.store.cache import ChatState
+    from bot.store.sql.cache import ChatState
 
     rng = random.Random(7)
     state = ChatState.loaded([], limit=30)

@@ -12,8 +12,8 @@ import pytest
 from agents.messages import Message, ToolCall, ToolResult
 from bot.clock import FakeClock
 from bot.store import StoreError
-from bot.store.ops import Step
-from bot.store.sql import SqlStore
+from bot.store.sql.ops import Step
+from bot.store.sql.store import SqlStore
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.fencing import Fence, LeaseLost, fenced
-from bot.store.ops import UPSERT_SETTING, Step, utcnow
+from bot.store.sql.ops import UPSERT_SETTING, Step, utcnow
 
 
 def setting(key: str, value: str) -> Step:

@@ -2,7 +2,7 @@
 
 Real stores (SQLite and PostgreSQL: ``make_store``; the full disk is SQLite's); what is checked is what the rows
 say, what each waiter learns, and how many writes the writer committed (``stats()["writes"]``: one per
-:class:`~bot.store.ops.Write`).
+:class:`~bot.store.sql.ops.Write`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 
 from agents.messages import Message
 from bot.store.base import EventNotStored, StoreError
-from bot.store.ops import Step
-from bot.store.sql import SqlStore
+from bot.store.sql.ops import Step
+from bot.store.sql.store import SqlStore
 from tests.store.full_disk import FullDisk
 from tests.waiting import CEILING_S, eventually
 

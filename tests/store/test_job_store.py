@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.jobs.triggers import Trigger
-from bot.store.jobs import JobLimit, JobStore
+from bot.store.sql.repos.jobs import JobLimit, JobStore
 
 NOW = datetime(2026, 11, 26, 7, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.memory.text import query_terms
-from bot.store.memory import MemoryFull, SqlMemoryStore
+from bot.store.sql.repos.memory import MemoryFull, SqlMemoryStore
 
 
 async def _filled(make_store: Callable[..., Any]) -> SqlMemoryStore:

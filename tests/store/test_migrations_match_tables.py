@@ -1,4 +1,4 @@
-"""The SQLModel tables (bot/store/tables.py) and the Alembic migrations describe the same schema:
+"""The SQLModel tables (bot/store/sql/tables.py) and the Alembic migrations describe the same schema:
 autogenerate, run against a database the migrations built, finds nothing to change."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 
-import bot.store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
-from bot.store.migrate import async_url, migrate_url
+import bot.store.sql.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from bot.store.sql.migrate import async_url, migrate_url
 
 
 def _same_datetime(context: Any, inspected: Any, metadata: Any, inspected_type: Any, metadata_type: Any) -> bool | None:

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from bot.jobs.triggers import Trigger
-from bot.store.evals import SqlEvalRuns
-from bot.store.jobs import JobLimit, JobStore
-from bot.store.pairing import PairingStore
 from bot.store.ports import EvalRepo, JobRepo, PairingRepo, ScheduledRepo, TraceRepo, UsageRepo, WebSessionRepo
-from bot.store.scheduled import SqlScheduled
-from bot.store.traces import SqlTraces
-from bot.store.usage import UsageStore
+from bot.store.sql.repos.evals import SqlEvalRuns
+from bot.store.sql.repos.jobs import JobLimit, JobStore
+from bot.store.sql.repos.pairing import PairingStore
+from bot.store.sql.repos.scheduled import SqlScheduled
+from bot.store.sql.repos.traces import SqlTraces
+from bot.store.sql.repos.usage import UsageStore
+from bot.store.sql.repos.web_sessions import SqlWebSessions
 from bot.store.values import Spent
-from bot.store.web_sessions import SqlWebSessions
 from tests.fakes.more_repos import FakeEvalRuns, FakePairing, FakeUsage
 from tests.fakes.repos import FakeJobs, FakeScheduled, FakeTraces, FakeWebSessions
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.store import ops
-from bot.store.migrate import MIGRATIONS, head_revision
-from bot.store.tables import ChatSetting, InboxEvent, SessionMessage
+from bot.store.sql import ops
+from bot.store.sql.migrate import MIGRATIONS, head_revision
+from bot.store.sql.tables import ChatSetting, InboxEvent, SessionMessage
 
 
 def test_the_sql_names_the_tables_of_the_schema() -> None:
@@ -33,16 +33,19 @@ def test_the_repositories_name_tables_and_columns_of_the_schema() -> None:
 
     from sqlmodel import SQLModel
 
-    from bot.store.scrub import KEYS, PLACES
+    from bot.store.sql.repos.scrub import KEYS, PLACES
 
     tables = SQLModel.metadata.tables
     outside_the_models = {"memory_index", "alembic_version", "sqlite_master", "me", "unnest", "x"}
     outside_the_models |= {"pg_class", "pg_constraint", "pg_rules", "pg_trigger", "answers"}
     """The full-text index (a migration's), Alembic's and SQLite's own tables, a CTE, a PostgreSQL function, what
     an f-string's placeholders read as here, PostgreSQL's catalogs (the writer's look at triggers and keys), and the
-    eval response cache's table (``answers``: a file of its own, :mod:`bot.store.eval_answers`, not the database)."""
+    eval response cache's table (``answers``: a file of its own,
+    :mod:`bot.store.sql.repos.eval_answers`, not the database)."""
     named: dict[str, set[str]] = {}
-    for path in sorted((Path(__file__).resolve().parents[2] / "bot" / "store").glob("*.py")):
+    for path in sorted((Path(__file__).resolve().parents[2] / "bot" / "store").rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 text = node.value

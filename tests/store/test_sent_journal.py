@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.events import ChatKey, OutboundMessage
-from bot.store.ops import outbox_step
 from bot.store.rows import InterruptRow, RunRow
-from bot.store.runs import RunStore
-from bot.store.sent_journal import COMPACT_BYTES, SentJournal
-from bot.store.sql import SqlStore
+from bot.store.sql.ops import outbox_step
+from bot.store.sql.repos.runs import RunStore
+from bot.store.sql.sent_journal import COMPACT_BYTES, SentJournal
+from bot.store.sql.store import SqlStore
 from tests.waiting import eventually
 
 CHAT = ChatKey(channel="telegram", chat_id="42")

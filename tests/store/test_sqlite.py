@@ -16,8 +16,8 @@ import pytest
 
 from agents.messages import Message
 from bot.store import StoreError
-from bot.store.ops import Step
-from bot.store.sql import SqlStore
+from bot.store.sql.ops import Step
+from bot.store.sql.store import SqlStore
 from tests.waiting import CEILING_S
 
 pytestmark = pytest.mark.timeout(60)
@@ -131,7 +131,7 @@ def test_sigkill_right_after_commits_loses_nothing_acknowledged(tmp_path: Path) 
 def test_datetimes_are_stored_in_sqlalchemys_text_form() -> None:
     from datetime import UTC, datetime
 
-    from bot.store.sqlite_params import sqlite_datetime
+    from bot.store.sql.sqlite_params import sqlite_datetime
 
     form = "%Y-%m-%d %H:%M:%S.%f"
     for value in (datetime(2026, 11, 23, 14, 5, 9, 120034), datetime(2026, 1, 2, 3, 4, 5)):
@@ -146,7 +146,7 @@ def test_datetimes_are_stored_in_sqlalchemys_text_form() -> None:
 
 
 def test_none_and_bools_are_bound_as_null_and_integers() -> None:
-    import bot.store.sqlite  # noqa: F401  (registers the adapters)
+    import bot.store.sql.sqlite  # noqa: F401  (registers the adapters)
 
     conn = sqlite3.connect(":memory:")
     row = conn.execute("SELECT ?, typeof(?), ?, typeof(?), ?", (None, None, True, True, False)).fetchone()
@@ -155,7 +155,7 @@ def test_none_and_bools_are_bound_as_null_and_integers() -> None:
 
 async def test_single_row_inserts_hand_back_the_ids_returning_would(tmp_path: Path) -> None:
     """The writer runs these inserts without RETURNING and hands back ``lastrowid``: the new rows' ids."""
-    from bot.store.ops import INSERT_MESSAGE, ROWID_INSERTS, outbox_step, utcnow
+    from bot.store.sql.ops import INSERT_MESSAGE, ROWID_INSERTS, outbox_step, utcnow
 
     store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}")
     await store.start()
@@ -207,7 +207,7 @@ async def test_a_lock_held_elsewhere_does_not_stall_the_event_loop(tmp_path: Pat
 
 
 async def test_wal_checkpoints_run_beside_the_writer(tmp_path: Path) -> None:
-    from bot.store.sqlite import CHECKPOINT_EVERY
+    from bot.store.sql.sqlite import CHECKPOINT_EVERY
 
     store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}")
     await store.start()

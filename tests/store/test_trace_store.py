@@ -11,10 +11,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.config.settings import TracingSection
-from bot.store.migrate import MIGRATIONS, async_url
-from bot.store.ops import Step, utcnow
-from bot.store.sqlite import _sqlite_datetime
-from bot.store.traces import INSERT_HEAD, ROW, SqlTraces, sqlite_now
+from bot.store.sql.migrate import MIGRATIONS, async_url
+from bot.store.sql.ops import Step, utcnow
+from bot.store.sql.repos.traces import INSERT_HEAD, ROW, SqlTraces, sqlite_now
+from bot.store.sql.sqlite import _sqlite_datetime
 from bot.tracing.recorder import Tracing
 
 

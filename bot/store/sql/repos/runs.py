@@ -1,0 +1,494 @@
+"""Runs, checkpoints, interrupts, the tool ledger, the outbox and the audit log.
+
+Built on the group-commit writer of :class:`~bot.store.sql.store.SqlStore`: every
+method is one write (one transaction) so the orders the design relies on hold:
+a checkpoint and its interrupt row commit together before the prompt is sent;
+resolving an interrupt is a conditional update on ``status = 'pending'``
+(exactly once, whoever presses first); a reply is committed to the outbox
+before it is sent and removed from it after.  The pending interrupt of a chat is
+cached, so the per-message path does not read the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import timedelta
+from functools import lru_cache
+from typing import Any
+
+from agents.messages import Message, ToolCall, ToolResult
+from agents.tools.ledger import LedgerEntry, LedgerStatus, args_key
+from bot.redaction import redact_json, redact_text, redact_value
+from bot.store.rows import (
+    INTERRUPT_COLUMNS,
+    RUN_COLUMNS,
+    InterruptRow,
+    OutboxRow,
+    RunRow,
+    interrupt_from_row,
+    run_from_row,
+)
+from bot.store.sql.cache import KnownLedger, PendingSlot
+from bot.store.sql.messages import add_rows, insert_messages
+from bot.store.sql.ops import MARK_HANDLED, Step, WriteResult, outbox_step, redact
+from bot.store.sql.sent_journal import SentJournal, SentMarks, mark_steps, open_journal
+from bot.store.sql.store import SqlStore
+from bot.store.values import to_json, utcnow
+
+__all__ = ["InterruptRow", "OutboxRow", "RunRow", "RunStore", "checkpoint_json"]
+
+
+_OPEN = "('running', 'paused')"
+_FINISHED_BEFORE = f"SELECT id FROM runs WHERE status NOT IN {_OPEN} AND updated_at < ?"
+PRUNE_RUNS = (
+    f"DELETE FROM interrupts WHERE run_id IN ({_FINISHED_BEFORE})",
+    f"DELETE FROM tool_ledger WHERE run_id IN ({_FINISHED_BEFORE})",
+    f"DELETE FROM runs WHERE status NOT IN {_OPEN} AND updated_at < ?",
+)
+PRUNE_AUDIT = "DELETE FROM audit_log WHERE at < ?"
+_INSERT_RUN = (
+    f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {{cutoff}}, NULL, ?, ?, ?)"
+)
+_INSERT_RUN_AFTER_MESSAGE = _INSERT_RUN.format(
+    cutoff="(SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE chat_key = ?)"
+)
+_INSERT_RUN_WITH_CUTOFF = _INSERT_RUN.format(cutoff="?")
+_FINISH_RUN = "UPDATE runs SET status = ?, checkpoint = NULL, updated_at = ? WHERE id = ?"
+"""A run ends (its checkpoint goes): what ``_update_run`` would make, without its keywords (1 µs a message)."""
+RETENTION_EVERY_S = 3600.0
+"""Runs and the audit log are pruned at most this often (their limits are days)."""
+
+
+class RunStore:
+    """The durable side of runs and interrupts."""
+
+    def __init__(self, store: SqlStore, *, runs_days: float = 30, audit_days: float = 365) -> None:
+        self.store = store
+        store.add_retention(_age_rule(runs_days, audit_days))
+        self._pending = store.chats.pending
+        self._paused = store.chats.paused
+        """Runs paused by this process: the row and its checkpoint's JSON, as committed (no read to resume)."""
+        self._ledgers = store.chats.ledgers
+        """The ledgers of runs started by this process, as written (a resumed run's ledger needs no read)."""
+        self._marks = SentMarks(store)
+
+    # -- runs -----------------------------------------------------------------------
+
+    def start_run_step(self, run: RunRow, *, after_message: bool = False) -> Step:
+        """The insert of a new run.
+
+        ``after_message``: the step follows the insert of the run's user message in the same write,
+        and the run's ``history_cutoff`` is that message's id (the chat's newest row).
+        """
+        # A new run (its id is new, or the insert fails): every ledger row it will have is written by this process.
+        self._ledgers.put(run.id, KnownLedger(run.chat_key))
+        now = utcnow()
+        head = (run.id, run.chat_key, run.agent, run.status, run.correlation_id, run.user_id, run.reply_to)
+        if after_message:
+            return Step(_INSERT_RUN_AFTER_MESSAGE, (*head, run.chat_key, run.direct, now, now))
+        return Step(_INSERT_RUN_WITH_CUTOFF, (*head, run.history_cutoff, run.direct, now, now))
+
+    def start_run_later(self, run: RunRow) -> None:
+        """Record a new run without waiting: the run's later writes commit after it, in order."""
+        self.store.write_later([self.start_run_step(run)], what=f"starting run {run.id}")
+
+    async def get_run(self, run_id: str) -> RunRow | None:
+        rows = await self.store.read(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        return run_from_row(rows[0]) if rows else None
+
+    async def paused_run(self, run_id: str) -> RunRow | None:
+        """The paused run an interrupt belongs to, for ending its pause (taken from memory when this process paused it).
+
+        Only the one that resolved the interrupt calls this (the conditional update makes it
+        one), so the memory entry is taken, not copied.
+        """
+        kept = self._paused.pop(run_id)
+        if kept is None:
+            return await self.get_run(run_id)
+        row, saved = kept
+        checkpoint = json.loads(saved)
+        # As the database has it: a handoff before the pause changed the run's agent there too.
+        return replace(row, status="paused", agent=checkpoint.get("agent") or row.agent, checkpoint=checkpoint)
+
+    async def runs_with_status(self, *statuses: str) -> list[RunRow]:
+        marks = ", ".join("?" for _ in statuses)
+        rows = await self.store.read(
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN ({marks}) ORDER BY created_at", statuses
+        )
+        return [run_from_row(r) for r in rows]
+
+    async def set_run(self, run_id: str, **fields: Any) -> None:
+        await self.store.write([self._update_run(run_id, **fields)])
+
+    def set_run_later(self, run_id: str, **fields: Any) -> None:
+        """Queue a change of the run's row without waiting (later writes of the run commit after it)."""
+        self.store.write_later([self._update_run(run_id, **fields)], what=f"updating run {run_id}")
+
+    def _update_run(self, run_id: str, **fields: Any) -> Step:
+        if "checkpoint" in fields and fields["checkpoint"] is not None:
+            # Stored without secrets (:mod:`bot.redaction`); a run this process paused keeps its own copy.
+            fields["checkpoint"] = redact_json(checkpoint_json(fields["checkpoint"]))
+        fields["updated_at"] = utcnow()
+        return Step(_update_sql(tuple(fields)), (*fields.values(), run_id))
+
+    async def finish_run(
+        self, run: RunRow, status: str, messages: Sequence[Message], outbound: str | None
+    ) -> int | None:
+        """One transaction: the run's turns join the history, the run ends, the reply enters the outbox.
+
+        Returns the outbox id of the reply (None without one).
+        """
+        now = utcnow()
+        steps = insert_messages(run.chat_key, messages, now) if messages else []
+        steps.append(Step(_FINISH_RUN, (status, now, run.id)))
+        if outbound is not None:
+            steps.append(outbox_step(run.chat_key, outbound, None, now))
+        history = self.store.chats.history
+        self._ledgers.pop(run.id)
+
+        def committed(result: WriteResult) -> None:
+            if messages:
+                rows = result.rows[: len(messages)]
+                history.committed(run.chat_key, lambda state: add_rows(state, rows, messages))
+
+        result = await self.store.write(steps, on_commit=committed, grows=run.chat_key if messages else None)
+        return int(result.rows[-1][0]) if outbound is not None else None
+
+    # -- interrupts -------------------------------------------------------------------
+
+    async def pause(self, run: RunRow, checkpoint: dict[str, Any] | str, interrupt: InterruptRow, prompt: str) -> int:
+        """Checkpoint, interrupt row and the prompt's outbox entry in one transaction; returns the outbox id."""
+        now = utcnow()
+        saved = checkpoint_json(checkpoint)
+        steps = [
+            self._update_run(run.id, status="paused", checkpoint=saved),
+            Step(
+                f"INSERT INTO interrupts ({INTERRUPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    interrupt.id,
+                    interrupt.chat_key,
+                    interrupt.run_id,
+                    interrupt.kind,
+                    redact_text(interrupt.prompt),
+                    to_json(redact_value(interrupt.payload)),
+                    to_json(interrupt.choices),
+                    interrupt.nonce,
+                    interrupt.requester,
+                    "pending",
+                    None,
+                    None,
+                    None,
+                    0,
+                    interrupt.created_at,
+                    interrupt.expires_at,
+                ),
+            ),
+            outbox_step(run.chat_key, prompt, interrupt.id, now),
+        ]
+
+        def committed(_result: WriteResult) -> None:
+            self._pending.committed(interrupt.chat_key, lambda slot: _set(slot, interrupt))
+            self._paused.put(run.id, (run, saved))
+
+        result = await self.store.write(steps, on_commit=committed)
+        return int(result.rows[0][0])
+
+    async def pending(self, chat_key: str) -> InterruptRow | None:
+        """The chat's pending interrupt (cached)."""
+        return (await self._pending.get(chat_key)).row
+
+    async def get_interrupt(self, interrupt_id: str) -> InterruptRow | None:
+        rows = await self.store.read(f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE id = ?", (interrupt_id,))
+        return interrupt_from_row(rows[0]) if rows else None
+
+    async def all_pending(self) -> list[InterruptRow]:
+        rows = await self.store.read(f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE status = 'pending'")
+        return [interrupt_from_row(r) for r in rows]
+
+    async def resolve(
+        self,
+        row: InterruptRow,
+        status: str,
+        resolution: dict[str, Any] | None,
+        by: str | None,
+        *,
+        run_status: str | None = None,
+        event_key: str | None = None,
+    ) -> bool | None:
+        """Move a pending interrupt to ``status``; False when it was no longer pending (exactly once).
+
+        ``run_status``: the interrupt's run changes to it in the same transaction (a resumed run is running).
+        ``event_key``: the press that answers it is recorded in the same transaction; None is returned
+        when that press was seen before (a platform's redelivery), and nothing changed.
+        """
+        step = Step(
+            "UPDATE interrupts SET status = ?, resolution = ?, resolved_by = ?, resolved_at = ? "
+            "WHERE id = ? AND status = 'pending'",
+            (status, to_json(resolution) if resolution else None, by, utcnow(), row.id),
+            guard=True,
+        )
+        steps = [step] if run_status is None else [step, self._update_run(row.run_id, status=run_status)]
+        if event_key is not None:
+            now = utcnow()
+            steps.insert(0, Step(MARK_HANDLED, (event_key, row.chat_key, now), guard=True))
+
+        def committed(result: WriteResult) -> None:
+            if result.ok:
+                self._pending.committed(row.chat_key, lambda slot: _clear(slot, row.id))
+
+        result = await self.store.write(steps, on_commit=committed, received=event_key)
+        if event_key is not None and not result.ok and result.counts == [0]:
+            return None
+        return result.ok
+
+    async def unlock(self, row: InterruptRow, choices: list[tuple[str, str]], prompt: str) -> bool:
+        """A locked confirmation was shown in full: its real choices (and new prompt text) from now on.
+
+        False when it is no longer pending.
+        """
+        step = Step(
+            "UPDATE interrupts SET choices = ?, prompt = ? WHERE id = ? AND status = 'pending'",
+            (to_json([list(c) for c in choices]), redact_text(prompt), row.id),
+            guard=True,
+        )
+
+        def committed(result: WriteResult) -> None:
+            if result.ok:  # the cached row is this very object
+                row.choices, row.prompt = [list(c) for c in choices], prompt
+
+        return (await self.store.write([step], on_commit=committed)).ok
+
+    def set_prompt_ref(self, row: InterruptRow, ref: str | None) -> None:
+        """The prompt now lives in another message (edits go there)."""
+        row.prompt_ref = ref
+        self.store.write_later(
+            [Step("UPDATE interrupts SET prompt_ref = ? WHERE id = ?", (ref, row.id))], what=f"moving prompt {row.id}"
+        )
+
+    async def mark_reprompted(self, row: InterruptRow) -> None:
+        step = Step("UPDATE interrupts SET reprompted = reprompted + 1 WHERE id = ?", (row.id,))
+        await self.store.write([step], on_commit=lambda _r: _bump(row))
+
+    async def latest_interrupt(self, run_id: str) -> InterruptRow | None:
+        rows = await self.store.read(
+            f"SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = ? ORDER BY created_at DESC LIMIT 1", (run_id,)
+        )
+        return interrupt_from_row(rows[0]) if rows else None
+
+    async def message(self, row_id: int) -> Message | None:
+        """One history row by id (the user message a run started from)."""
+        rows = await self.store.read("SELECT data FROM session_messages WHERE id = ?", (row_id,))
+        return Message.model_validate_json(rows[0][0]) if rows else None
+
+    # -- outbox -----------------------------------------------------------------------
+
+    async def sent(
+        self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None, *, wait: bool = False
+    ) -> None:
+        """An outbox entry was sent: it is removed; a prompt's message reference is kept on its interrupt.
+
+        The outbox holds only what is committed and not yet sent, so it stays a few
+        rows long however long the bot runs (marking rows sent grew it forever).
+        ``interrupt``: the prompt's interrupt row (its cached copy learns the reference at
+        once, for a press that comes right after) or only its id (after a restart).
+
+        Returns once a crash of this process would not send the entry again: once the SQLite database's sent
+        journal lists it (:mod:`bot.store.sql.sent_journal`; the mark follows in the next group commit), else once
+        the mark is committed.  ``wait``: committed in any case (a gateway marking for a worker, whose next
+        owner asks the database).  A mark waited for goes ahead of the queue, alone or with other marks: the
+        rows it touches are committed already, so it may pass writes queued before it.
+        """
+        interrupt_id = interrupt if interrupt is None or isinstance(interrupt, str) else interrupt.id
+        steps = mark_steps(outbox_id, ref, interrupt_id)
+        if isinstance(interrupt, InterruptRow):
+            # The cache holds this very row: the database follows in write order.
+            interrupt.prompt_ref = ref
+        journal = None if wait else await self._journal()
+        if journal is not None and journal.record(outbox_id, ref, interrupt_id):
+            if interrupt_id is None:
+                self._marks.add(outbox_id)
+            else:
+                self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}")
+            journal.settle(self._marks.flush)
+            return
+        await self.store.write(steps, first=True)
+
+    async def is_unsent(self, outbox_id: int) -> bool:
+        """Whether the outbox entry is still waiting to be sent (not sent and marked by anyone yet)."""
+        return bool(await self.store.read("SELECT 1 FROM outbox WHERE id = ?", (outbox_id,)))
+
+    async def unsent(self) -> list[OutboxRow]:
+        """Entries committed and not sent, oldest first (what the sent journal lists was sent: it is marked now)."""
+        rows = await self.store.read(
+            "SELECT id, chat_key, message, interrupt_id FROM outbox WHERE status = 'pending' ORDER BY id"
+        )
+        unsent = [OutboxRow(*r) for r in rows]
+        journal = await self._journal()
+        return unsent if journal is None else await journal.mark_listed(self.store, unsent)
+
+    async def _journal(self) -> SentJournal | None:
+        opening = getattr(self, "_opening_journal", None)
+        if opening is None:
+            opening = self._opening_journal = asyncio.ensure_future(open_journal(self.store))
+        return await opening
+
+    # -- tool ledger ------------------------------------------------------------------
+
+    async def ledger_get(self, run_id: str, call_id: str) -> LedgerEntry | None:
+        known = self._ledgers.get(run_id)
+        if known is not None:
+            row = known.rows.get(call_id)
+            return None if row is None else _ledger_entry(run_id, (call_id, *row))
+        rows = await self.store.read(
+            "SELECT call_id, name, status, result, args FROM tool_ledger WHERE run_id = ? AND call_id = ?",
+            (run_id, call_id),
+        )
+        return _ledger_entry(run_id, rows[0]) if rows else None
+
+    async def ledger_entries(self, run_id: str) -> list[LedgerEntry]:
+        """Every call the run recorded, in the order they were recorded."""
+        rows = await self.store.read(
+            "SELECT call_id, name, status, result, args FROM tool_ledger WHERE run_id = ? ORDER BY updated_at, call_id",
+            (run_id,),
+        )
+        return [_ledger_entry(run_id, row) for row in rows]
+
+    async def ledger_started(self, run_id: str, call: ToolCall) -> None:
+        args = args_key(redact_value(call.args))
+
+        def committed(result: WriteResult) -> None:
+            known = self._ledgers.peek(run_id)
+            if known is not None and result.counts[-1]:  # DO NOTHING: a row there stays (a fence check may go first)
+                known.rows[call.id] = (call.name, "started", None, args)
+
+        await self.store.write(
+            [
+                Step(
+                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, args, updated_at) "
+                    "VALUES (?, ?, ?, 'started', NULL, ?, ?) ON CONFLICT DO NOTHING",
+                    (run_id, call.id, call.name, args, utcnow()),
+                )
+            ],
+            on_commit=committed,
+        )
+
+    async def ledger_finished(self, run_id: str, call: ToolCall, result: ToolResult) -> None:
+        status: LedgerStatus = "failed" if result.is_error else "succeeded"
+        saved = redact(redact_json(result.model_dump_json()), self.store.secrets)  # as the row will hold it
+        args = args_key(redact_value(call.args))
+        # Not awaited: whatever the run writes next commits after it.  Lost in a crash, a call with side effects
+        # reads as started, which is reported as interrupted and never re-run (a safe one simply runs again).
+        self.store.write_later(
+            [
+                Step(
+                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, args, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET "
+                    "status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
+                    (run_id, result.call_id, result.name, status, saved, args, utcnow()),
+                )
+            ],
+            what=f"recording the result of tool call {result.call_id}",
+        )
+        known = self._ledgers.peek(run_id)
+        if known is not None:  # queued: every later read or write of this process comes after it
+            kept = known.rows.get(result.call_id)
+            known.rows[result.call_id] = (result.name, status, saved, args if kept is None else kept[3])
+
+    # -- audit --------------------------------------------------------------------------
+
+    async def change_setting(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
+        """Set (``new=None`` deletes) a chat or global setting and audit it, atomically."""
+        await self.store.set_chat_setting(scope, name, new, extra=[self.audit_step(actor, scope, name, old, new)])
+
+    async def audit(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
+        """Audit a change made elsewhere (not a setting of :meth:`change_setting`)."""
+        await self.store.write([self.audit_step(actor, scope, name, old, new)])
+
+    @staticmethod
+    def audit_step(actor: str, scope: str, name: str, old: Any, new: Any) -> Step:
+        return Step(
+            "INSERT INTO audit_log (at, actor, scope, name, old, new) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                utcnow(),
+                actor,
+                scope,
+                name,
+                None if old is None else json.dumps(redact_value(old), ensure_ascii=False),
+                None if new is None else json.dumps(redact_value(new), ensure_ascii=False),
+            ),
+        )
+
+    async def audit_log(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = await self.store.read(
+            "SELECT at, actor, scope, name, old, new FROM audit_log ORDER BY id DESC LIMIT ?", (limit,)
+        )
+        return [
+            {
+                "at": at,
+                "actor": actor,
+                "scope": scope,
+                "name": name,
+                "old": json.loads(old) if old else None,
+                "new": json.loads(new) if new else None,
+            }
+            for at, actor, scope, name, old, new in rows
+        ]
+
+
+def _age_rule(runs_days: float, audit_days: float) -> Callable[[], list[Step]]:
+    """The retention statements for finished runs (interrupts and ledger first) and the audit log, hourly."""
+    last = [-RETENTION_EVERY_S]
+
+    def rule() -> list[Step]:
+        now = time.monotonic()
+        if now - last[0] < RETENTION_EVERY_S:
+            return []
+        last[0] = now
+        runs_before = utcnow() - timedelta(days=runs_days)
+        return [
+            *(Step(sql, (runs_before,)) for sql in PRUNE_RUNS),
+            Step(PRUNE_AUDIT, (utcnow() - timedelta(days=audit_days),)),
+        ]
+
+    return rule
+
+
+@lru_cache(maxsize=64)
+def _update_sql(names: tuple[str, ...]) -> str:
+    return f"UPDATE runs SET {', '.join(f'{k} = ?' for k in names)} WHERE id = ?"
+
+
+def checkpoint_json(checkpoint: dict[str, Any] | str) -> str:
+    """A checkpoint as stored (compact JSON); text passes through."""
+    if isinstance(checkpoint, str):
+        return checkpoint
+    return to_json(checkpoint)
+
+
+def _set(slot: PendingSlot, row: InterruptRow) -> None:
+    slot.row = row
+
+
+def _clear(slot: PendingSlot, interrupt_id: str) -> None:
+    if slot.row is not None and slot.row.id == interrupt_id:
+        slot.row = None
+
+
+def _bump(row: InterruptRow) -> None:
+    row.reprompted += 1
+
+
+def _ledger_entry(run_id: str, row: Any) -> LedgerEntry:
+    call_id, name, status, result, args = row
+    return LedgerEntry(
+        run_id=run_id,
+        call_id=call_id,
+        name=name,
+        status=status,
+        result=ToolResult.model_validate_json(result) if result else None,
+        args=json.loads(args) if args else None,
+    )
