@@ -168,9 +168,11 @@ async def _tell(pairing: Pairing, message: OutboundMessage) -> None:
     from bot.jobs.triggers import Trigger
     from bot.store.sql.repos.jobs import JobStore
     from bot.store.sql.repos.pairing import PairingStore
+    from bot.store.sql.store import SqlStore
 
     held = pairing.store
     assert isinstance(held, PairingStore), "built on the SQL store by _with_pairing"
+    assert isinstance(held.store, SqlStore), "the chat store: the job's inbox row is written there"
     now = pairing.clock.utcnow().replace(tzinfo=UTC)
     jobs = JobStore(held.store, Trigger)
     await jobs.add(

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from bot.store.sql.engine import SqlEngine
 from bot.store.sql.ops import Step
-from bot.store.sql.store import SqlStore
 
 COLUMNS = "id, suite, models, status, cases, trials, passed, pass_rate, cost, started_at"
 
@@ -17,7 +17,7 @@ COLUMNS = "id, suite, models, status, cases, trials, passed, pass_rate, cost, st
 class SqlEvalRuns:
     """:class:`~bot.store.ports.EvalRepo` on the SQL store."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlEngine) -> None:
         self.store = store
 
     async def add(self, line: Sequence[Any], data: str) -> None:
@@ -47,7 +47,7 @@ class SqlEvalRuns:
 class SqlReplaySource:
     """:class:`~bot.store.ports.ReplaySource` on the SQL store."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlEngine) -> None:
         self.store = store
 
     async def request(self, chat_key: str, correlation_id: str) -> tuple[str, int] | None:

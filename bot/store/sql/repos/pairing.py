@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 
 from bot import ids
 from bot.store.rows import timestamp
+from bot.store.sql.engine import SqlEngine
 from bot.store.sql.ops import Step, steps_of
-from bot.store.sql.store import SqlStore
 from bot.store.values import CODE_LENGTH, Change, Paired, WaitingCode, normal_code, shown_code
 
 __all__ = ["CODE_LENGTH", "Paired", "PairingStore", "WaitingCode", "new_code", "normal_code", "shown_code"]
@@ -29,7 +29,7 @@ _CODE_COLUMNS = "code, channel, user_id, user_name, chat_key, created_at, expire
 class PairingStore:
     """The ``pairing_codes`` and ``paired_senders`` tables on the SQL store."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlEngine) -> None:
         self.store = store
 
     async def issue(

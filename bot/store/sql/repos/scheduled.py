@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from bot.store.sql.engine import SqlEngine
 from bot.store.sql.ops import Step, outbox_step
-from bot.store.sql.store import SqlStore
 
 
 class SqlScheduled:
     """:class:`~bot.store.ports.ScheduledRepo` on the SQL store."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlEngine) -> None:
         self.store = store
 
     async def add(

@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any
 
+from bot.store.sql.engine import SqlEngine
 from bot.store.sql.ops import Step, utcnow
-from bot.store.sql.store import SqlStore
 
 TraceRow = tuple[Any, ...]
 """``id, chat_key, correlation_id, run_id, agent, type, data, created_at`` (with ``seq`` first where said)."""
@@ -39,7 +39,7 @@ def sqlite_now() -> str:
 class SqlTraces:
     """:class:`~bot.store.ports.TraceRepo` on the SQL store."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlEngine) -> None:
         self.store = store
         self.stamp: Callable[[], datetime | str] = sqlite_now if store.many_rows else utcnow
         """Now, as a row's ``created_at`` is best handed to :meth:`add` (SQLite: its text, PostgreSQL: a

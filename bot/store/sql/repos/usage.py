@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from bot.store.sql.engine import SqlEngine
 from bot.store.sql.ops import Step
-from bot.store.sql.store import SqlStore
 from bot.store.values import Spent, utcnow
 
 __all__ = ["Spent", "UsageStore"]
@@ -32,7 +32,7 @@ _COLUMNS = "scope, period, calls, input_tokens, output_tokens, thinking_tokens, 
 class UsageStore:
     """:class:`~bot.store.ports.UsageRepo` on the SQL store."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlEngine) -> None:
         self.store = store
 
     @property

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bot.store.sql.engine import SqlEngine
 from bot.store.sql.ops import Step
-from bot.store.sql.store import SqlStore
 
 
 class SqlWebSessions:
     """:class:`~bot.store.ports.WebSessionRepo` on the SQL store."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlEngine) -> None:
         self.store = store
 
     async def add(self, digest: str, user: str, now: datetime, expires: datetime) -> None:
