@@ -5,12 +5,12 @@ Defined here, implemented by ``bot``: ``agents`` never imports the gateway.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agents.approval import NO_TOOLS, ApprovalRequiredToolset
+from agents.clock import SYSTEM_CLOCK
 from agents.handoffs import DEFAULT_MAX_DEPTH, HandoffTarget
 from agents.messages import Message
 from agents.models.base import AnswerStream, Model, ModelResponse
@@ -44,7 +44,7 @@ class RunContext:
     emit: Callable[[str], Awaitable[None]] = _no_emit
     """Send a progress line or notice to the chat."""
     tracer: Tracer = field(default_factory=NullTracer)
-    clock: Callable[[], float] = time.time
+    clock: Callable[[], float] = SYSTEM_CLOCK.time
     correlation_id: str = ""
     user_id: str = ""
     run_id: str = ""

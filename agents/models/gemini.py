@@ -40,6 +40,7 @@ from google.genai import errors, types
 from google.genai.client import DebugConfig
 from pydantic import ValidationError
 
+from agents.clock import SYSTEM_CLOCK, Clock
 from agents.messages import Message, ToolCall, ToolResult
 from agents.models.base import (
     Generation,
@@ -69,7 +70,7 @@ class GeminiModel(Model):
     ``timeout_s`` bounds one HTTP attempt; ``max_retries`` counts retries after the
     first attempt; the n-th retry waits about ``backoff_base_s * 2**n`` seconds
     (at most ``backoff_max_s``), or longer when the server asks for it.  A
-    server-requested wait above ``max_retry_after_s`` ends the retries at once.
+    server-requested wait above ``max_retry_after_s`` ends the retries at once.  The waits are on ``clock``.
     """
 
     def __init__(
@@ -86,6 +87,7 @@ class GeminiModel(Model):
         api_version: str = "v1beta",
         inline_max_bytes: int = INLINE_MAX_BYTES,
         generation: Generation | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not api_key or not api_key.strip():
             raise ValueError("Gemini needs an API key")
@@ -100,6 +102,7 @@ class GeminiModel(Model):
         self._max_retry_after_s = max_retry_after_s
         self._inline_max = inline_max_bytes
         self.generation = generation or Generation()
+        self.clock = clock
         http_options = types.HttpOptions(
             base_url=self.base_url,
             api_version=api_version,
@@ -264,7 +267,7 @@ class GeminiModel(Model):
             delay = self._backoff(attempt, wait)
             attempt += 1
             log.warning("Gemini call failed (%s); retry %d/%d in %.2f s", reason, attempt, self._max_retries, delay)
-            await asyncio.sleep(delay)
+            await self.clock.sleep(delay)
 
     def _backoff(self, attempt: int, server_delay: float | None) -> float:
         return retry_delay(attempt, self._backoff_base_s, self._backoff_max_s, server_delay)

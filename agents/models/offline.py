@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from agents.clock import SYSTEM_CLOCK
 from agents.messages import Message, ToolCall
 from agents.models import offline_intents as intents
 from agents.models.base import Model, ModelResponse, ToolDeclaration, Usage
@@ -68,7 +69,7 @@ class OfflineModel(Model):
     def __init__(self, *, now: Callable[[], datetime] | None = None, timezone: str = "UTC") -> None:
         """``now``: the clock (an aware datetime; the gateway's, so a test's clock moves it); ``timezone``: where
         a reminder's wall-clock time ("tomorrow at 9", "at 5 pm") is read (``jobs.timezone``)."""
-        self.now = now or (lambda: datetime.now(UTC))
+        self.now = now or SYSTEM_CLOCK.now
         self.timezone = timezone
 
     async def request(

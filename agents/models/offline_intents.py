@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from typing import Any
 from zoneinfo import available_timezones
 
+from agents.clock import SYSTEM_CLOCK
 from agents.models.base import ToolDeclaration
 from agents.models.offline_when import reminder
 
@@ -68,10 +69,6 @@ TRY = (
 """Every suggestion works as typed (a test sends each one through the gateway)."""
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 @cache
 def _cities() -> dict[str, str]:
     found = {name.rsplit("/", 1)[-1].replace("_", " ").lower(): name for name in available_timezones() if "/" in name}
@@ -109,7 +106,7 @@ def tool_call(
         # The gateway marks a scheduled message with ⏰ itself.
         if asked.clock is None:
             return "schedule_message", {"text": f"Reminder: {asked.what}", "in_minutes": asked.in_minutes}
-        due = asked.due((now or _utc_now)(), zone)
+        due = asked.due((now or SYSTEM_CLOCK.now)(), zone)
         return "schedule_message", {"text": f"Reminder: {asked.what}", "at": due.isoformat(timespec="seconds")}
     if "write_file" in tools and (found := _WRITE.search(text)):
         return "write_file", {"path": found.group("path"), "content": found.group("content").strip() + "\n"}

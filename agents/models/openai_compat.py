@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.clock import SYSTEM_CLOCK, Clock
 from agents.messages import Media, Message, ToolCall
 from agents.models.base import (
     Generation,
@@ -52,7 +53,9 @@ class OpenAIModel(Model):
         backoff_max_s: float = 8.0,
         max_retry_after_s: float = 30.0,
         generation: Generation | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        """Retries wait on ``clock``."""
         from openai import AsyncOpenAI  # 0.5 s to import: only when this provider is used
 
         self.name = model
@@ -68,6 +71,7 @@ class OpenAIModel(Model):
         self._backoff = (backoff_base_s, backoff_max_s)
         self._max_retry_after_s = max_retry_after_s
         self.generation = generation or Generation()
+        self.clock = clock
 
     def __repr__(self) -> str:
         return f"OpenAIModel(model={self.model!r}, base_url={self.base_url!r})"
@@ -237,7 +241,7 @@ class OpenAIModel(Model):
             log.warning(
                 "%s call failed (%s); retry %d/%d in %.2f s", self.model, reason, attempt, self._max_retries, delay
             )
-            await asyncio.sleep(delay)
+            await self.clock.sleep(delay)
 
     def _refusal(self, code: int, exc: Any) -> str:
         detail = str(getattr(exc, "message", "") or "")

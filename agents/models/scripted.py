@@ -8,13 +8,13 @@ with no step left, or a step left at the end, fails the test through
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from agents.clock import SYSTEM_CLOCK, Clock
 from agents.messages import Message, ToolCall
 from agents.models.base import Model, ModelRequest, ModelResponse, ToolDeclaration
 
@@ -60,8 +60,10 @@ def calls(*specs: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str | 
 class ScriptedModel(Model):
     """Replays a script of steps and records every request."""
 
-    def __init__(self, steps: Iterable[Step] = (), *, name: str = "scripted") -> None:
+    def __init__(self, steps: Iterable[Step] = (), *, name: str = "scripted", clock: Clock = SYSTEM_CLOCK) -> None:
+        """``clock``: what a :class:`Streamed` step's ``delay_s`` waits on (a test's ``FakeClock`` moves it)."""
         self.name = name
+        self.clock = clock
         self._steps: deque[Step] = deque(steps)
         self.requests: list[ModelRequest] = []
         self.errors: list[str] = []
@@ -118,7 +120,7 @@ class ScriptedModel(Model):
         response = await self.request(messages, tools=tools, system=system)  # records it, takes the step
         for k, chunk in enumerate(step.chunks):
             if k and step.delay_s:
-                await asyncio.sleep(step.delay_s)
+                await self.clock.sleep(step.delay_s)
             if k and step.gate is not None:
                 await step.gate(k)
             yield chunk

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from agents.clock import SYSTEM_CLOCK, Clock
 from agents.tools.base import StaticToolset
 from agents.tools.command import command_tools
 from agents.tools.config import ToolsConfig
@@ -15,12 +16,12 @@ from agents.tools.time import time_tools
 BUILTIN = "builtin"
 
 
-def builtin_toolset(config: ToolsConfig, *, hidden: Sequence[Path] = ()) -> StaticToolset:
+def builtin_toolset(config: ToolsConfig, *, hidden: Sequence[Path] = (), clock: Clock = SYSTEM_CLOCK) -> StaticToolset:
     """The toolset named ``builtin``: every built-in tool the configuration enables (``run_command`` only when
     enabled and sandboxed), less the disabled ones.  ``hidden``: the bot's own files, which the file tools refuse
-    and ``run_command``'s sandbox masks."""
+    and ``run_command``'s sandbox masks; ``clock``: the time ``get_current_time`` tells."""
     tools = [
-        *time_tools(),
+        *time_tools(clock.now),
         *http_tools(config.http),
         *file_tools(config.workspace, config.max_file_bytes, hidden=hidden),
         *command_tools(config.run_command, config.workspace, hidden=hidden),

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from datetime import timezone as dt_timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from agents.clock import SYSTEM_CLOCK
 from agents.tools.base import Tool, ToolError, tool
 
 _OFFSET = re.compile(r"^(?:UTC|GMT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$", re.IGNORECASE)
@@ -47,8 +48,8 @@ def find_zone(name: str) -> tuple[tzinfo, str]:
 
 
 def time_tools(clock: Callable[[], datetime] | None = None) -> list[Tool]:
-    """``get_current_time``; ``clock`` (an aware datetime source) is for tests."""
-    now_utc = clock or (lambda: datetime.now(UTC))
+    """``get_current_time``, on ``clock`` (an aware datetime source: the gateway's clock's ``now``)."""
+    now_utc = clock or SYSTEM_CLOCK.now
 
     @tool(risk="safe")
     async def get_current_time(timezone: str = "UTC") -> str:

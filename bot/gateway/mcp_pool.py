@@ -11,13 +11,13 @@ soon as its tool pool is built.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from agents.tools.base import Tool
+from agents.tools.mcp.config import McpServerConfig
 from agents.tools.mcp.faults import Outage
 from agents.tools.mcp.manager import McpManager
 from bot.clock import SYSTEM_CLOCK, Clock
-from bot.config.settings import Settings
 from bot.events import ChatKey, OutboundMessage
 from bot.runs.catalog import AgentDef
 
@@ -36,8 +36,8 @@ def outage_notice(outage: Outage) -> str:
 class McpPool:
     """The gateway's MCP servers and the once-per-outage notices."""
 
-    def __init__(self, settings: Settings, send: Send, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.manager = McpManager(settings.mcp.servers, on_fault=self._on_fault, backoff_clock=clock.monotonic)
+    def __init__(self, servers: Mapping[str, McpServerConfig], send: Send, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.manager = McpManager(servers, on_fault=self._on_fault, clock=clock)
         self._send = send
         self._told: dict[str, tuple[int, set[str]]] = {}
         """Per server: the outage id last told, and the chats told about it."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
 import re
-import time
 import traceback
 from typing import Any
 
@@ -16,6 +16,7 @@ from agents.messages import Message, ToolCall, ToolResult
 from agents.models.base import ModelError, ModelTimeout, ToolDeclaration
 from agents.models.gemini import GeminiModel
 from agents.models.gemini_schema import gemini_tool_name, sanitize_schema
+from bot.clock import FakeClock
 from tests.agents.conftest import KEY, MakeModel
 from tests.fakes.gemini_server import FakeGemini, call_body, candidate_body, function_call_part, text_body
 from tests.helpers.gemini import WEATHER
@@ -149,9 +150,15 @@ async def test_retry_honours_retry_delay(gemini_server: FakeGemini, make_model: 
     gemini_server.fail(429, "quota", details=[retry_info])
     gemini_server.fail(503, headers={"Retry-After": "0.2"})
     gemini_server.reply_text("ok")
-    started = time.monotonic()
-    assert (await make_model().request([Message.user("hi")])).text == "ok"
-    assert time.monotonic() - started >= 0.5
+    clock = FakeClock()
+    answer = asyncio.ensure_future(make_model(clock=clock).request([Message.user("hi")]))
+    for wait in (0.3, 0.2):  # each retry waits on the model's clock as long as the server asked, no less
+        await clock.armed()
+        tried = len(gemini_server.requests)
+        await clock.advance(wait - 0.01)
+        assert not answer.done() and len(gemini_server.requests) == tried
+        await clock.advance(0.01)
+    assert (await answer).text == "ok" and len(gemini_server.requests) == 3
 
 
 async def test_retry_after_too_long_gives_up(gemini_server: FakeGemini, make_model: MakeModel) -> None:

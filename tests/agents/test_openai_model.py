@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from agents.models.base import Generation, ModelError, ModelUnavailable, ToolDec
 from agents.models.fallback import FallbackModel
 from agents.models.openai_compat import OpenAIModel
 from agents.models.scripted import ScriptedModel
+from bot.clock import FakeClock
 from tests.fakes.openai_server import FakeOpenAI
 
 TIME = ToolDeclaration(
@@ -77,6 +79,20 @@ async def test_429_is_retried_after_retry_after_and_503s_end_unavailable(openai_
     with pytest.raises(ModelError, match="rejected the request") as refused:
         await m.request([Message.user("hi")])
     assert not isinstance(refused.value, ModelUnavailable), "a bad request is not passed to a fallback"
+    await m.aclose()
+
+
+async def test_a_retry_waits_on_the_models_clock(openai_server: FakeOpenAI) -> None:
+    openai_server.fail(429, retry_after=20)
+    openai_server.reply("Finally.")
+    clock = FakeClock()
+    m = model(openai_server, clock=clock)
+    answer = asyncio.ensure_future(m.request([Message.user("hi")]))
+    await clock.armed()
+    await clock.advance(19.9)
+    assert not answer.done() and len(openai_server.requests) == 1, "not before the server's Retry-After"
+    await clock.advance(0.1)
+    assert (await answer).text == "Finally." and len(openai_server.requests) == 2
     await m.aclose()
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from bot.clock import FakeClock
 from bot.memory.text import query_terms
-from bot.store.sql.repos.memory import MemoryFull, SqlMemoryStore
+from bot.store.sql.repos.memory import SHARED_EMPTY_S, MemoryFull, SqlMemoryStore
 
 
 async def _filled(make_store: Callable[..., Any]) -> SqlMemoryStore:
@@ -140,3 +141,15 @@ async def test_link_codes_draw_every_symbol_of_their_alphabet(make_store: Callab
     for i in range(60):  # 480 symbols: every one of 32 shows with near certainty (miss chance < 1e-12)
         seen |= set(await memories.issue_code(f"telegram:{i}", 10))
     assert seen == set(CODE_ALPHABET)
+
+
+async def test_a_shared_stores_no_memories_is_believed_for_a_while_on_its_clock(
+    make_store: Callable[..., Any],
+) -> None:
+    clock = FakeClock()
+    memories = SqlMemoryStore(await make_store(shared=True, clock=clock))
+    assert await memories.recall("nobody:1", [], 5) == ("nobody:1", [])
+    await clock.advance(SHARED_EMPTY_S - 0.1)
+    assert memories.known_empty("nobody:1") == "nobody:1", "another process may have written, but not long ago"
+    await clock.advance(0.1)
+    assert memories.known_empty("nobody:1") is None, "asked again after SHARED_EMPTY_S on the store's clock"

@@ -21,13 +21,12 @@ import asyncio
 import itertools
 import logging
 import math
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from agents.clock import SYSTEM_CLOCK, Clock
 from agents.tools.base import ToolError
 from agents.tools.mcp.config import McpServerConfig
 from agents.tools.mcp.errlog import StderrLog
@@ -75,11 +74,12 @@ _Item = _Call | str
 class ServerConnection:
     """The client side of one configured MCP server."""
 
-    def __init__(self, name: str, config: McpServerConfig, backoff_clock: Callable[[], float] = time.monotonic) -> None:
-        """``backoff_clock``: the monotonic clock reconnect back-offs are measured on (tests move a fake one)."""
+    def __init__(self, name: str, config: McpServerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+        """``clock``: what reconnect back-offs, the idle time before a health check and outage stamps are read
+        on (tests move a fake one)."""
         self.name = name
         self.config = config
-        self._backoff_clock = backoff_clock
+        self.clock = clock
         self.state: State = "idle"
         self.outage: Outage | None = None
         self.detail = ""
@@ -111,7 +111,7 @@ class ServerConnection:
         """
         if self._closing:
             raise ServerUnavailable(self._stopped())
-        if self.state == "down" and self._backoff_clock() < self._retry_at and self.outage is not None:
+        if self.state == "down" and self.clock.monotonic() < self._retry_at and self.outage is not None:
             raise ServerUnavailable(self.outage)
         self._ensure_owner()
         future: asyncio.Future[tuple[ListedTool, ...]] = asyncio.get_running_loop().create_future()
@@ -148,7 +148,7 @@ class ServerConnection:
     def retry_in(self) -> float | None:
         if self.state != "down":
             return None
-        return max(0.0, self._retry_at - self._backoff_clock())
+        return max(0.0, self._retry_at - self.clock.monotonic())
 
     async def aclose(self) -> None:
         """Stop the server (or close the HTTP session) and fail whatever still waits."""
@@ -177,7 +177,7 @@ class ServerConnection:
         """
         self.detail = detail
         if self.outage is None:
-            self.outage = Outage(self.name, next(self._outage_ids), reason, time.time())
+            self.outage = Outage(self.name, next(self._outage_ids), reason, self.clock.time())
             log.warning("MCP server %s unavailable: %s (%s)", self.name, reason, detail)
         elif reason not in (self.outage.reason, LOST):
             self.outage = replace(self.outage, reason=reason)
@@ -188,7 +188,7 @@ class ServerConnection:
     def _lose(self, reason: str, detail: str) -> Outage:
         """The working connection broke: declare, allow an immediate reconnect, end the serving loop."""
         outage = self._declare(reason, detail)
-        self._failures, self._retry_at = 0, self._backoff_clock()
+        self._failures, self._retry_at = 0, self.clock.monotonic()
         if self._serving:
             self._queue.put_nowait(_LOST)
         return outage
@@ -197,7 +197,7 @@ class ServerConnection:
         outage = self._declare(reason, detail)
         self._failures += 1
         delay = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self._failures - 1))
-        self._retry_at = self._backoff_clock() + delay
+        self._retry_at = self.clock.monotonic() + delay
         log.info("MCP server %s: next connect attempt in %gs", self.name, delay)
         return outage
 
@@ -207,7 +207,7 @@ class ServerConnection:
         self.outage, self._failures, self.state, self.detail = None, 0, "up", ""
 
     def _stopped(self) -> Outage:
-        return self.outage or Outage(self.name, 0, "the gateway is shutting down", time.time())
+        return self.outage or Outage(self.name, 0, "the gateway is shutting down", self.clock.time())
 
     # -- the owner task ---------------------------------------------------------------------
 
@@ -237,7 +237,7 @@ class ServerConnection:
                 fail(item.future, ServerUnavailable(self._current()))
                 continue
             while item == _LIST and self._waiters and not self._closing:
-                if self.state == "down" and self._backoff_clock() < self._retry_at:
+                if self.state == "down" and self.clock.monotonic() < self._retry_at:
                     self._fail_waiters(ServerUnavailable(self._current()))
                     break
                 await self._connect_and_serve()
@@ -327,7 +327,7 @@ class ServerConnection:
 
     async def _list_for_waiters(self, client: Client, refresh: bool) -> None:
         try:
-            idle = time.monotonic() - self._last_ok > PROBE_IDLE_S
+            idle = self.clock.monotonic() - self._last_ok > PROBE_IDLE_S
             if (refresh or self._stale or idle) and not await self._probe(client):
                 return
             self._answer_waiters()
@@ -361,7 +361,7 @@ class ServerConnection:
             if cursor is None:
                 break
         self._stale = False
-        self._last_ok = time.monotonic()
+        self._last_ok = self.clock.monotonic()
         if self._stderr is not None:
             self._stderr.trim()
         if tuple(listed) != self.tools:
@@ -381,7 +381,7 @@ class ServerConnection:
             with anyio.CancelScope() as scope:
                 future.add_done_callback(lambda f: scope.cancel() if f.cancelled() else None)
                 result = await client.call_tool(call.tool, call.args, read_timeout_seconds=self.config.timeout_s)
-                self._last_ok = time.monotonic()
+                self._last_ok = self.clock.monotonic()
                 if not future.done():
                     future.set_result(result)
         except MCPError as exc:

@@ -12,9 +12,10 @@ import asyncio
 import importlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from agents.clock import SYSTEM_CLOCK, Clock
 from agents.tools.base import Tool
 from agents.tools.mcp.config import McpServerConfig
 from agents.tools.mcp.connection import ServerConnection
@@ -64,12 +65,12 @@ class McpManager:
         servers: Mapping[str, McpServerConfig],
         *,
         on_fault: FaultHook | None = None,
-        backoff_clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``backoff_clock``: the monotonic clock the servers' reconnect back-offs are measured on."""
+        """``clock``: the servers' (their reconnect back-offs and health checks are measured on it)."""
         self.configs = dict(servers)
         self.toolsets = {
-            name: McpToolset(ServerConnection(name, config, backoff_clock), on_fault=on_fault)
+            name: McpToolset(ServerConnection(name, config, clock), on_fault=on_fault)
             for name, config in servers.items()
             if config.enabled
         }
@@ -144,10 +145,10 @@ class McpManager:
         """Stop every server; bounded (a stuck server is killed)."""
         if self._warm is not None and not self._warm.done():
             self._warm.cancel()
-        started = time.monotonic()
+        started = time.perf_counter()
         await asyncio.gather(*(t.connection.aclose() for t in self.toolsets.values()))
         if self.toolsets:
-            log.debug("MCP servers stopped in %.2fs", time.monotonic() - started)
+            log.debug("MCP servers stopped in %.2fs", time.perf_counter() - started)
 
 
 async def _import_sdk() -> None:

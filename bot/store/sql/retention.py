@@ -15,9 +15,9 @@ concurrently with a batch, so this object needs no locking.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 
+from bot.clock import SYSTEM_CLOCK
 from bot.store.sql.ops import PRUNE_EVENTS, PRUNE_HISTORY, Step, Write, WriteResult
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class Retention:
         processed_ids_limit: int,
         interval_s: float = 5.0,
         max_chats_per_pass: int = 1000,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = SYSTEM_CLOCK.monotonic,
     ) -> None:
         self.history_limit = history_limit
         self.processed_ids_limit = processed_ids_limit

@@ -32,7 +32,7 @@ from agents.tools.mcp.faults import Outage
 from agents.tools.mcp.manager import McpManager
 from agents.tools.mcp.results import convert_result
 from agents.tools.mcp.transport import LAUNCHER
-from bot.clock import FakeClock
+from bot.clock import SYSTEM_CLOCK, FakeClock
 from tests.fakes.gemini_server import FakeGemini, call_body, function_call_part, text_body
 from tests.fakes.mcp_http_server import LONG_TOOL
 from tests.helpers.mcp import FAKES, STDIO_FAKE, alive, gone, pids_in
@@ -60,8 +60,7 @@ async def manager() -> AsyncIterator[Callable[..., McpManager]]:
     made: list[McpManager] = []
 
     def make(faults: Faults | None = None, clock: FakeClock | None = None, **servers: McpServerConfig) -> McpManager:
-        backoff = clock.monotonic if clock is not None else time.monotonic
-        made.append(McpManager(servers, on_fault=faults, backoff_clock=backoff))
+        made.append(McpManager(servers, on_fault=faults, clock=clock or SYSTEM_CLOCK))
         return made[-1]
 
     yield make
@@ -253,7 +252,7 @@ def test_http_server_going_away_and_coming_back() -> None:
     proc, url = start_http_server()
     port = int(url.split(":")[2].split("/")[0])
     clock = FakeClock()
-    m = McpManager({"web": McpServerConfig(url=url, timeout_s=5)}, backoff_clock=clock.monotonic)
+    m = McpManager({"web": McpServerConfig(url=url, timeout_s=5)}, clock=clock)
     runner = asyncio.Runner()
     try:
         tools = by_name(runner.run(m.tools_for(["web"])).tools)
@@ -321,7 +320,7 @@ async def test_server_that_cannot_start_backs_off(
     clock = FakeClock()
     m = manager(bad=config, good=fake(), clock=clock)
     [outage] = (await m.tools_for(["bad"])).outages
-    assert (outage.server, outage.reason) == ("bad", "could not start")
+    assert (outage.server, outage.reason, outage.since) == ("bad", "could not start", clock.time()), "on the clock"
     assert m.status()[0].retry_in_s == 2.0, "the first back-off"
     found = await m.tools_for(["bad"])  # backing off: answered at once, nothing started
     assert found.outages == [outage]

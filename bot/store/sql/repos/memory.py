@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import struct
-import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -176,7 +175,7 @@ class SqlMemoryStore:
         """The account's person when it is known to have no memories (most people): no query, and no terms to
         find for one."""
         known = self._empty.get(identity)
-        if known is not None and (not self.store.shared or time.monotonic() - known[1] < SHARED_EMPTY_S):
+        if known is not None and (not self.store.shared or self.store.clock.monotonic() - known[1] < SHARED_EMPTY_S):
             return known[0]
         return None
 
@@ -216,7 +215,7 @@ class SqlMemoryStore:
             )
             sql = me + found + " UNION ALL " + newest + person_row
             params = (identity, identity, tsquery(terms), limit, limit)
-        read_at, writes = time.monotonic(), self._writes
+        read_at, writes = self.store.clock.monotonic(), self._writes
         rows = await self.store.read(sql, params)
         person = identity
         hits: dict[int, MemoryHit] = {}
