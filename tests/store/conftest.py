@@ -26,6 +26,17 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return server.url(server.create_database())
 
 
+@pytest.fixture(params=["sqlite", "postgres", "fake"])
+def url_or_fake(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
+    """A fresh database of each kind, or None: the in-memory fake (the chat store's and run tables' contracts)."""
+    if request.param == "fake":
+        return None
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'bot.db'}"
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.url(server.create_database())
+
+
 @pytest.fixture
 async def make_store(db_url: str) -> AsyncIterator[Callable[..., Any]]:
     """``await make_store(**options)`` → a started store on ``db_url``; all closed at the end."""
