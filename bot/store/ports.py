@@ -3,8 +3,9 @@
 The ports and their values (:mod:`bot.store.values`, :mod:`bot.store.rows`, :mod:`bot.store.chat_state`) import no
 implementation; the SQL implementations live beside them in :mod:`bot.store` (the only place with SQL:
 ``tests/test_no_raw_sql.py`` checks it) and only the composition root builds them (``tests/test_layering.py``);
-``tests/fakes/`` has an in-memory one of every port for unit tests, held to the SQL one by
-``tests/store/test_repo_contract.py``. A repository method is one transaction;
+``tests/fakes/`` has an in-memory one of every port for unit tests (``tests/fakes/all_repos.py``: all of
+:class:`Repos`; ``tests/test_every_port_has_a_fake.py`` fails for a port without one), held to the SQL one by the
+contract suites ``tests/store/test_*contract.py``. A repository method is one transaction;
 where a service must commit several things at once (a job's claim with the message it sends), the repository
 hands out opaque :class:`Change` values and commits them together.
 """
