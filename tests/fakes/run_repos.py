@@ -127,6 +127,11 @@ class FakeRuns:
 
         return FakeChange(insert, "outbox")
 
+    def enqueue(self, chat_key: str, message_json: str) -> int:
+        """Not of the port: an entry another repository committed to the outbox (a scheduled message, a job's
+        fire), for a test of what sends it; its id."""
+        return self.store.transact([self._outbox(chat_key, message_json, None)])[1][0]
+
     async def message(self, row_id: int) -> Message | None:
         row = self.store.tables.messages.get(row_id)
         return None if row is None else row[1]

@@ -1,13 +1,12 @@
 """A gateway that dies with outbound entries read and not acknowledged: the next gateway takes them over at once and
 answers their waiting workers; what was sent and marked is not sent again; a typing indicator is not; a chat's next
 entry starts only once the previous one is acknowledged (so at most one per chat is ever in doubt); a relay whose
-liveness lapsed reads under a new name (real Redis; the outbox on SQLite)."""
+liveness lapsed reads under a new name (real Redis; the outbox in memory: :class:`~tests.fakes.run_repos.FakeRuns`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +18,7 @@ from bot.scale.liveness import Liveness, alive_key
 from bot.scale.relay import GATEWAYS, OutboundRelay, RemoteChannel, outbound_stream
 from bot.scale.streams import ensure_group
 from bot.store.rows import InterruptRow, RunRow
-from bot.store.sql.ops import outbox_step
-from bot.store.sql.repos.runs import RunStore
-from bot.store.sql.store import SqlStore
+from tests.fakes.run_repos import FakeRuns
 from tests.fakes.servers import RedisServer
 from tests.waiting import CEILING_S, eventually
 
@@ -61,11 +58,8 @@ async def client(redis: RedisServer) -> AsyncIterator[Any]:
 
 
 @pytest.fixture
-async def runs(tmp_path: Path) -> AsyncIterator[RunStore]:
-    store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}")
-    await store.start()
-    yield RunStore(store)
-    await store.close()
+def runs() -> FakeRuns:
+    return FakeRuns()
 
 
 async def read_as_dead_gateway(client: Any, count: int) -> None:
@@ -78,7 +72,7 @@ async def read_as_dead_gateway(client: Any, count: int) -> None:
 
 
 async def test_a_dead_gateways_entries_are_taken_over_at_once_and_its_waiters_answered(
-    client: Any, runs: RunStore
+    client: Any, runs: FakeRuns
 ) -> None:
     """Before: a dead gateway's entries waited 30 s for a stale claim, and every waiting worker timed out first."""
     await ensure_group(client, STREAM, GATEWAYS)
@@ -91,7 +85,7 @@ async def test_a_dead_gateways_entries_are_taken_over_at_once_and_its_waiters_an
     await runs.sent(marked, "ref:the first Run it?", "i1", wait=True)
     # ... a reply it had read and not sent, a committed one likewise, and a typing indicator long stale.
     reply = OutboundMessage(chat=chat(2), text="committed")
-    unsent = int((await runs.store.write([outbox_step(str(chat(2)), reply.model_dump_json())])).rows[0][0])
+    unsent = runs.enqueue(str(chat(2)), reply.model_dump_json())
     await worker.send(OutboundMessage(chat=chat(1), text="", kind="typing"))
     asks = [
         asyncio.ensure_future(worker.send(OutboundMessage(chat=chat(1), text="plain"))),
@@ -118,7 +112,7 @@ async def pending(client: Any) -> bool:
     return int((await client.xpending(STREAM, GATEWAYS))["pending"]) == 0
 
 
-async def test_a_chats_next_entry_goes_only_once_the_previous_is_acknowledged(client: Any, runs: RunStore) -> None:
+async def test_a_chats_next_entry_goes_only_once_the_previous_is_acknowledged(client: Any, runs: FakeRuns) -> None:
     """So a gateway killed at any moment leaves at most one entry per chat that may have been sent."""
     platform = Platform()
     unacknowledged: list[tuple[str, int]] = []
@@ -166,7 +160,7 @@ async def test_a_relay_past_its_liveness_reads_under_a_new_name_and_the_old_ones
     await alive.stop()
 
 
-async def test_a_live_gateways_slow_entry_stays_its_own(client: Any, runs: RunStore) -> None:
+async def test_a_live_gateways_slow_entry_stays_its_own(client: Any, runs: FakeRuns) -> None:
     """Pending long (its platform made it wait) but its gateway alive: not taken, so not sent twice; once that
     gateway is dead, taken over."""
     await ensure_group(client, STREAM, GATEWAYS)
