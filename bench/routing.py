@@ -309,7 +309,7 @@ async def main() -> None:
     settings = build_settings()
     config = settings.routing
     limit = settings.limits.route_chars
-    catalog = AgentCatalog.load(settings)
+    catalog = AgentCatalog.load(settings.agents, settings.plan)
     builtins = ("chat", "react", "plan")
     targets4 = catalog.targets()
     files4 = sorted(t.name for t in targets4 if t.name not in builtins)

@@ -83,7 +83,7 @@ async def main() -> None:
     args = parser.parse_args()
     examples = {"agents": {"dirs": [str(ROOT / "config" / "agents")]}}
     settings = load_settings(None, env={}, user_config=ROOT / "no-user.yaml", overrides=examples)
-    catalog = AgentCatalog.load(settings)
+    catalog = AgentCatalog.load(settings.agents, settings.plan)
     meaning = None if args.no_meaning else Meaning.start(settings.routing.rule.encoder)
     router = Router(catalog.targets(), OfflineModel(), meaning=meaning)
     if meaning is not None and not router.prepare(300):

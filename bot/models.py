@@ -16,7 +16,7 @@ from agents.models.base import Generation, Model
 from agents.models.fallback import FallbackModel
 from agents.models.offline import OfflineModel
 from bot.clock import SYSTEM_CLOCK, Clock
-from bot.config.settings import Settings
+from bot.config.model import ModelSection
 from bot.errors import ConfigError
 from bot.ops.metered import ObservedModel
 from bot.ops.metrics import Metrics
@@ -41,20 +41,26 @@ def parse_spec(spec: str, default_provider: str) -> tuple[str, str]:
 class ModelCatalog:
     def __init__(
         self,
-        settings: Settings,
+        model: ModelSection,
         main: Model | None = None,
         metrics: Metrics | None = None,
         clock: Clock = SYSTEM_CLOCK,
         wrap: ModelWrap | None = None,
+        *,
+        timezone: str,
+        inline_max_mb: float,
     ) -> None:
-        """``metrics``: every model built here (and ``main``) is measured there; ``clock``: the offline model's (it
-        reads "remind me tomorrow at 9" on it, in ``jobs.timezone``); ``wrap``: around every model built here (not
-        ``main``), fallbacks included."""
-        self.settings = settings
+        """``model``: the ``model`` section; ``metrics``: every model built here (and ``main``) is measured there;
+        ``clock``: the models' (the offline model reads "remind me tomorrow at 9" on it, in ``timezone``,
+        ``jobs.timezone``; the others wait their retries on it); ``wrap``: around every model built here (not
+        ``main``), fallbacks included; ``inline_max_mb``: ``media.inline_max_mb`` (Gemini's inline files)."""
+        self.config = model
+        self.timezone = timezone
+        self.inline_max_bytes = int(inline_max_mb * 1024 * 1024)
         self.wrap = wrap
         self.clock = clock
         self.metrics = metrics
-        cfg = settings.model
+        cfg = model
         self.provider = cfg.main_provider()
         self._built: dict[tuple[str, str, Generation], Model] = {}
         self._chains: dict[tuple[str, str, Generation], Model] = {}
@@ -69,7 +75,7 @@ class ModelCatalog:
 
     def get(self, spec: str | None, generation: Generation | None = None) -> Model:
         """The model ``spec`` names (None or '': the main model) with ``generation``, and its fallbacks."""
-        cfg = self.settings.model
+        cfg = self.config
         if not spec and (generation is None or self.injected):
             return self.main
         provider, name = parse_spec(spec, self.provider) if spec else (self.provider, cfg.name)
@@ -88,8 +94,8 @@ class ModelCatalog:
 
     def build(self, spec: str, generation: Generation | None = None) -> Model:
         """The model ``spec`` names alone (no fallbacks); raises :class:`ConfigError` when it cannot be built."""
-        provider, name = parse_spec(spec, self.provider) if spec else (self.provider, self.settings.model.name)
-        return self._build(provider, name, generation or self.settings.model.generation)
+        provider, name = parse_spec(spec, self.provider) if spec else (self.provider, self.config.name)
+        return self._build(provider, name, generation or self.config.generation)
 
     def embedder(self, spec: str) -> Model | None:
         """The embedding model ``spec`` names (no fallbacks: vectors of different models do not compare);
@@ -122,7 +128,7 @@ class ModelCatalog:
 
     def _chained(self, model: Model, named: tuple[str, str], generation: Generation) -> Model:
         chain = [model]
-        for spec in self.settings.model.fallbacks:
+        for spec in self.config.fallbacks:
             provider, name = parse_spec(spec, self.provider)
             if (provider, name) == named:
                 continue
@@ -146,9 +152,9 @@ class ModelCatalog:
         return ObservedModel(model, self.metrics, provider) if self.metrics is not None else model
 
     def _build(self, provider: str, name: str, generation: Generation) -> Model:
-        cfg = self.settings.model
+        cfg = self.config
         if provider == "offline":
-            return OfflineModel(now=self.clock.now, timezone=self.settings.jobs.timezone)
+            return OfflineModel(now=self.clock.now, timezone=self.timezone)
         api_key, base_url = cfg.key_of(provider), cfg.url_of(provider)
         if provider == "gemini":
             if not api_key:
@@ -161,8 +167,9 @@ class ModelCatalog:
                 base_url=base_url,
                 timeout_s=cfg.timeout_s,
                 max_retries=cfg.max_retries,
-                inline_max_bytes=int(self.settings.media.inline_max_mb * 1024 * 1024),
+                inline_max_bytes=self.inline_max_bytes,
                 generation=generation,
+                clock=self.clock,
             )
         if provider == "openai":
             if not api_key and not base_url:
@@ -179,5 +186,6 @@ class ModelCatalog:
                 timeout_s=cfg.timeout_s,
                 max_retries=cfg.max_retries,
                 generation=generation,
+                clock=self.clock,
             )
         raise ConfigError(f"unknown model provider {provider!r}: one of {', '.join(PROVIDERS)}")

@@ -45,5 +45,5 @@ def test_every_runner_kind_that_pauses_is_resumable() -> None:
             | ({"graph": {"entry": "a", "nodes": {"a": "y"}, "edges": [{"from": "a", "to": "END"}]}}
                if kind.name == "graph" else {})
         )  # fmt: skip
-        runner = kind.build(spec, settings)
+        runner = kind.build(spec, settings.plan)
         assert isinstance(runner, Resumable) == (kind.name != "graph"), kind.name

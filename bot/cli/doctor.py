@@ -323,7 +323,9 @@ async def _workspace(settings: Settings) -> list[Line]:
 
 async def _models(settings: Settings) -> list[Line]:
     try:
-        catalog = ModelCatalog(settings)
+        catalog = ModelCatalog(
+            settings.model, timezone=settings.jobs.timezone, inline_max_mb=settings.media.inline_max_mb
+        )
     except ConfigError as exc:  # the main model cannot be built (provider: gemini without its key)
         label = f"{settings.model.provider}/{settings.model.name}"
         return [Line(False, f"model {label}: {exc}", "set the key (in .env or exported), or choose another model")]
@@ -344,13 +346,13 @@ async def _models(settings: Settings) -> list[Line]:
 
 
 async def _one_model(catalog: ModelCatalog, role: str, spec: str) -> Line:
-    label = spec or f"{catalog.provider}/{catalog.settings.model.name}"
+    label = spec or f"{catalog.provider}/{catalog.config.name}"
     try:
         model = catalog.build(spec, Generation(max_output_tokens=1))
     except ConfigError as exc:
         return Line(False, f"{role} {label}: {exc}", "set the key in the environment, or choose another model")
     if not model.understands:
-        how = "model.provider: gemini or openai" if catalog.settings.model.provider == "offline" else "GEMINI_API_KEY"
+        how = "model.provider: gemini or openai" if catalog.config.provider == "offline" else "GEMINI_API_KEY"
         return Line(True, f"{role}: the offline stand-in, canned answers ({how} gives a real model)")
     started = time.perf_counter()
     try:

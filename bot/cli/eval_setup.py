@@ -31,7 +31,7 @@ def unknown_selection(suite: Any, cases: list[str], tags: list[str]) -> str | No
 def configured_label(settings: Settings) -> str:
     from bot.evals.models import configured
 
-    return configured(settings).label
+    return configured(settings.model).label
 
 
 def unjudged(suite: Any, judge: str | None, models: list[str]) -> str | None:

@@ -66,7 +66,8 @@ async def route_messages(
     from bot.routing.offline import start_meaning
     from bot.runs.catalog import AgentCatalog
 
-    catalog = AgentCatalog.load(settings, quiet=True)  # its warnings are printed here once, not logged as well
+    # Its warnings are printed here once, not logged as well.
+    catalog = AgentCatalog.load(settings.agents, settings.plan, quiet=True)
     for error in catalog.errors:
         typer.echo(f"agent file skipped: {error}", err=True)
     model = build_model(settings)
@@ -78,7 +79,7 @@ async def route_messages(
             err=True,
         )
     logging.getLogger("bot.routing").setLevel(logging.ERROR)
-    meaning = start_meaning(settings)
+    meaning = start_meaning(settings.routing.rule)
     router = Router(catalog.targets(), model, meaning=meaning)
     router.set_corrections(await _corrections(settings))
     if meaning is not None and not router.prepare(ENCODER_WAIT_S):

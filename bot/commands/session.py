@@ -104,7 +104,7 @@ def main_label(models: ModelCatalog) -> str:
         return models.main.name
     if models.provider == "offline":
         return "offline (the labelled stand-in: no model key is set)"
-    return f"{models.provider}/{models.settings.model.name}"
+    return f"{models.provider}/{models.config.name}"
 
 
 def configured(ctx: CommandContext, models: ModelCatalog) -> dict[str, str]:

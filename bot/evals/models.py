@@ -19,7 +19,7 @@ from agents.messages import ToolCall
 from agents.models.base import Model, ModelError, ModelResponse, Usage
 from agents.models.offline import OfflineModel
 from agents.models.scripted import ScriptedModel, Step
-from bot.config.settings import Settings
+from bot.config.model import ModelSection
 from bot.errors import ConfigError
 from bot.evals.suite import Case, ScriptStep
 from bot.models import PROVIDERS, ModelCatalog, ModelWrap, parse_spec
@@ -58,10 +58,10 @@ def choose(spec: str) -> ModelChoice:
     return ModelChoice(spec, {"model": {"name": spec}})
 
 
-def configured(settings: Settings) -> ModelChoice:
-    """The configured main model, as it is (no settings changed)."""
-    provider = settings.model.main_provider()
-    return ModelChoice(OFFLINE if provider == OFFLINE else f"{provider}/{settings.model.name}")
+def configured(model: ModelSection) -> ModelChoice:
+    """The configured main model (``model``: the ``model`` section), as it is (no settings changed)."""
+    provider = model.main_provider()
+    return ModelChoice(OFFLINE if provider == OFFLINE else f"{provider}/{model.name}")
 
 
 def case_script(case: Case) -> Model:
@@ -93,8 +93,12 @@ def _step(step: ScriptStep, n: int, name: str) -> Step:
 class JudgeModels:
     """Judge models by name, built once (through the configured keys and base URLs)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, model: ModelSection, *, timezone: str, inline_max_mb: float) -> None:
+        """``model``: the ``model`` section (keys, base URLs, the main provider); ``timezone`` and ``inline_max_mb``:
+        as :class:`ModelCatalog` takes them."""
+        self.config = model
+        self.timezone = timezone
+        self.inline_max_mb = inline_max_mb
         self._catalog: ModelCatalog | None = None
         self._made: dict[str, Model] = {}
 
@@ -107,7 +111,9 @@ class JudgeModels:
                 raise ConfigError("a scripted model cannot judge: name a model with --judge or judge.model")
             else:
                 if self._catalog is None:
-                    self._catalog = ModelCatalog(self.settings, OfflineModel())
+                    self._catalog = ModelCatalog(
+                        self.config, OfflineModel(), timezone=self.timezone, inline_max_mb=self.inline_max_mb
+                    )
                 provider, name = parse_spec(spec, self._catalog.provider)
                 self._made[spec] = self._catalog.build(f"{provider}/{name}")
         return self._made[spec]
@@ -117,8 +123,8 @@ class JudgeModels:
         (a replay does not: no key is needed)."""
         if spec in (OFFLINE, SCRIPTED):
             return self.get(spec)
-        provider, name = parse_spec(spec, self.settings.model.main_provider())
-        return wrap(f"{provider}/{name}", self.settings.model.generation, lambda: self.get(spec))
+        provider, name = parse_spec(spec, self.config.main_provider())
+        return wrap(f"{provider}/{name}", self.config.generation, lambda: self.get(spec))
 
     async def aclose(self) -> None:
         for model in self._made.values():

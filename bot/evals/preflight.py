@@ -62,7 +62,9 @@ async def set_up_problems(
         if replaying:
             continue
         try:
-            catalog = ModelCatalog(settings)
+            catalog = ModelCatalog(
+                settings.model, timezone=settings.jobs.timezone, inline_max_mb=settings.media.inline_max_mb
+            )
         except ConfigError as exc:  # the provider's key is not set, an unknown provider
             problems.append(f"model {model.label}: {exc}")
         else:

@@ -136,7 +136,7 @@ class Runner:
     async def run(self) -> RunResult:
         base = self.settings({})
         self._secrets = {*base.secrets(), *Redaction.from_settings(base).secrets}
-        models = self.options.models or [choose(m) for m in self.suite.models] or [configured(base)]
+        models = self.options.models or [choose(m) for m in self.suite.models] or [configured(base.model)]
         self.check(len(models))
         self._channels = [name for name in type(base.channels).model_fields if name != "console"]
         nowhere = self.base_dir / ".bot-eval-preflight"  # only named: nothing is written there
@@ -148,7 +148,7 @@ class Runner:
         problems = await set_up_problems(self.suite, self.base_dir, models, settings_of, replaying=replaying)
         if problems:
             raise refusal(problems)
-        judges = JudgeModels(base)
+        judges = JudgeModels(base.model, timezone=base.jobs.timezone, inline_max_mb=base.media.inline_max_mb)
         stored = None
         if self.options.cache and not replaying:
             stored = ResponseCache(self.options.cache_dir or cache_folder(base.store.data_dir.expanduser()))

@@ -158,7 +158,9 @@ async def simulator_problems(
                 settings = settings_of(case, model)
             except ConfigError:
                 continue  # the case's own config: it fails alone
-            judges = JudgeModels(settings)
+            judges = JudgeModels(
+                settings.model, timezone=settings.jobs.timezone, inline_max_mb=settings.media.inline_max_mb
+            )
             try:
                 choose(spec)
                 if not replaying:

@@ -21,6 +21,7 @@ from agents.messages import Message
 from agents.models.base import Model, Usage
 from agents.models.scripted import ScriptedModel
 from bot.clock import Clock
+from bot.config.model import ModelSection
 from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.evals.cache import RunCache, TrialCache
@@ -68,10 +69,10 @@ def _said(turn: Turn) -> str:
     return f"press: {turn.press}" if turn.press is not None else f"choice: {turn.choice}"
 
 
-def answering(model: ModelChoice, settings: Settings) -> str:
-    """The label of the model that answers with ``settings``: ``model``'s own unless they chose another (no key:
-    the offline model; a trusted suite's ``model`` settings)."""
-    actual = configured(settings).label
+def answering(model: ModelChoice, section: ModelSection) -> str:
+    """The label of the model that answers with the ``model`` section ``section``: ``model``'s own unless it
+    chose another (no key: the offline model; a trusted suite's ``model`` settings)."""
+    actual = configured(section).label
     return model.label if actual == model.label or actual.endswith(f"/{model.label}") else actual
 
 
@@ -124,7 +125,7 @@ class TrialPlayer:
             return trial
         self.secrets |= {*settings.secrets(), *Redaction.from_settings(settings).secrets}
         if model.make is None:
-            model = replace(model, label=answering(model, settings))
+            model = replace(model, label=answering(model, settings.model))
             trial.model = model.label
         channel = EvalChannel()
         events: list[dict[str, Any]] = []

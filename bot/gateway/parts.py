@@ -9,10 +9,12 @@ from pathlib import Path
 
 from agents.models.base import Model
 from agents.tools.base import Tool
-from bot.clock import Clock
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.own import WORKSPACE_FIX, own_paths, workspace_problem
 from bot.config.settings import ConfigError, Settings
+from bot.delivery import Delivery
 from bot.media.fetch import FetcherLoader
+from bot.media.service import MediaService
 from bot.models import ModelCatalog
 from bot.runs.catalog import AgentCatalog
 from channels.base import BuildContext, Channel
@@ -24,7 +26,9 @@ log = logging.getLogger(__name__)
 def build_model(settings: Settings) -> Model:
     """The main model (with its fallbacks): Gemini when its key is set, OpenAI-compatible when configured,
     else the labelled offline model."""
-    return ModelCatalog(settings).main
+    return ModelCatalog(
+        settings.model, timezone=settings.jobs.timezone, inline_max_mb=settings.media.inline_max_mb
+    ).main
 
 
 def builtin_tools(settings: Settings) -> list[Tool]:
@@ -75,12 +79,28 @@ def build_channels(
     settings: Settings,
     join: Callable[[], Awaitable[None]] | None = None,
     rate_limited: Callable[[str], None] | None = None,
-    clock: Clock | None = None,
+    clock: Clock = SYSTEM_CLOCK,
     started: Callable[[], Awaitable[object]] | None = None,
 ) -> list[Channel]:
     """An adapter for every enabled channel section, from its plugin (platform libraries load only then)."""
     context = BuildContext(settled=join, rate_limited=rate_limited, clock=clock, started=started)
     return [PLUGINS[name].build(settings.channels.section(name), context) for name in settings.channels.enabled()]
+
+
+def build_media(settings: Settings, model: Model, delivery: Delivery, clock: Clock) -> MediaService:
+    """The media service, given the sections it reads: ``media``, the enabled channels', ``store.data_dir``,
+    ``tools.workspace`` and the bot's own files (which ``send_file`` refuses)."""
+    return MediaService(
+        settings.media,
+        model,
+        delivery,
+        clock,
+        media_fetchers(),
+        channels={name: settings.channels.section(name) for name in settings.channels.enabled()},
+        data_dir=settings.store.data_dir,
+        workspace=Path(settings.tools.workspace),
+        hidden=own_files(settings),
+    )
 
 
 def media_fetchers() -> dict[str, FetcherLoader]:

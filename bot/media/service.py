@@ -6,15 +6,15 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agents.models.base import Model
 from agents.tools.base import Tool, ToolContext, ToolError, tool
 from agents.tools.files import Workspace, open_regular
 from bot.clock import SYSTEM_CLOCK, Clock
-from bot.config.own import own_paths
-from bot.config.settings import Settings
+from bot.config.media import MediaSection
+from bot.config.settings import ChannelSection
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundFile, OutboundMessage
 from bot.ids import new_id
@@ -38,11 +38,10 @@ class Fetchers:
     takes seconds to import) loads only in a process that downloads from that platform, and on a thread.
 
     ``loaders``: each channel's fetcher factory, as the composition root has them from the channel registry
-    (one import each, made when called)."""
+    (one import each, made when called); ``sections``: the sections of the channels files may come from."""
 
-    def __init__(self, settings: Settings, loaders: Mapping[str, FetcherLoader]) -> None:
-        enabled = settings.channels.enabled() if settings.media.enabled else []
-        self._sections = {name: settings.channels.section(name) for name in enabled}
+    def __init__(self, sections: Mapping[str, ChannelSection], loaders: Mapping[str, FetcherLoader]) -> None:
+        self._sections = dict(sections)
         self._loaders = dict(loaders)
         self._made: dict[str, MediaFetcher | None] = {}
         self._making = asyncio.Lock()
@@ -77,21 +76,30 @@ class Fetchers:
 class MediaService:
     def __init__(
         self,
-        settings: Settings,
+        media: MediaSection,
         model: Model,
         delivery: Delivery,
         clock: Clock = SYSTEM_CLOCK,
         fetchers: Mapping[str, FetcherLoader] | None = None,
+        *,
+        channels: Mapping[str, ChannelSection],
+        data_dir: Path,
+        workspace: Path,
+        hidden: Sequence[Path] = (),
     ) -> None:
         """``fetchers``: each channel's fetcher factory, from the channel registry the composition root hands in
-        (None: no downloads)."""
-        self.settings = settings
+        (None: no downloads); ``channels``: the enabled channels' sections; ``data_dir``: ``store.data_dir`` (media
+        files go to its ``media`` folder); ``workspace``: ``tools.workspace``, where ``send_file`` takes files
+        from, less ``hidden`` (the bot's own files, :func:`bot.config.own.own_paths`)."""
+        self.media = media
         self.clock = clock
-        self.root = settings.store.data_dir.expanduser() / "media"
+        self.root = data_dir.expanduser() / "media"
+        self.workspace = workspace
+        self.hidden = list(hidden)
         self.delivery = delivery
-        self.fetchers = Fetchers(settings, fetchers or {})
+        self.fetchers = Fetchers(channels if media.enabled else {}, fetchers or {})
         transcriber = model_transcriber(model) if model.understands else None
-        self.intake = MediaIntake(settings.media, self.root, self.fetchers, transcriber)
+        self.intake = MediaIntake(media, self.root, self.fetchers, transcriber)
         self._sweeper: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -106,16 +114,15 @@ class MediaService:
 
     async def _sweep_now_and_then(self) -> None:
         while True:
-            removed = await asyncio.to_thread(sweep, self.root, self.settings.media.keep_hours)
+            removed = await asyncio.to_thread(sweep, self.root, self.media.keep_hours)
             if removed:
-                log.info("media: deleted %d file(s) older than %g h", removed, self.settings.media.keep_hours)
+                log.info("media: deleted %d file(s) older than %g h", removed, self.media.keep_hours)
             await self.clock.sleep(SWEEP_EVERY_S)
 
     # -- send_file
 
     def tools(self) -> list[Tool]:
-        hidden = [own.path for own in own_paths(self.settings)]
-        workspace = Workspace(Path(self.settings.tools.workspace), SEND_MAX_BYTES, hidden)
+        workspace = Workspace(self.workspace, SEND_MAX_BYTES, self.hidden)
 
         @tool(risk="medium", name=SEND_FILE)
         async def send_file(ctx: ToolContext, path: str, caption: str = "", as_photo: bool | None = None) -> str:

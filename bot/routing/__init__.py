@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from typing import Literal, Protocol
 
 from agents.models.base import Model
-from bot.config.settings import RoutingSection, Settings
+from bot.config.settings import RoutingSection
 from bot.routing import decision as _decision
 from bot.routing import verdicts
 from bot.routing.classifier import IntentClassifier
@@ -74,10 +74,10 @@ class Router:
         self.set_targets(targets)
 
     @classmethod
-    def for_settings(cls, targets: list[RouteTarget], models: Models, settings: Settings) -> Router:
+    def configured(cls, targets: list[RouteTarget], models: Models, routing: RoutingSection) -> Router:
         """The gateway's router: ``routing.llm.model`` (the main model when empty) and, per ``routing.rule.meaning``,
         the process's :class:`Meaning` (its encoder starts loading now, on a thread)."""
-        return cls(targets, models.get(settings.routing.llm.model or None), meaning=start_meaning(settings))
+        return cls(targets, models.get(routing.llm.model or None), meaning=start_meaning(routing.rule))
 
     def set_targets(self, targets: list[RouteTarget]) -> None:
         self.targets = list(targets)

@@ -13,12 +13,15 @@ import threading
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.routing.encoder import Encoder, EncoderLoader
 from bot.routing.judge import Judge
 from bot.routing.meaning import AgentBank, BuiltinHead, Corpus, Space
 from bot.runs.catalog import RouteTarget
+
+if TYPE_CHECKING:
+    from bot.config.settings import RuleRouting
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +29,8 @@ CORRECTION_MATCH = 0.85
 """A message this close (cosine) to a correction goes where the correction says, whatever else the evidence is."""
 BUILTIN_SURE = 0.95
 """Without file agents, the meaning head is consulted only when the classifier's top share is below this (the
-encoder costs about 2 ms; a plain English or Chinese request does not need it)."""
+encoder is the costly part, see bench/README.md, "The sentence encoder"; a plain English or Chinese request does not
+need it)."""
 
 
 def normalised(text: str) -> str:
@@ -91,10 +95,9 @@ class Meaning:
         return self.loader.wait(timeout_s) is not None
 
 
-def start_meaning(settings: Any) -> Meaning | None:
+def start_meaning(rule: RuleRouting) -> Meaning | None:
     """The process's :class:`Meaning` when ``routing.rule.meaning`` is on (its encoder starts loading on a
     thread), else None; a missing artefact or package turns it off with a warning instead of stopping the bot."""
-    rule = settings.routing.rule
     if not (rule.meaning and rule.learned):  # without the classifier (rule.learned: false) routing is by keywords
         return None
     try:

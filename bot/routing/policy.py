@@ -7,10 +7,10 @@ The supervisor asks it for a decision; the admin commands read and change it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.config.settings import RoutingSection, Settings
+from bot.config.settings import RoutingSection
 from bot.events import ChatKey
 from bot.routing import Correction, RouteDecision, Router, parse_target
 from bot.runs.catalog import AgentCatalog
@@ -47,8 +47,25 @@ _SCALAR = (str, int, float, bool, type(None))
 
 
 class RoutePolicy:
-    def __init__(self, settings: Settings, store: SettingsReader, catalog: AgentCatalog, router: Router) -> None:
-        self.settings = settings
+    """``routing``: the configured section; ``route_chars``: how much of a message is routed on
+    (``limits.route_chars``); ``origin``: the layer a configured key comes from (:meth:`Settings.origin`);
+    ``load_agents``: reads the agent files again (``/reload``)."""
+
+    def __init__(
+        self,
+        routing: RoutingSection,
+        store: SettingsReader,
+        catalog: AgentCatalog,
+        router: Router,
+        *,
+        route_chars: int,
+        origin: Callable[[str], str],
+        load_agents: Callable[[], AgentCatalog],
+    ) -> None:
+        self.routing = routing
+        self.route_chars = route_chars
+        self.origin = origin
+        self.load_agents = load_agents
         self.store = store
         self.catalog = catalog
         self.router = router
@@ -84,7 +101,7 @@ class RoutePolicy:
     def _routing(self, glob: Mapping[str, Any]) -> RoutingSection:
         """The routing section with the changes among the global settings ``glob`` on top."""
         overrides = _routing_keys(glob) if glob else None  # no global setting at all: nothing to look through
-        base = self.settings.routing
+        base = self.routing
         if not overrides:
             return base
         # The section for the last overrides seen is kept (they are global: every message has the same ones
@@ -108,15 +125,12 @@ class RoutePolicy:
     async def origins(self) -> dict[str, str]:
         """The layer each of :data:`ROUTING_KEYS` comes from (for ``/routing``)."""
         overrides = await self._overrides()
-        return {
-            key: "admin (global)" if key in overrides else self.settings.origin(f"routing.{key}")
-            for key in ROUTING_KEYS
-        }
+        return {key: "admin (global)" if key in overrides else self.origin(f"routing.{key}") for key in ROUTING_KEYS}
 
     async def effective_strategy(self, chat: ChatKey) -> tuple[str, str]:
         """The strategy for ``chat`` and the layer it comes from."""
         strategy, layer = await self._strategy(chat)
-        return strategy, layer or self.settings.origin("routing.strategy")
+        return strategy, layer or self.origin("routing.strategy")
 
     async def _strategy(self, chat: ChatKey, glob: Mapping[str, Any] | None = None) -> tuple[str, str | None]:
         """The strategy for ``chat`` and the admin layer that set it (None: the configuration's, whose origin
@@ -129,7 +143,7 @@ class RoutePolicy:
         admins = glob.get("strategy")
         if admins:
             return admins, "admin (global)"
-        return self.settings.routing.strategy, None
+        return self.routing.strategy, None
 
     async def decide(self, chat: ChatKey, text: str, config: RoutingSection | None = None) -> RouteDecision:
         """Which agent answers ``text`` here (``@name`` and ``@auto --strategy=`` first); no side effects."""
@@ -147,10 +161,9 @@ class RoutePolicy:
             if not strategy:
                 if glob is None:
                     glob = await self.store.settings_view(GLOBAL)
-                strategy = glob.get("strategy") or self.settings.routing.strategy
+                strategy = glob.get("strategy") or self.routing.strategy
         # A long message is routed on its prefix (bounded cost); the agent still gets all of it.
-        limit = self.settings.limits.route_chars
-        decision = await self.router.decide(targeting.text[:limit], config, strategy)
+        decision = await self.router.decide(targeting.text[: self.route_chars], config, strategy)
         decision.text = targeting.text
         if targeting.error:
             decision.note = targeting.error
@@ -158,7 +171,7 @@ class RoutePolicy:
 
     async def reload_agents(self) -> list[str]:
         """Re-read the agent files; the problems found (those files are skipped)."""
-        catalog = AgentCatalog.load(self.settings)
+        catalog = self.load_agents()
         self.catalog.agents, self.catalog.errors = catalog.agents, catalog.errors
         self.router.set_targets(self.catalog.targets())
         self._corrections = ()  # the new agents get the stored corrections at the next message

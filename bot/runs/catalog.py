@@ -22,7 +22,7 @@ from agents.models.base import Generation
 from agents.results import Runner
 from agents.spec import AgentSpec, check_references, load_agents
 from agents.tools.base import Tool, matches, select_tools
-from bot.config.settings import Settings
+from bot.config.settings import AgentsSection, PlanSection
 from bot.runs.runners import RUNNERS, RunnerKind
 
 log = logging.getLogger(__name__)
@@ -114,12 +114,12 @@ def builtin_agents_dir() -> Path:
     return Path(str(resources.files("bot") / "defaults" / "agents"))
 
 
-def agent_from_spec(spec: AgentSpec, settings: Settings) -> AgentDef:
+def agent_from_spec(spec: AgentSpec, plan: PlanSection) -> AgentDef:
     confirmation = spec.confirmation
     return AgentDef(
         name=spec.name,
         kind=spec.runner,
-        runner=RUNNERS[spec.runner].build(spec, settings),
+        runner=RUNNERS[spec.runner].build(spec, plan),
         title=spec.title or spec.name,
         description=spec.description or "",
         allow=list(spec.tools.allow) or None,
@@ -163,18 +163,20 @@ class AgentCatalog:
     @classmethod
     def load(
         cls,
-        settings: Settings,
+        dirs: AgentsSection,
+        plan: PlanSection,
         *,
         known_tools: set[str] | None = None,
         quiet: bool = False,
     ) -> AgentCatalog:
-        """The agents of the configured directories; ``quiet``: the problems are only returned (a command that
+        """The agents of the directories ``dirs`` (the ``agents`` section), their runners configured by ``plan``;
+        ``quiet``: the problems are only returned (a command that
         prints them itself), not logged as well."""
         warn = (lambda *args: None) if quiet else log.warning
         registry = load_agents(
             builtin_agents_dir(),
-            settings.agents.user_dir.expanduser(),
-            [d.expanduser() for d in settings.agents.dirs],
+            dirs.user_dir.expanduser(),
+            [d.expanduser() for d in dirs.dirs],
         )
         errors = [str(e) for e in registry.errors]
         for error in errors:
@@ -185,7 +187,7 @@ class AgentCatalog:
                 errors.append(f"{spec.name}: runner {spec.runner!r} is not one of {', '.join(RUNNERS)}")
                 warn("agent file skipped: %s", errors[-1])
                 continue
-            agents[spec.name] = agent_from_spec(spec, settings)
+            agents[spec.name] = agent_from_spec(spec, plan)
         for spec in registry.specs.values():
             # A graph whose node runs an agent that is not here cannot run: refused, with the reason.
             missing = [e for e in check_references(spec, agents) if e.field.startswith("graph.")]

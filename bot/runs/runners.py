@@ -13,13 +13,14 @@ from agents.react import CONFIRM_QUESTION, ReactRunner
 from agents.results import Runner
 from agents.spec import AgentSpec
 from agents.specs.model import RUNNER_NAMES
-from bot.config.settings import Settings
+from bot.config.settings import PlanSection
 
 
 @dataclass(frozen=True)
 class RunnerKind:
     name: str
-    build: Callable[[AgentSpec, Settings], Runner]
+    build: Callable[[AgentSpec, PlanSection], Runner]
+    """The runner for an agent file (``plan``: the ``plan`` section, the one setting a built-in runner reads)."""
     uses_tools: bool = True
     """Offered tools (a chat agent has none, so no MCP server is woken for it)."""
     hands_off: bool = False
@@ -37,28 +38,28 @@ def register(kind: RunnerKind) -> None:
     RUNNER_NAMES[kind.name] = None
 
 
-def _react(spec: AgentSpec, settings: Settings) -> ReactRunner:
+def _react(spec: AgentSpec, plan: PlanSection) -> ReactRunner:
     question = spec.confirmation.prompt_template if spec.confirmation else None
     return ReactRunner(spec.name, spec.prompt, confirm_question=question or CONFIRM_QUESTION)
 
 
-def _plan(spec: AgentSpec, settings: Settings) -> PlanExecuteRunner:
+def _plan(spec: AgentSpec, plan: PlanSection) -> PlanExecuteRunner:
     """Plan-Execute-Replan, configured by the ``plan`` section; its steps run on a ReAct executor."""
     return PlanExecuteRunner(
         spec.name,
         spec.prompt,
-        approval=settings.plan.approval_rule(),
-        max_steps=settings.plan.max_steps,
-        progress=settings.plan.progress,
-        executor=_react(spec, settings),
+        approval=plan.approval_rule(),
+        max_steps=plan.max_steps,
+        progress=plan.progress,
+        executor=_react(spec, plan),
     )
 
 
-def _chat(spec: AgentSpec, settings: Settings) -> ChatRunner:
+def _chat(spec: AgentSpec, plan: PlanSection) -> ChatRunner:
     return ChatRunner(spec.name, spec.prompt)
 
 
-def _graph(spec: AgentSpec, settings: Settings) -> GraphRunner:
+def _graph(spec: AgentSpec, plan: PlanSection) -> GraphRunner:
     assert spec.graph is not None  # the spec checks runner: graph has one
     return GraphRunner(spec.name, spec.graph)
 

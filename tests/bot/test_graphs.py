@@ -137,7 +137,8 @@ def test_a_broken_graph_is_refused_at_load_saying_where(change: tuple[str, str],
 
 def test_a_graph_whose_node_agent_is_missing_is_skipped_with_the_reason(make_settings: Any, tmp_path: Path) -> None:
     folder = write_agents(tmp_path / "agents", {"analyzer": ANALYZER, "debug-flow": FLOW.format(steps=6)})
-    catalog = AgentCatalog.load(make_settings(agents={"dirs": [str(folder)]}))
+    settings = make_settings(agents={"dirs": [str(folder)]})
+    catalog = AgentCatalog.load(settings.agents, settings.plan)
     assert "debug-flow" not in catalog.agents and "analyzer" in catalog.agents
     assert any("graph.nodes.fix: unknown agent 'fixer'" in e for e in catalog.errors), catalog.errors
 

@@ -50,7 +50,15 @@ async def test_corrections_survive_a_restart_and_reach_another_process(make_harn
     # Another process's router reads them from the shared store (SQLite is one process's: a second router on the
     # same store stands in for a worker on PostgreSQL; settings changes are announced to those, see bot/store).
     g = h.gateway
-    other = RoutePolicy(g.settings, g.store, g.catalog, Router(g.catalog.targets(), OfflineModel()))
+    other = RoutePolicy(
+        g.settings.routing,
+        g.store,
+        g.catalog,
+        Router(g.catalog.targets(), OfflineModel()),
+        route_chars=g.settings.limits.route_chars,
+        origin=g.settings.origin,
+        load_agents=lambda: g.catalog,
+    )
     decision = await other.decide(h.chat("elsewhere"), TEXT)
     assert (decision.agent, decision.factors["correction"]["text"]) == ("debugger", TEXT)
     await h.restart(ScriptedModel(["after the restart"]), None)

@@ -15,7 +15,7 @@ import pytest
 from agents.models.base import ModelRequest, ModelResponse, Usage
 from agents.models.scripted import ScriptedModel
 from bot.cli.eval_setup import unjudged
-from bot.config.settings import load_settings
+from bot.config.settings import Settings, load_settings
 from bot.evals.models import JudgeModels, ModelChoice
 from bot.evals.pairs import pairwise_lines
 from bot.evals.pairwise import Pairwise, cost_at
@@ -43,6 +43,10 @@ ANSWERS = {
 }
 PRICES = {"judge": {"input": 1.0, "output": 2.0}}
 CALL_COST = (100 * 1.0 + 10 * 2.0) / 1e6
+
+
+def _judges(settings: Settings) -> JudgeModels:
+    return JudgeModels(settings.model, timezone=settings.jobs.timezone, inline_max_mb=settings.media.inline_max_mb)
 
 
 def _model(label: str) -> ModelChoice:
@@ -96,14 +100,14 @@ async def test_two_models_compared_per_turn_and_attempt(settings_source: Callabl
 
     # The order shown first is drawn from the comparison itself: asked again, the judge sees the same prompts.
     again = ScriptedModel([_verdict] * 4, name="judge")
-    pairwise = Pairwise(parse_suite(SUITE), JudgeModels(source({})), again, cost_at(source({})))
+    pairwise = Pairwise(parse_suite(SUITE), _judges(source({})), again, cost_at(source({})))
     assert [v.prompt for p in await pairwise.compare(result.trials) for v in p.verdicts] == [
         v.prompt for p in pairs for v in p.verdicts
     ]
 
     # A budget: no comparison starts once it is spent (the first one's two calls are paid for).
     judge = ScriptedModel([_verdict] * 2, name="judge")
-    pairwise = Pairwise(parse_suite(SUITE), JudgeModels(source({})), judge, cost_at(source({})), budget=CALL_COST)
+    pairwise = Pairwise(parse_suite(SUITE), _judges(source({})), judge, cost_at(source({})), budget=CALL_COST)
     pairs = await pairwise.compare(result.trials, spent=0.0)
     assert [p.winner for p in pairs] == ["model-a", None] and pairwise.spent == 2 * CALL_COST
     assert pairs[1].skipped == "the budget of $0.00012 was reached ($0.0002 spent)"
@@ -114,7 +118,7 @@ async def test_one_model_a_judge_that_fails_and_no_judge(tmp_path: Path) -> None
     settings = load_settings(None, env={}, user_config=tmp_path / "none.yaml")
     trials = [_trial(label, attempt) for label in ANSWERS for attempt in (1,)]
 
-    alone = await Pairwise(suite, JudgeModels(settings), None, cost_at(settings)).compare(trials[:1])
+    alone = await Pairwise(suite, _judges(settings), None, cost_at(settings)).compare(trials[:1])
     why = "the run has one model (model-a); a pairwise check compares two or more (--models A,B)"
     assert [(p.models, p.skipped, p.winner) for p in alone] == [(["model-a"], why, None)] * 2
     assert pairwise_lines(alone) == [
@@ -124,22 +128,22 @@ async def test_one_model_a_judge_that_fails_and_no_judge(tmp_path: Path) -> None
 
     # A judge that does not answer A, B or tie leaves the comparison unjudged (not a win, tie or loss).
     vague = ScriptedModel(["I like both."] * 2, name="judge")
-    pairs = await Pairwise(suite, JudgeModels(settings), vague, cost_at(settings)).compare(trials)
+    pairs = await Pairwise(suite, _judges(settings), vague, cost_at(settings)).compare(trials)
     assert [p.error for p in pairs] == ["the judge did not answer A, B or tie: 'I like both.'"] * 2
     assert pairwise_lines(pairs)[1] == (
         "  model-a vs model-b: 0 wins, 0 ties, 0 losses (2 not judged: the judge did not answer A, B or tie: "
         "'I like both.')"
     )
     # No judge named (in-process: the command refuses before the run), and the offline one.
-    pairs = await Pairwise(suite.select(["tokyo"]), JudgeModels(settings), None, cost_at(settings)).compare(trials)
+    pairs = await Pairwise(suite.select(["tokyo"]), _judges(settings), None, cost_at(settings)).compare(trials)
     assert (
         pairs[0].skipped == "no judge: give --judge provider/name (or judge.model in the suite, or the check's model)"
     )
-    pairs = await Pairwise(suite, JudgeModels(settings), "offline", cost_at(settings)).compare(trials)
+    pairs = await Pairwise(suite, _judges(settings), "offline", cost_at(settings)).compare(trials)
     assert pairs[0].skipped == "offline cannot judge (the offline stand-in); give --judge provider/name"
     # A turn one model could not play is not compared.
     broken = trials[1].model_copy(update={"turns": [TurnResult(index=1, action="user: …", error="no prompt")]})
-    pairs = await Pairwise(suite, JudgeModels(settings), vague, cost_at(settings)).compare([trials[0], broken])
+    pairs = await Pairwise(suite, _judges(settings), vague, cost_at(settings)).compare([trials[0], broken])
     assert pairs[0].skipped == "model-b did not answer turn 1: it could not be played (no prompt)"
     assert pairs[1].skipped == "model-b did not answer turn 2: its trial ended before it (not played)"
     assert vague.remaining == 0
@@ -170,7 +174,7 @@ async def test_the_judge_over_an_openai_endpoint(openai_server: FakeOpenAI, tmp_
     )
     suite = parse_suite(SUITE).select(["tokyo"])
     suite = suite.model_copy(update={"cases": [_first_turn(suite.cases[0])]})
-    judges = JudgeModels(settings)
+    judges = _judges(settings)
     try:
         pairs = await Pairwise(suite, judges, "openai/fake-model", cost_at(settings)).compare(
             [_trial("model-a", 1), _trial("model-b", 1)]

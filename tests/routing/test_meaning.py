@@ -166,7 +166,7 @@ async def test_the_catalog_and_the_eval_file_agree(meaning: Meaning, make_settin
     from bot.cli.route import route_messages
 
     settings = make_settings(agents={"dirs": [str(DEV / "agents-examples")]}, routing={"strategy": "rule"})
-    assert {"debugger", "translator"} <= set(AgentCatalog.load(settings).agents)
+    assert {"debugger", "translator"} <= set(AgentCatalog.load(settings.agents, settings.plan).agents)
     sample = Path(settings.store.data_dir).parent / "sample.tsv"
     sample.write_text(
         "# label TAB message\n"

@@ -38,7 +38,7 @@ async def routed(router: Router, settings: Any, path: Path) -> list[str | None]:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 async def test_the_design_analyzer_takes_no_labelled_message_from_the_built_ins(settings: Any, path: Path) -> None:
-    catalog = AgentCatalog.load(settings)
+    catalog = AgentCatalog.load(settings.agents, settings.plan)
     before = Router(catalog.targets(), OfflineModel())
     keywords = ("bug", "error", "crash", "exception", "stack trace")
     analyzer = RouteTarget("debug-analyzer", keywords=keywords, priority=settings.routing.rule.strong_priority)
@@ -53,7 +53,7 @@ async def test_the_design_analyzer_takes_no_labelled_message_from_the_built_ins(
 
 
 async def test_the_design_sentence_goes_to_the_analyzer(settings: Any) -> None:
-    catalog = AgentCatalog.load(settings)
+    catalog = AgentCatalog.load(settings.agents, settings.plan)
     analyzer = RouteTarget("debug-analyzer", keywords=("bug", "error", "crash"), priority=80)
     router = Router([*catalog.targets(), analyzer], OfflineModel())
     decision = await router.decide("There's a bug in the login flow", settings.routing, "hybrid")
