@@ -27,14 +27,12 @@ from bot.delivery import Delivery
 from bot.events import ChatKey, InboundMessage
 from bot.fencing import NO_FENCES, Fences
 from bot.gateway.console_parts import announce_console, build_console
-from bot.gateway.intake import DurableInbox
+from bot.gateway.handling import build_handling
 from bot.gateway.mcp_pool import McpPool
-from bot.gateway.ops import OpsEndpoints
-from bot.gateway.parts import build_channels, builtin_tools, media_fetchers, status_of, warn_unknown_references
-from bot.gateway.scaled import ROLES, Role, ScaleOut, ScaleParts, connect_redis, make_bus
+from bot.gateway.parts import build_channels, build_media, builtin_tools, status_of, warn_unknown_references
+from bot.gateway.scaled import ROLES, Role, ScaleOut, connect_redis, make_bus
 from bot.gateway.settled import HandledEvents
-from bot.gateway.starter import ChannelStarter, Progress
-from bot.gateway.supervisor import Supervisor
+from bot.gateway.starter import Progress
 from bot.gateway.turns import ChatTurns
 from bot.http import HttpServer
 from bot.interrupts.expiry import ExpiryTimers
@@ -42,7 +40,6 @@ from bot.interrupts.service import InterruptService
 from bot.jobs.service import JobService
 from bot.jobs.tools import job_tools
 from bot.jobs.triggers import Trigger
-from bot.media.service import MediaService
 from bot.memory.service import SESSION_TOOL, MemoryService
 from bot.models import ModelCatalog, ModelWrap
 from bot.ops.budgets import Budgets
@@ -51,7 +48,7 @@ from bot.pairing import Pairing
 from bot.routing import Router
 from bot.routing.policy import RoutePolicy
 from bot.runs.catalog import AgentCatalog
-from bot.runs.manager import RunManager, ToolPool
+from bot.runs.manager import RunConfig, RunManager, ToolPool
 from bot.runs.recovery import RecoveryReport, recover
 from bot.runs.scheduled import ScheduledMessages
 from bot.store.sql import SqlStore, store_from_settings
@@ -124,7 +121,15 @@ class Gateway:
         """Scaled out (``bus.url``): the Redis client of the bus, the relay, the leases (the parts are built last)."""
         self.scale: ScaleOut | None = None
         self.metrics = Metrics()
-        self.models = ModelCatalog(self.settings, model, self.metrics, self.clock, self.wrap_models)
+        self.models = ModelCatalog(
+            self.settings.model,
+            model,
+            self.metrics,
+            self.clock,
+            self.wrap_models,
+            timezone=self.settings.jobs.timezone,
+            inline_max_mb=self.settings.media.inline_max_mb,
+        )
         self.model = self.models.main
         self.store: SqlStore = store or store_from_settings(
             self.settings.store,
@@ -190,7 +195,7 @@ class Gateway:
         """Scheduled messages, media, jobs, the tools agents may be offered, memory."""
         caps = (self.settings.jobs.max_reminders_per_chat, self.settings.jobs.max_reminders_per_user)
         self.scheduled = ScheduledMessages(self.repos.scheduled, self.delivery, self.clock, self.fences, caps)
-        self.media = MediaService(self.settings, self.model, self.delivery, self.clock, media_fetchers())
+        self.media = build_media(self.settings, self.model, self.delivery, self.clock)
         self.jobs = (
             JobService(
                 self.settings.jobs,
@@ -223,15 +228,23 @@ class Gateway:
 
     def _build_runs(self) -> None:
         """Agents, routing, MCP, budgets, the run manager and the interrupts."""
-        self.catalog = AgentCatalog.load(self.settings)
+        self.catalog = AgentCatalog.load(self.settings.agents, self.settings.plan)
         warn_unknown_references(
             self.catalog,
             {t.name for t in [*self.tools, *self.memory.tools()]} | {SESSION_TOOL},
             set(self.settings.mcp.servers),
         )
-        self.router = Router.for_settings(self.catalog.targets(), self.models, self.settings)
-        self.routes = RoutePolicy(self.settings, self.store, self.catalog, self.router)
-        self.mcp = McpPool(self.settings, self.delivery.send, self.clock)
+        self.router = Router.configured(self.catalog.targets(), self.models, self.settings.routing)
+        self.routes = RoutePolicy(
+            self.settings.routing,
+            self.store,
+            self.catalog,
+            self.router,
+            route_chars=self.settings.limits.route_chars,
+            origin=self.settings.origin,
+            load_agents=lambda: AgentCatalog.load(self.settings.agents, self.settings.plan),
+        )
+        self.mcp = McpPool(self.settings.mcp.servers, self.delivery.send, self.clock)
         self.tool_pool = ToolPool(self.tools, self.mcp)
         """Every tool an agent could be offered: built-in, gateway and its MCP servers' (connected lazily)."""
         self.budgets = (
@@ -240,8 +253,17 @@ class Gateway:
             else None
         )
         self.timers = ExpiryTimers(self.clock)
+        s = self.settings
         self.manager = RunManager(
-            settings=self.settings,
+            config=RunConfig(
+                handoffs=s.handoffs,
+                interrupts=s.interrupts,
+                channels=s.channels,
+                store=s.store,
+                media=s.media,
+                model=s.model,
+                memory=s.memory,
+            ),
             store=self.store,
             runs=self.runs,
             catalog=self.catalog,
@@ -296,67 +318,12 @@ class Gateway:
         register_pairing_commands(context, self.pairing)
 
     def _build_handling(self, progress: Progress | None) -> None:
-        """The supervisor (the inbound pipeline), the durable inbox, channel start-up, health, metrics and the web
-        console (served by :meth:`start`)."""
-        self.supervisor = Supervisor(
-            settings=self.settings,
-            store=self.store,
-            delivery=self.delivery,
-            catalog=self.catalog,
-            manager=self.manager,
-            interrupts=self.interrupts,
-            runs=self.runs,
-            routes=self.routes,
-            commands=self.commands,
-            access=self.access,
-            turns=self.turns,
-            tracing=self.tracing,
-            media=self.media.intake,
-            clock=self.clock,
-            handled=self.handled,
-        )
-        self.inbox = DurableInbox(
-            self.store,
-            self.bus,
-            access=self.access,
-            limits=self.settings.limits,
-            notify=self.delivery.send,
-            press_check=self.supervisor.check_press if self.role == "all" else None,
-            handled_here=self.redis is None,
-            metrics=self.metrics,
-            clock=self.clock.monotonic,
-        )
-        self.starter = ChannelStarter(self.channels, self.inbox, progress=progress)
-        if self.redis is not None:
-            self.scale = ScaleOut(
-                ScaleParts(
-                    settings=self.settings,
-                    store=self.store,
-                    runs=self.runs,
-                    manager=self.manager,
-                    interrupts=self.interrupts,
-                    scheduled=self.scheduled,
-                    supervisor=self.supervisor,
-                    turns=self.turns,
-                    inbox=self.inbox,
-                    delivery=self.delivery,
-                    starter=self.starter,
-                    fences=self.fences,
-                    clock=self.clock,
-                ),
-                self.role,
-                self.redis,
-            )
+        """The handling side (:mod:`bot.gateway.handling`: the supervisor and its pipeline, the durable inbox,
+        channel start-up, the scaled-out parts, health and metrics), then the web console (served by :meth:`start`)."""
+        handling = build_handling(self, progress)
+        self.supervisor, self.inbox, self.starter = handling.supervisor, handling.inbox, handling.starter
+        self.scale, self.ops = handling.scale, handling.ops
         self.http: HttpServer | None = None
-        self.ops = OpsEndpoints(
-            self.settings.metrics,
-            self.metrics,
-            self.repos.console,
-            self.bus,
-            started=self.is_started,
-            redis=self.redis,
-            **self.scale.ops_checks() if self.scale is not None else {},
-        )
         self.web = build_console(self, self.inbox.submit) if self.settings.web.enabled else None
         self.recovery: RecoveryReport | None = None
         self._started = False

@@ -1,7 +1,7 @@
 """The inbound pipeline: an ordered list of named stages, each with one job, that every event goes through.
 
-Like aiogram's middlewares, but a list you read in one place (:data:`STAGE_NAMES`, built by
-:func:`bot.gateway.stages.build_stages`).  A stage looks at the :class:`Arrival` (the event and what the stages
+Like aiogram's middlewares, but a list you read in one place (:func:`bot.gateway.handling.build_pipeline` builds
+it, each stage with exactly what it uses).  A stage looks at the :class:`Arrival` (the event and what the stages
 before it learned) and either passes it on (returns None) or ends it with an :data:`Outcome`, which says how
 the event is marked handled, the one way for each kind:
 
@@ -9,8 +9,9 @@ the event is marked handled, the one way for each kind:
 - :class:`Answered`: marked handled (with the person's message when it is kept), then a reply or notice;
 - :class:`Handled`: the stage's own work marked it, in the same write as what it did (a resolution, a run).
 
-Stages from the first ``tracked`` one on run as the chat's request: ``/cancel`` may stop them, and a crash there
-ends the event as handled and the chat's running run as failed (the supervisor's :meth:`tracked`).
+:class:`AsRequest` is a wrapping stage: the stages inside it run as the chat's request (``/cancel`` may stop them,
+and a crash there ends the event as handled and the chat's running run as failed: the desk's :meth:`Desk.tracked`),
+and the outcome one of them ends the event with is settled there too.
 """
 
 from __future__ import annotations
@@ -26,11 +27,6 @@ from bot.routing import RouteDecision
 from bot.runs.catalog import AgentDef
 from bot.store.rows import InterruptRow
 from bot.store.values import Change
-
-STAGE_NAMES = ("identify", "access", "addressed", "command", "media", "pending", "route", "run")
-"""The stages in the order every inbound event meets them (:func:`bot.gateway.stages.build_stages` builds them
-in this order; a test holds the two together).  ``media`` comes before ``pending``: a voice note or a photo
-that answers a pending question is read into text first."""
 
 
 @dataclass(slots=True)
@@ -53,7 +49,6 @@ class Arrival:
     routing: RoutingSection | None = None
     decision: RouteDecision | None = None
     agent: AgentDef | None = None
-    tracked: bool = False
 
     @classmethod
     def of(cls, event: InboundEvent) -> Arrival:
@@ -94,7 +89,6 @@ class Stage(Protocol):
     """One step of the pipeline: returns None to pass the turn on, or the turn's outcome."""
 
     name: ClassVar[str]
-    tracked: ClassVar[bool]
 
     async def __call__(self, turn: Arrival) -> Outcome | None: ...
 
@@ -114,44 +108,23 @@ class Desk(Protocol):
 
 
 @dataclass
-class Pipeline:
-    """Runs each event through ``stages`` until one ends it, then settles the outcome on ``desk``."""
+class Settle:
+    """Marks an event handled the one way its outcome's kind says, and counts the outcomes by stage."""
 
-    stages: Sequence[Stage]
     desk: Desk
-    outcomes: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
     """How many events each stage ended, by ``stage:kind`` (for tests and debugging)."""
 
-    @property
-    def names(self) -> list[str]:
-        return [stage.name for stage in self.stages]
-
-    async def run(self, turn: Arrival) -> None:
-        await self._from(turn, 0)
-
-    async def _from(self, turn: Arrival, first: int) -> None:
-        stages = self.stages
-        for index in range(first, len(stages)):
-            stage = stages[index]
-            if stage.tracked and not turn.tracked:
-                turn.tracked = True
-                await self.desk.tracked(turn, self._from(turn, index))
-                return
-            outcome = await stage(turn)
-            if outcome is not None:
-                await self.settle(turn, stage.name, outcome)
-                return
-
-    async def settle(self, turn: Arrival, stage: str, outcome: Outcome) -> None:
-        """Mark the event handled the one way ``outcome``'s kind says."""
+    async def __call__(self, turn: Arrival, stage: str, outcome: Outcome) -> None:
         tally = f"{stage}:{type(outcome).__name__.lower()}"
-        self.outcomes[tally] = self.outcomes.get(tally, 0) + 1
+        self.counts[tally] = self.counts.get(tally, 0) + 1
         if isinstance(outcome, Handled):
             return
+        desk = self.desk
         if isinstance(outcome, Ignored):
-            await self.desk.mark(turn)
+            await desk.mark(turn)
             return
-        if not await self.desk.mark(turn, outcome.stored):
+        if not await desk.mark(turn, outcome.stored):
             return
         text = outcome.text
         if outcome.then is not None:
@@ -159,6 +132,62 @@ class Pipeline:
         if not text:
             return
         if outcome.notice:
-            await self.desk.notice(turn.chat, text)
+            await desk.notice(turn.chat, text)
         else:
-            await self.desk.send(OutboundMessage(chat=turn.chat, text=text, reply_to=turn.event.id))
+            await desk.send(OutboundMessage(chat=turn.chat, text=text, reply_to=turn.event.id))
+
+
+SETTLED = Handled("settled inside a wrapping stage")
+"""What a wrapping stage returns once one of its stages ended the event (already settled, so counted once)."""
+
+
+@dataclass
+class AsRequest:
+    """A wrapping stage: ``stages`` run as the chat's request (:meth:`Desk.tracked`: ``/cancel`` may stop them, a
+    crash ends the event as handled and the chat's running run as failed), and the outcome one of them ends the
+    event with is settled there, counted under that stage's name."""
+
+    stages: Sequence[Stage]
+    settle: Settle
+    name: ClassVar[str] = "request"
+
+    async def __call__(self, turn: Arrival) -> Outcome | None:
+        await self.settle.desk.tracked(turn, self._through(turn))
+        return SETTLED
+
+    async def _through(self, turn: Arrival) -> None:
+        for stage in self.stages:
+            outcome = await stage(turn)
+            if outcome is not None:
+                await self.settle(turn, stage.name, outcome)
+                return
+
+
+@dataclass
+class Pipeline:
+    """Runs each event through ``stages`` until one ends it, then settles the outcome (:class:`Settle`)."""
+
+    stages: Sequence[Stage]
+    settle: Settle
+
+    @property
+    def names(self) -> list[str]:
+        """The stages' names in the order events meet them (a wrapping stage's own stages in its place)."""
+        return [
+            inner.name
+            for stage in self.stages
+            for inner in (stage.stages if isinstance(stage, AsRequest) else (stage,))
+        ]
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        """How many events each stage ended, by ``stage:kind``."""
+        return self.settle.counts
+
+    async def run(self, turn: Arrival) -> None:
+        for stage in self.stages:
+            outcome = await stage(turn)
+            if outcome is not None:
+                if outcome is not SETTLED:
+                    await self.settle(turn, stage.name, outcome)
+                return

@@ -1,6 +1,7 @@
-"""The inbound pipeline's stages, one job each, and :func:`build_stages`, the one place that orders them.
+"""The inbound pipeline's stages, one job each, each holding exactly what it uses.
 
-See :mod:`bot.gateway.pipeline` for how a stage passes a turn on or ends it.
+See :mod:`bot.gateway.pipeline` for how a stage passes a turn on or ends it, and
+:func:`bot.gateway.handling.build_pipeline` for the one list that orders them.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from typing import ClassVar
 from agents.messages import Message
 from bot.access import AccessPolicy
 from bot.commands.registry import CommandCall, CommandRegistry, parse_command
-from bot.config.settings import Settings
+from bot.config.settings import ChannelsSection
 from bot.events import Action, InboundMessage, OutboundMessage
-from bot.gateway.pipeline import STAGE_NAMES, Answered, Arrival, Desk, Handled, Ignored, Outcome, Stage
+from bot.gateway.pipeline import Answered, Arrival, Desk, Handled, Ignored, Outcome
 from bot.ids import fast_id
 from bot.interrupts.service import InterruptService
 from bot.media.intake import MediaIntake
@@ -37,7 +38,6 @@ class Identify:
 
     access: AccessPolicy
     name: ClassVar[str] = "identify"
-    tracked: ClassVar[bool] = False
 
     async def __call__(self, turn: Arrival) -> Outcome | None:
         admission = await self.access.admit(turn.event)
@@ -53,7 +53,6 @@ class Access:
     here only after a configuration change (recovery)."""
 
     name: ClassVar[str] = "access"
-    tracked: ClassVar[bool] = False
 
     async def __call__(self, turn: Arrival) -> Outcome | None:
         if not turn.allowed:
@@ -69,9 +68,9 @@ class Addressed:
     waits for."""
 
     runs: Runs
-    settings: Settings
+    channels: ChannelsSection
+    """Whose messages must mention the bot (each channel's ``mention_policy``)."""
     name: ClassVar[str] = "addressed"
-    tracked: ClassVar[bool] = False
 
     async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
@@ -87,7 +86,7 @@ class Addressed:
         return Ignored("not addressed")
 
     def _mention_required(self, turn: Arrival) -> bool:
-        config = getattr(self.settings.channels, turn.chat.channel, None)
+        config = getattr(self.channels, turn.chat.channel, None)
         return config is not None and config.mention_policy == "mention"
 
 
@@ -98,7 +97,6 @@ class Command:
     commands: CommandRegistry
     bot_names: frozenset[str]
     name: ClassVar[str] = "command"
-    tracked: ClassVar[bool] = False
 
     async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
@@ -118,7 +116,6 @@ class Media:
     media: MediaIntake | None
     desk: Desk
     name: ClassVar[str] = "media"
-    tracked: ClassVar[bool] = False
 
     async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
@@ -146,7 +143,6 @@ class Pending:
 
     interrupts: InterruptService
     name: ClassVar[str] = "pending"
-    tracked: ClassVar[bool] = True
 
     async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
@@ -172,7 +168,6 @@ class Route:
     routes: RoutePolicy
     catalog: AgentCatalog
     name: ClassVar[str] = "route"
-    tracked: ClassVar[bool] = True
 
     async def __call__(self, turn: Arrival) -> Outcome | None:
         event = turn.event
@@ -220,7 +215,6 @@ class Run:
     tracing: Tracing | None
     desk: Desk
     name: ClassVar[str] = "run"
-    tracked: ClassVar[bool] = True
 
     async def __call__(self, turn: Arrival) -> Outcome | None:
         event, agent, decision, config = turn.event, turn.agent, turn.decision, turn.routing
@@ -264,37 +258,3 @@ class Run:
         message = said if said is not None and said.text == text else Message.user(text, turn.media)
         await self.manager.start(run, agent, message, recorded=True)
         return Handled("run")
-
-
-@dataclass
-class StageParts:
-    """What the stages use."""
-
-    settings: Settings
-    access: AccessPolicy
-    desk: Desk
-    store: ChatReads
-    runs: Runs
-    commands: CommandRegistry
-    interrupts: InterruptService
-    routes: RoutePolicy
-    catalog: AgentCatalog
-    manager: RunManager
-    media: MediaIntake | None = None
-    tracing: Tracing | None = None
-
-
-def build_stages(p: StageParts) -> list[Stage]:
-    """Every stage, in the order every inbound event meets them (:data:`~bot.gateway.pipeline.STAGE_NAMES`)."""
-    stages: list[Stage] = [
-        Identify(p.access),
-        Access(),
-        Addressed(p.runs, p.settings),
-        Command(p.commands, frozenset({p.settings.bot.name.lower()})),
-        Media(p.media, p.desk),
-        Pending(p.interrupts),
-        Route(p.routes, p.catalog),
-        Run(p.runs, p.store, p.manager, p.tracing, p.desk),
-    ]
-    assert tuple(s.name for s in stages) == STAGE_NAMES
-    return stages

@@ -1,10 +1,10 @@
 """The Supervisor: every inbound event goes through the pipeline (:mod:`bot.gateway.pipeline`), in the chat's place
 on the bus (one event per chat at a time).
 
-The stages (:func:`bot.gateway.stages.build_stages`, in one list): identify → access → addressed → command → media
-→ pending → route → run.  Every accepted message is stored before anything is answered.  ``/cancel`` and ``/stop``
-for a busy chat skip its queue (:class:`~bot.gateway.turns.ChatTurns` is the bus's urgency predicate) and come to
-:meth:`Supervisor.handle_urgent`.
+The stages (:func:`bot.gateway.handling.build_pipeline`, in one list): identify → access → addressed → command →
+media → then, as the chat's request, pending → route → run.  Every accepted message is stored before anything is
+answered.  ``/cancel`` and ``/stop`` for a busy chat skip its queue (:class:`~bot.gateway.turns.ChatTurns` is the
+bus's urgency predicate) and come to :meth:`Supervisor.handle_urgent`.
 
 When the database cannot take the write that marks an event handled (a full disk, a lock), the event is not
 dropped: the same write is tried again with backoff (:data:`RETRY_FIRST_S` doubling up to :data:`RETRY_CAP_S`)
@@ -17,34 +17,28 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from agents.messages import Message
 from bot.access import AccessPolicy
 from bot.clock import SYSTEM_CLOCK, Clock
-from bot.commands.registry import CommandRegistry
-from bot.config.settings import Settings
+from bot.config.settings import LimitsSection
 from bot.delivery import Delivery
 from bot.events import Action, ChatKey, InboundEvent, InboundMessage, OutboundMessage
 from bot.fencing import LeaseLost
-from bot.gateway.pipeline import Arrival, Pipeline
+from bot.gateway.pipeline import Arrival, Desk, Pipeline
 from bot.gateway.settled import HandledEvents
-from bot.gateway.stages import StageParts, build_stages
 from bot.gateway.turns import ChatTurns
 from bot.interrupts.service import InterruptService
-from bot.media.intake import MediaIntake
 from bot.retry import Backoff, retry
-from bot.routing.policy import RoutePolicy
-from bot.runs.catalog import AgentCatalog
 from bot.runs.manager import RunManager
 from bot.store.base import EventNotStored, StoreError, StoreUnavailable
 from bot.store.ports import Runs, TurnStore
 from bot.store.retry import DELAYED
 from bot.store.values import Change
 from bot.tracing.context import correlated
-from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -76,19 +70,17 @@ class Supervisor:
     """Runs each inbound event through the pipeline; marks events handled (retrying a refused write), speaks in
     chats, and runs each chat's request where ``/cancel`` can stop it (the pipeline's :class:`Desk`)."""
 
-    settings: Settings
+    limits: LimitsSection
+    """``notice_interval_s``: how often a chat is told that its answer is delayed."""
     store: TurnStore
     delivery: Delivery
-    catalog: AgentCatalog
     manager: RunManager
     interrupts: InterruptService
     runs: Runs
-    routes: RoutePolicy
-    commands: CommandRegistry
     access: AccessPolicy
     turns: ChatTurns
-    tracing: Tracing | None = None
-    media: MediaIntake | None = None
+    build_pipeline: InitVar[Callable[[Desk], Pipeline]]
+    """The pipeline, built with this supervisor as its desk (:func:`bot.gateway.handling.build_pipeline`)."""
     clock: Clock = SYSTEM_CLOCK
     """Waits between attempts at a refused write, and the spacing of "delayed" notices."""
     handled: HandledEvents | None = None
@@ -98,22 +90,8 @@ class Supervisor:
     """When each chat was last told that its answer is delayed (monotonic clock)."""
     _notices: set[asyncio.Task[None]] = field(default_factory=set)
 
-    def __post_init__(self) -> None:
-        parts = StageParts(
-            settings=self.settings,
-            access=self.access,
-            desk=self,
-            store=self.store,
-            runs=self.runs,
-            commands=self.commands,
-            interrupts=self.interrupts,
-            routes=self.routes,
-            catalog=self.catalog,
-            manager=self.manager,
-            media=self.media,
-            tracing=self.tracing,
-        )
-        self.pipeline = Pipeline(build_stages(parts), self)
+    def __post_init__(self, build_pipeline: Callable[[Desk], Pipeline]) -> None:
+        self.pipeline = build_pipeline(self)
 
     async def check_press(self, action: Action) -> str | None:
         """For adapters, before they publish a press: why it would be refused (a toast), or None."""
@@ -280,7 +258,7 @@ class Supervisor:
         path (a notice that cannot go out holds nothing up)."""
         now = self.clock.monotonic()
         told = self._delayed.get(chat)
-        if told is not None and now - told < self.settings.limits.notice_interval_s:
+        if told is not None and now - told < self.limits.notice_interval_s:
             return
         self._delayed[chat] = now
         self._delayed.move_to_end(chat)
