@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 
+from bot.clock import SYSTEM_CLOCK, Clock
 from bot.config.channels import ChannelSection as ChannelSection  # its settings' common keys (a contract)
 from bot.events import OutboundMessage
 from bot.inbox import Inbox
@@ -97,8 +98,8 @@ class BuildContext:
     """Waits until everything received so far was handled (a console uses it to pace its prompt)."""
     rate_limited: Callable[[str], None] | None = None
     """Told the channel's name each time its platform answers 429 (a metric)."""
-    clock: Any = None
-    """The gateway's clock (a ``bot.clock.Clock``: a test's fake one too); None: real time."""
+    clock: Clock = SYSTEM_CLOCK
+    """The gateway's clock (a test's fake one too): every wait and back-off of the channel goes on it."""
     started: Callable[[], Awaitable[object]] | None = None
     """Waits until the gateway has started (a terminal shows its first prompt after the start-up lines)."""
 

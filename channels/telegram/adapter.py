@@ -472,5 +472,5 @@ class TelegramChannel:
 
 def build(settings: TelegramSettings, context: BuildContext) -> TelegramChannel:
     """The channel plugin's factory (:mod:`channels.registry`)."""
-    clock: Clock = context.clock or SYSTEM_CLOCK
+    clock = context.clock
     return TelegramChannel(settings, on_rate_limit=context.limiter("telegram"), clock=clock)
