@@ -150,7 +150,8 @@ class Delivery:
         self._channels: dict[str, ChannelOut] = {}
         self._remote: set[str] = set()
         """Channels that mark what they deliver themselves (:class:`MarksSent`): asked once, at registration (an
-        ``isinstance`` against a runtime protocol walks the class's attributes: 2 % of a message's CPU)."""
+        ``isinstance`` against a runtime protocol walks the class's attributes; measured: see bench/README.md,
+        "Per-message micro-optimisations")."""
         self._metrics = metrics
         self._secrets = tuple(sorted({v for v in secrets if len(v) >= 8}, key=len, reverse=True))
         self._marks = marks

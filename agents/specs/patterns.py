@@ -11,11 +11,12 @@ and two shapes of pattern make a search on a long near-miss explode:
 - **quadratic**: an unbounded repeat that can run over most of the text before
   the rest of the pattern fails (``[^,]+,`` on text without commas, ``fix.*test``
   on many "fix" and no "test"), tried again from every position (or every "fix"):
-  a 16 KB message costs a third of a second.  Measured: the pattern is searched in
+  a long message costs a noticeable part of a second (figures: bench/README.md,
+  "Slow trigger patterns").  Measured: the pattern is searched in
   near-miss texts made of its own literals and common characters; one whose time
   grows faster than the text is **searched only in the first** :data:`BOUNDED_CHARS`
   **characters** of a message (a trigger names what a request is about, and a request
-  says that early; 1 K of the worst near-miss costs ``fix.*test`` under 1 ms), and it
+  says that early, and that prefix of the worst near-miss costs ``fix.*test`` little), and it
   is refused only when even that prefix costs more than :data:`_WINDOW_BUDGET_S`
   (``fix.*test.*done``: cubic), with the repeat that is slow and a bounded rewrite.
 

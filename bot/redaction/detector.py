@@ -40,8 +40,8 @@ a name on (``token = access_token``, ``password=password``, ``connect(password=p
 ``tests/bot/test_redaction.py`` holds the table of both.
 
 Every stored or traced text comes through here, so most cost almost nothing: one lower-casing, one search of a
-prefix-tree pattern of every trigger word, one search for four digits in a row (95% of the routing corpora's chat
-messages stop there).
+prefix-tree pattern of every trigger word, one search for four digits in a row (most chat messages stop there:
+see bench/README.md, "Per-message micro-optimisations").
 """
 
 from __future__ import annotations

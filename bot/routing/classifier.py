@@ -123,7 +123,7 @@ def _normalised(text: str, settings: FeatureSettings) -> tuple[list[str], str]:
     limit = settings.max_chars
     norm = text[:limit]
     if norm.isascii():  # ASCII is already NFKC and has no CJK; the check is O(1)
-        if settings.digits:  # lower case and digits in one C-level pass: 0.12 us against 0.7 for lower + re.sub
+        if settings.digits:  # lower case and digits in one C-level pass (bench/README.md)
             return [], norm.encode().translate(_ASCII_FOLD).decode()
         return [], norm.lower()
     # NFKC may lengthen text (one ligature becomes several letters), so cut again afterwards.

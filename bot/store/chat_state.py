@@ -34,11 +34,12 @@ class ChatState:
     covered: int = 0
     """How many of the oldest ``messages`` the summary covers (ids up to ``summary_upto``), and their size below:
     kept as messages come and go, so that neither the window nor the check for a fold walks them (a long chat's
-    summarised turns cost ~0.1 ms a message to walk: 15 % of ``bench/gateway.py`` once chats had a summary)."""
+    summarised turns were a large share of ``bench/gateway.py`` to walk once chats had a summary; measured: see
+    bench/README.md, "The store's caches")."""
     covered_size: int = 0
     media: int = 0
     """How many of ``messages`` carry files: when no more than a model is shown, nothing needs leaving out (a walk
-    over the history per run saved: 4 % of ``bench/gateway.py``)."""
+    over the history per run saved; measured: see bench/README.md, "The store's caches")."""
 
     @classmethod
     def loaded(cls, rows: list[tuple[int, Message]], limit: int) -> ChatState:
@@ -145,10 +146,8 @@ def _between(messages: deque[Message], start: int, end: int) -> list[Message]:
     Every message copied is a cache miss on a long chat's cold history (its reference count is touched), and a
     list made from an ``islice`` grows as it fills: ``list(islice(messages, start, end))`` also walked the
     ``start`` messages before the window.  The whole deque copied at its known length, with the few left out
-    dropped, costs 5.3 µs less a window of a 109-message chat (22.5 -> 15.8 µs with the runner's copy of it;
-    9.2 less at 200 messages), and a window after a summary covering 100 or 150 of 200 messages, copied from
-    the right end (only its own messages are touched), 2.2 and 5.3 less (cold caches: 200 chats in turn,
-    medians of 8 interleaved passes, same process).
+    dropped, costs less, and a window after a summary, copied from the right end, touches only its own messages
+    (measured: see bench/README.md, "Per-message micro-optimisations").
     """
     n = len(messages)
     if start + n - end <= _TRIMMED:

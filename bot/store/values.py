@@ -64,8 +64,8 @@ if sys.version_info >= (3, 12):
 else:
     utcnow = datetime.utcnow
     """Naive UTC, the representation of the schema's ``DateTime`` columns: not deprecated before 3.12, and a tenth
-    of the cost of ``now(UTC).replace(tzinfo=None)`` (``replace`` parses its keywords for ~1 µs; a message takes
-    eight timestamps, an interrupt cycle twenty)."""
+    of the cost of ``now(UTC).replace(tzinfo=None)`` (``replace`` parses its keywords; a message takes eight
+    timestamps, an interrupt cycle twenty; measured: see bench/README.md, "Per-message micro-optimisations")."""
 
 
 # -- jobs ------------------------------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ from bot.config.web import WebSection
 from bot.store.ports import WebSessionRepo
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
-"""RFC 7914's interactive parameters (16 MiB, about 50 ms here): a leaked hash costs an attacker the same."""
+"""RFC 7914's interactive parameters (16 MiB; the time a hash takes: see bench/README.md, "The web console's password
+hash"): a leaked hash costs an attacker the same."""
 
 
 def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
@@ -57,7 +58,7 @@ def verify_password(password: str, stored: str) -> bool:
 @cache
 def _dummy() -> str:
     """Checked against for an unknown name, so the answer takes as long as for a known one (made on first use:
-    a hash costs 40 ms, and most gateways never serve the console)."""
+    a hash takes a noticeable time, and most gateways never serve the console)."""
     return hash_password("not-a-real-password")
 
 

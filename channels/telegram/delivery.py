@@ -104,8 +104,9 @@ _RESPONSE_MODELS: dict[Any, Any] = {}
 
 def keep_response_model(method: TelegramMethod[Any]) -> None:
     """aiogram reads every answer with ``Response[T]``, a pydantic generic model that pydantic caches only
-    weakly: after each garbage collection the next call built it again (measured: a fifth of a busy gateway's
-    time in Telegram calls went to making these classes).  Held here, each is made once per process."""
+    weakly: after each garbage collection the next call built it again, and a busy gateway's Telegram calls spent
+    much of their time making these classes (measured: see bench/README.md, "Telegram's answer models").  Held
+    here, each is made once per process."""
     returning = method.__returning__
     if returning not in _RESPONSE_MODELS:
         _RESPONSE_MODELS[returning] = Response[returning]  # type: ignore[valid-type]

@@ -152,9 +152,8 @@ class ChatStateCache:
     order) and bounded by ``capacity`` chats.  Valid only while this process owns the chats: when a partition
     moves to or from this worker, :meth:`forget` drops its chats (another process may write them meanwhile).
 
-    What it saves (``bench/gateway.py --cache-chats 1`` vs the default 1,000, 200 chats, two pairs back to
-    back): 1,601-1,665 vs 614-714 msg/s, p50 2.9-3.6 vs 4.8-5.3 ms; 606 reads in a run vs 34,000-39,000 (every
-    message reads history, settings and its pending interrupt without it).
+    Without it every message reads its history, settings and pending interrupt: ``bench/gateway.py
+    --cache-chats 1`` against the default measures what it saves (see bench/README.md, "The store's caches").
     """
 
     def __init__(

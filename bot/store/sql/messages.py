@@ -15,7 +15,8 @@ from bot.store.sql.ops import INSERT_MESSAGE, INSERT_MESSAGES_HEAD, MESSAGE_ROW,
 def message_row(chat_key: str, message: Message, at: Any) -> tuple[Any, ...]:
     """A history row; secrets the redaction step finds are not stored (the cached message, which this process's
     next turns read, keeps them)."""
-    # What ``model_dump_json`` returns, without its Python wrapper's keywords: 0.8 µs against 1.3 (twice a message).
+    # What ``model_dump_json`` returns, without its Python wrapper's keywords (twice a message; measured: see
+    # bench/README.md, "Per-message micro-optimisations").
     data = message.__pydantic_serializer__.to_json(message, exclude_defaults=True).decode()
     return (chat_key, message.role, message.agent, redact_json(data), at)
 

@@ -54,7 +54,8 @@ class Step:
         many: bool = False,
     ) -> None:
         # Through the slots' own setters: the generated ``__init__`` of a frozen dataclass calls
-        # ``object.__setattr__`` for each field, 1.0 µs a step against 0.4 (a message makes eight steps).
+        # ``object.__setattr__`` for each field, more than twice the cost (a message makes eight steps; measured: see
+        # bench/README.md, "Per-message micro-optimisations").
         _set_sql(self, sql)
         _set_params(self, params)
         _set_guard(self, guard)
@@ -143,7 +144,8 @@ MESSAGE_ROW = "(?, ?, ?, ?, ?)"
 ROWID_INSERTS = {sql: sql.removesuffix(" RETURNING id") for sql in (INSERT_MESSAGE, INSERT_OUTBOX)}
 """Statements that insert ONE row and return its ``id``, an ``INTEGER PRIMARY KEY`` (SQLite's rowid), by the same
 statement without ``RETURNING``: the SQLite writer runs that one and hands back ``cursor.lastrowid`` as the row
-(``RETURNING`` and fetching its row cost 4-5 µs a statement; a message took three).  Only plain inserts belong
+(``RETURNING`` and fetching its row cost more than the statement's own work, and a message took three; measured:
+see bench/README.md, "Per-message micro-optimisations").  Only plain inserts belong
 here: an ``ON CONFLICT`` clause or a trigger would leave ``lastrowid`` at another row."""
 DELETE_HISTORY = f"DELETE FROM {_M} WHERE chat_key = ?"
 UPSERT_SETTING = (

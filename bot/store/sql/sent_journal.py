@@ -1,14 +1,14 @@
 """The outbox entries this process sent whose "sent" mark may not be committed yet (SQLite, one process).
 
-Marking an entry sent is a database write, and until it commits a crash makes the next start send the entry
-again.  :class:`~bot.delivery.Delivery` hands a channel's committed entries over one at a time, so that at most
-one of them is ever in that state; waiting for a commit between two of them, though, would put a round trip
-through the writer (1-2 ms on a busy event loop) between any two messages of a channel.  So the moment an
-entry's send returns, one line naming it is appended to this file beside the database (``bot.db-sent``): a
-``write`` of about 60 bytes, no fsync.  Once ``write`` returns the kernel holds it, so it survives the process
-being killed (a power cut may lose it: the entry is then sent again, as it would be without the journal).  The
-database mark follows in the next group commit, and the next start marks what the journal lists instead of
-sending it again.  Lines whose marks are committed are dropped now and then (:meth:`SentJournal.drop`).
+Marking an entry sent is a database write, and until it commits a crash makes the next start send the entry again.
+:class:`~bot.delivery.Delivery` hands a channel's committed entries over one at a time, so that at most one of them is
+ever in that state; waiting for a commit between two of them, though, would put a round trip through the writer between
+any two messages of a channel (measured: see bench/README.md, "Sent marks").  So the moment an entry's send returns, one
+line naming it is appended to this file beside the database (``bot.db-sent``): a ``write`` of about 60 bytes, no fsync.
+Once ``write`` returns the kernel holds it, so it survives the process being killed (a power cut may lose it: the entry
+is then sent again, as it would be without the journal).  The database mark follows in the next group commit, and the
+next start marks what the journal lists instead of sending it again.  Lines whose marks are committed are dropped now
+and then (:meth:`SentJournal.drop`).
 
 A listed id must always mean the row that was sent: outbox ids are never reused (``AUTOINCREMENT``, migration
 0014); the store checks that before it keeps a journal.
@@ -176,8 +176,8 @@ class SentJournal:
 class SentMarks:
     """The "sent" marks of plain replies the journal lists, queued as ONE write per turn of the event loop.
 
-    The replies of one group commit are sent in the same turn of the loop; their marks go as one ``executemany``
-    delete (a write and a statement per reply cost about 15 µs of the event loop's time each).  The journal
+    The replies of one group commit are sent in the same turn of the loop; their marks go as one ``executemany`` delete
+    (a write and a statement per reply each cost the event loop time: see bench/README.md, "Sent marks").  The journal
     lists them meanwhile, so a crash before the write commits does not send them again.
     """
 
@@ -242,7 +242,8 @@ def mark_steps(outbox_id: int, ref: str | None, interrupt_id: str | None) -> lis
 
 def _line(outbox_id: int, sent: Sent) -> str:
     """``{"sent":1,"ref":"…","interrupt":null}`` and a newline: what ``json.dumps`` with compact separators writes,
-    put together around the C string encoder (0.6 µs a line; a JSON encoder's ``encode`` took 3.7)."""
+    put together around the C string encoder, a fraction of a JSON encoder's ``encode``
+    (measured: see bench/README.md, "Per-message micro-optimisations")."""
     ref, interrupt_id = sent.ref, sent.interrupt_id
     return (
         f'{{"sent":{int(outbox_id):d},"ref":{"null" if ref is None else _quoted(ref)},'

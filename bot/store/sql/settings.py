@@ -4,7 +4,8 @@ One process: write-through (every committed change is applied to the cached copy
 reads no database.  Processes sharing a database (a scaled-out bot): any of them may change a key, so a change
 is also announced (``published``, the bus carries it to the others, which :meth:`SettingsCache.changed` the key)
 and every copy is read again after ``ttl_s`` at the latest, in case an announcement was missed.  Before this, a
-worker read the settings from PostgreSQL for every message (15 % of its time in ``bench/scaleout.py``).
+worker read the settings from PostgreSQL for every message, a large share of its time in ``bench/scaleout.py``
+(measured: see bench/README.md, "The store's caches").
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """SQLite behind the store: raw ``sqlite3``, one writer connection, one reader thread.
 
-Measured on a 2-core machine (WAL, ``synchronous=FULL``): a commit costs about
-200 µs (the fsync) and a statement a few µs of C, but every hop between the
-event loop and a worker thread costs 150 µs or more, and a worker thread that
-runs Python waits for the GIL behind the busy loop (a statement on a worker
-thread measured 130-160 µs of wall time for 20-30 µs of work).  So a batch's
-statements run on the event loop, inside ``BEGIN IMMEDIATE``, and only the
-``COMMIT`` goes to the committer thread (``sqlite3`` releases the GIL for it),
-which hands the results back with ONE ``call_soon_threadsafe`` per batch.  The
-event loop never waits for the fsync, and writes queued meanwhile form the
-next batch.  A lock held by another connection never blocks the loop: that
-batch runs whole on the thread, which waits up to ``busy_timeout``.
+A commit is mostly the fsync and a statement a little C, but every hop between the event loop and a worker thread
+costs more than either, and a worker thread that runs Python waits for the GIL behind the busy loop (measured: see
+bench/README.md, "The SQLite writer").  So a batch's statements run on the event loop, inside ``BEGIN IMMEDIATE``,
+and only the ``COMMIT`` goes to the committer thread (``sqlite3`` releases the GIL for it), which hands the results
+back with ONE ``call_soon_threadsafe`` per batch.  The event loop never waits for the fsync, and writes queued
+meanwhile form the next batch.  A lock held by another connection never blocks the loop: that batch runs whole on
+the thread, which waits up to ``busy_timeout``.
 
 Reads (cache misses only) run on a second thread with a second connection, so
 they neither block the loop nor queue behind the writer; WAL lets them read
@@ -45,11 +41,12 @@ CHECKPOINT_EVERY = 1000
 """Writes between WAL checkpoints: about 4 MB of WAL (SQLite's own default is every 1,000 pages)."""
 RESET_EVERY = 1
 """Checkpoints beside the writer per one the writer finishes (the WAL then starts over): about 16 MB of WAL
-between resets; finishing costs the writer 1-3 ms (a sync of the database file), so not after every one."""
+between resets; finishing costs the writer a sync of the database file, so not after every one (measured: see
+bench/README.md, "The SQLite writer")."""
 WRITER_CACHE_KB = 64 * 1024
 """The writer's page cache (SQLite's default is 2 MB): the index pages its inserts touch stay in memory.  The
-statements of a message took 4-18 % less of the event loop's time with it (bench/gateway.py, 3 pairs in the same
-minutes; more as the database grows); memory: what the writer has touched, up to this much."""
+statements of a message take less of the event loop's time with it, more so as the database grows (measured: see
+bench/README.md, "The SQLite writer"); memory: what the writer has touched, up to this much."""
 WAL_SIZE_LIMIT = 16 * 1024 * 1024
 """``journal_size_limit``: a WAL that grew past this is truncated to it when it starts over."""
 
@@ -116,7 +113,8 @@ class SqliteWriter(GroupCommit):
         self._idle: asyncio.Event | None = None
         self._conn: sqlite3.Connection | None = None
         self._cursor: sqlite3.Cursor | None = None
-        """The cursor of every write's statements (``conn.execute`` makes a new cursor each time: 0.2 µs)."""
+        """The cursor of every write's statements (``conn.execute`` makes a new cursor each time; measured: see
+        bench/README.md, "Per-message micro-optimisations")."""
         self._thread: threading.Thread | None = None
         self._checkpointer: ThreadPoolExecutor | None = None
         self._checkpointing: asyncio.Future[None] | None = None
@@ -275,10 +273,10 @@ class SqliteWriter(GroupCommit):
         """A job of the thread ended: wake its waiters, then start the next batch once they had their turn.
 
         The next batch starts at the end of this turn of the loop, not at once: what the woken waiters write next
-        (a run's answer after its start) joins it instead of waiting a whole commit more.  Batches grew from 45 to
-        60-65 writes in bench/gateway.py, the writer thread woke 0.2-0.26 times a message instead of 0.66-0.69
-        (each wake-up and each time it waits for the GIL costs the event loop a futex wake: 15-25 µs on this
-        VM), and the loop's CPU per message fell from 0.35-0.39 to 0.33-0.34 ms."""
+        (a run's answer after its start) joins it instead of waiting a whole commit more: batches grow, the writer
+        thread wakes less often a message (each wake-up and each time it waits for the GIL costs the event loop a
+        futex wake), and the loop spends less CPU per message (measured: see bench/README.md, "The SQLite
+        writer")."""
         self._busy = False
         for writes, results, error in outcomes:
             if writes:
@@ -294,9 +292,10 @@ class SqliteWriter(GroupCommit):
         """Copy the WAL into the database on a connection of its own, beside the writer.
 
         SQLite's automatic checkpoint runs inside the COMMIT that crosses 1,000 WAL
-        pages and measured 10-26 ms here: every message waiting on that batch
-        waited as long.  A PASSIVE checkpoint on another connection never blocks
-        the writer (WAL lets them run together), so commits stay short.
+        pages and takes many commits' time: every message waiting on that batch
+        waited as long (measured: see bench/README.md, "The SQLite writer").  A
+        PASSIVE checkpoint on another connection never blocks the writer (WAL lets
+        them run together), so commits stay short.
         """
         self._writes_unchecked = 0
         if self._checkpointer is None:

@@ -12,8 +12,8 @@ from typing import cast
 
 _last_datetime: tuple[datetime, str] = (datetime.min, "0001-01-01 00:00:00.000000")
 """The last datetime adapted and its text: a write binds the same one twice or more (a run's ``created_at`` and
-``updated_at``, a message's and its event's time), and ``isoformat`` costs 0.45 µs (a tuple swapped whole: threads
-may share it)."""
+``updated_at``, a message's and its event's time), and ``isoformat`` costs more than the comparison (measured: see
+bench/README.md, "Per-message micro-optimisations").  A tuple swapped whole: threads may share it."""
 
 
 def sqlite_datetime(value: datetime) -> str:
@@ -37,7 +37,8 @@ def register_adapters() -> None:
     same text form plus fixed microseconds, so text order is time order); None and bools as before (NULL, 0/1).
 
     sqlite3 looks for an adapter for every parameter that is not exactly a str, int, float or bytearray, and one it
-    does not find costs 0.3 µs (a failed attribute lookup on its protocol): a message binds five None or bools.
+    does not find costs a failed attribute lookup on its protocol, and a message binds five None or bools
+    (measured: see bench/README.md, "Per-message micro-optimisations").
     ``{}.get`` maps None to None as a C function (a Python one costs more than the search it spares).
     """
     sqlite3.register_adapter(datetime, sqlite_datetime)

@@ -40,9 +40,8 @@ class SqlMemoryStore:
     Most people have no memories, and :meth:`recall` runs before every turn: an account found to have none is
     remembered as such (bounded like the chat caches), so its turns read nothing. Every memory write of this
     process updates that at once; with other processes writing (``store.shared``) it is believed for
-    :data:`SHARED_EMPTY_S` at most. What it saves (``bench/gateway.py``, 200 chats, 5 s): without it 864 msg/s and
-    6,465 reads (one per message); with it 905-1,245 msg/s and 1,006 reads (each chat's first turn), against
-    1,180-1,187 msg/s and 606 reads before memory existed.
+    :data:`SHARED_EMPTY_S` at most.  Without it every message reads the memory tables once (measured with
+    ``bench/gateway.py``: see bench/README.md, "The store's caches").
     """
 
     def __init__(self, store: SqlStore) -> None:

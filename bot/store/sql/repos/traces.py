@@ -32,7 +32,8 @@ PRUNE = (
 
 def sqlite_now() -> str:
     """Now (naive UTC), as the SQLite store's ``datetime`` adapter writes it (``2026-01-02 03:04:05.000006``): made
-    here, 0.6 µs at most, it spares the adapter's 1.0 µs in the ``executemany`` of each trace row."""
+    here, it costs less than the adapter in the ``executemany`` of each trace row (measured: see bench/README.md,
+    "Per-message micro-optimisations")."""
     return utcnow().isoformat(" ", "microseconds")
 
 
@@ -46,9 +47,10 @@ class SqlTraces:
         ``datetime``)."""
 
     async def add(self, rows: Sequence[TraceRow]) -> None:
-        """Insert ``rows`` in one group commit: on SQLite one ``executemany`` (4.3 µs a row against 9.3 for
-        multi-row inserts, whose statements differ by their row count and are prepared each time); elsewhere
-        multi-row inserts (one round trip per 100 rows)."""
+        """Insert ``rows`` in one group commit: on SQLite one ``executemany`` (about half the cost a row of multi-row
+        inserts, whose statements differ by their row count and are prepared each time; measured: see
+        bench/README.md, "Per-message micro-optimisations"); elsewhere multi-row inserts (one round trip per 100
+        rows)."""
         if self.store.many_rows:
             await self.store.write([Step(INSERT_HEAD + ROW, tuple(rows), many=True)])
             return

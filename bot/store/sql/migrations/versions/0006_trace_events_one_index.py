@@ -1,8 +1,9 @@
 """Trace events keep one index, (chat_key, correlation_id), instead of four.
 
 Every event was an insert into the table and four indexes (the unique ``id``,
-``correlation_id``, ``created_at``, ``(chat_key, created_at)``), about 20 µs of
-the loop's time per event and most of the pages each commit wrote.  Reads go
+``correlation_id``, ``created_at``, ``(chat_key, created_at)``): much of the
+loop's time per event and most of the pages each commit wrote (measured: see
+bench/README.md, "The schema").  Reads go
 by chat and correlation id; time order is ``seq`` (events are written in the
 order they happen), and retention deletes a prefix of ``seq``.
 

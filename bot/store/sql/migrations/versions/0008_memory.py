@@ -3,8 +3,8 @@
 Full-text search differs by database: SQLite gets the FTS5 table ``memory_index`` (porter stemming,
 unicode61; CJK through the ``grams`` column) kept equal to ``memories`` by triggers, so a deleted memory
 leaves the index in the same statement; PostgreSQL a stored generated ``tsvector`` column ``search`` of the
-same text with a GIN index (stored, so ranking and filtering a person's rows do not parse each text again:
-recall at 1,000 memories a person went from 15.6 to 5.7 ms p50 in ``bench/memory.py``).
+same text with a GIN index (stored, so ranking and filtering a person's rows do not parse each text again, which
+made recall several times faster; measured: see bench/README.md, "The schema").
 
 Revision ID: 0008
 Revises: 0007
