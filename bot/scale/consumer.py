@@ -1,13 +1,7 @@
 """A worker's side of the Redis bus: the partitions it holds, read in order, acknowledged after handling.
 
-**One owner per partition.**  Each partition has a lease (``SET NX PX``, renewed every third of
-``bus.lease_ms``); a worker reads only the partitions it holds, so a chat's events are handled by
-one worker, one at a time, in stream order.  Workers share the partitions: each aims at
-``ceil(P / live workers)`` (live: a heartbeat within the lease time), takes free partitions up to
-that and gives up the rest (after finishing what it read from them).  A dead worker's leases lapse;
-the next owner first runs the partition's recovery (``on_acquire``: caches dropped, unsent replies
-sent, runs cut off resumed, interrupts and scheduled messages re-armed), then claims the entries the
-dead worker had read and not acknowledged (``XAUTOCLAIM``), then reads new ones.
+Which partitions a worker holds (their leases, shared out among the live workers, taken over and given up) is
+:class:`~bot.scale.holding.PartitionHolder`'s; this module reads what is held and hands it on.
 
 **Acknowledged after handling.**  ``XACK`` follows the handler, which commits its result (the
 inbox row marked handled under a guard, with the run's row) first; an entry handled twice (its
@@ -25,9 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import random
-from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,29 +29,10 @@ from bot.events import InboundEvent
 from bot.fencing import Fence, Fences, LeaseLost, fenced
 from bot.ops.metrics import LeaseState
 from bot.scale.batched import Batched
-from bot.scale.leases import Leases
-from bot.scale.streams import (
-    DECREMENT,
-    GROUP,
-    QUEUED,
-    WORKERS,
-    decode,
-    ensure_group,
-    inbound_stream,
-    partition_lease,
-    partition_of,
-    text_of,
-)
+from bot.scale.holding import AcquireHook, PartitionHolder, PartitionsHook, RaiseFence, Work
+from bot.scale.streams import DECREMENT, GROUP, QUEUED, decode, ensure_group, inbound_stream, partition_lease, text_of
 
 log = logging.getLogger(__name__)
-
-PartitionsHook = Callable[[set[int]], Awaitable[None]]
-Work = Callable[[], Awaitable[None]]
-AcquireHook = Callable[[set[int]], Awaitable[Mapping[str, Work]]]
-"""Prepares partitions just taken; returns, per chat key, what its last owner left unfinished there (run first in
-the chat's lane)."""
-RaiseFence = Callable[[int, str], Awaitable[int]]
-"""A new fencing token for a partition (the store's ``raise_fence``)."""
 
 
 @dataclass
@@ -102,24 +74,32 @@ class PartitionConsumer:
         self.redis = redis
         self.clock = clock
         self.fences = fences or Fences(partitions, clock.monotonic)
-        self.raise_fence = raise_fence
         self.name = name
         self.partitions = partitions
         self.lease_ms = lease_ms
-        self.leases = Leases(redis, name, lease_ms)
+        self.holder = PartitionHolder(
+            redis,
+            name=name,
+            partitions=partitions,
+            lease_ms=lease_ms,
+            fences=self.fences,
+            raise_fence=raise_fence,
+            on_acquire=on_acquire,
+            on_release=on_release,
+            clock=clock,
+        )
+        self.holder.intake = self
         self.handler = handler
         self.urgent = urgent
         self.on_urgent = on_urgent
-        self.on_acquire = on_acquire
-        self.on_release = on_release
         self.max_pending = max_pending
         self.read_count = read_count
-        self.owned: set[int] = set()
-        """Partitions whose events are handled here."""
-        self.readable: set[int] = set()
-        """Partitions read for new entries: ``owned`` once what an earlier owner left pending was claimed."""
-        self.held: set[int] = set()
-        """Partitions whose lease this worker holds: ``owned`` and those being taken over or given up."""
+        self.owned = self.holder.owned
+        """Partitions whose events are handled here (the holder's set, changed in place)."""
+        self.readable = self.holder.readable
+        """Partitions read for new entries (the holder's set)."""
+        self.held = self.holder.held
+        """Partitions whose lease this worker holds (the holder's set)."""
         self._lanes: Lanes[_Entry] = Lanes(self._run, self._finished, workers=max_concurrent)
         self._side: set[asyncio.Task[None]] = set()
         self._acks: Batched[tuple[int, bytes | str, str | None]] = Batched(redis, _add_ack, "acknowledgements")
@@ -127,34 +107,28 @@ class PartitionConsumer:
         """Entries read per partition and not yet acknowledged (a partition is given up at zero)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
-        self._changed = asyncio.Event()
         self._not_reading = asyncio.Event()
         """Clear while an ``XREADGROUP`` is out: a partition given up is released only after it returned (what
         it brought for that partition stays pending here, and the next owner claims it before reading)."""
         self._not_reading.set()
         self._partition_done = asyncio.Event()
         """Set whenever a partition has nothing outstanding any more."""
-        self.claimed = 0
-        self.renewed_at = clock.monotonic()
-        """When the leases were last renewed (or the consumer built): what ``/readyz`` and the metrics watch."""
-        self.lost_count = 0
 
     # -- life cycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
         for partition in range(self.partitions):
             await ensure_group(self.redis, inbound_stream(partition), GROUP)
-        await self._heartbeat()
-        await self._balance()
+        await self.holder.start()
         self._tasks = [
             asyncio.create_task(self._read_loop(), name="bus-read"),
-            asyncio.create_task(self._lease_loop(), name="bus-leases"),
-            asyncio.create_task(self._balance_loop(), name="bus-balance"),
+            asyncio.create_task(self.holder.lease_loop(), name="bus-leases"),
+            asyncio.create_task(self.holder.balance_loop(), name="bus-balance"),
         ]
 
     async def stop(self, timeout: float = 30.0) -> None:
         """Read nothing more, finish what was read (up to ``timeout``), then give every partition up."""
-        self._stopping = True
+        self._stopping = self.holder.stopping = True
         reading, upkeep, balancing = self._tasks or (None, None, None)
         for task in (reading, balancing):
             if task is not None:
@@ -163,20 +137,7 @@ class PartitionConsumer:
         await self._acks.flushed()
         if upkeep is not None:
             await cancel_and_wait(upkeep)
-        held = sorted(self.held)
-        self.owned.clear()
-        self.readable.clear()
-        self.held.clear()
-        for partition in held:
-            self.fences.drop(partition)
-        try:
-            if held and self.on_release is not None:
-                await self.on_release(set(held))
-            for partition in held:
-                await self.leases.release(partition_lease(partition))
-            await self.redis.zrem(WORKERS, self.name)
-        except Exception as exc:
-            log.warning("bus: could not give the partitions up (they lapse in %d ms): %s", self.lease_ms, exc)
+        await self.holder.release_all()
 
     async def join(self) -> None:
         """Wait until everything read so far was handled."""
@@ -186,14 +147,20 @@ class PartitionConsumer:
     def active_chats(self) -> int:
         return len(self._lanes)
 
+    @property
+    def claimed(self) -> int:
+        """Entries taken over from other workers."""
+        return self.holder.claimed
+
     def lease_state(self) -> LeaseState:
+        holder = self.holder
         return LeaseState(
-            held=len(self.held), renewal_age_s=self.clock.monotonic() - self.renewed_at, lost=self.lost_count
+            held=len(self.held), renewal_age_s=self.clock.monotonic() - holder.renewed_at, lost=holder.lost_count
         )
 
     def lease_problem(self) -> str | None:
         """Why this worker should not be trusted with traffic now (its leases are not being renewed), or None."""
-        age = self.clock.monotonic() - self.renewed_at
+        age = self.clock.monotonic() - self.holder.renewed_at
         if self._tasks and age > self.lease_ms / 1000:
             return (
                 f"the bus partition leases were last renewed {age:.1f} s ago (bus.lease_ms is {self.lease_ms}): "
@@ -201,175 +168,21 @@ class PartitionConsumer:
             )
         return None
 
-    # -- leases -------------------------------------------------------------------------------
+    # -- what the holder hands on ----------------------------------------------------------------
 
-    async def _lease_loop(self) -> None:
-        """Renew every held lease every third of its time (apart from balancing, which may take long)."""
-        period = self.lease_ms / 3000
-        while True:
-            await self.clock.sleep(period)
-            try:
-                await self._heartbeat()
-                await self._renew()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # Redis unreachable: keep trying; leases lapse if it lasts
-                log.warning("bus: lease upkeep failed: %s", exc)
+    def push_work(self, partition: int, chat_key: str, work: Work) -> None:
+        """Run ``work`` (what an earlier owner left unfinished for ``chat_key``) first in the chat's lane."""
+        self._outstanding[partition] = self._outstanding.get(partition, 0) + 1
+        self._lanes.push(chat_key, _Entry(partition, None, None, self.fences.token(partition), work=work))
 
-    async def _balance_loop(self) -> None:
-        period = self.lease_ms / 3000
-        rounds = 0
-        while True:
-            await self.clock.sleep(period)
-            rounds += 1
-            try:
-                await self._balance()
-                if rounds % 10 == 0:
-                    await self._rescue()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("bus: balancing the partitions failed: %s", exc)
-
-    async def _heartbeat(self) -> None:
-        now = int(self.clock.time() * 1000)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zadd(WORKERS, {self.name: now})
-            pipe.zremrangebyscore(WORKERS, 0, now - 3 * self.lease_ms)
-            await pipe.execute()
-
-    async def _live_workers(self) -> int:
-        now = int(self.clock.time() * 1000)
-        return max(1, int(await self.redis.zcount(WORKERS, now - self.lease_ms, "+inf")))
-
-    def _until(self, sent: float) -> float:
-        """Until when a lease set or renewed by a request sent at ``sent`` (monotonic) is surely held."""
-        return sent + self.lease_ms / 1000
-
-    async def _renew(self) -> None:
-        held = sorted(self.held)
-        sent = self.clock.monotonic()
-        renewed = await self.leases.renew([partition_lease(p) for p in held])
-        self.renewed_at = sent
-        for partition, ok in zip(held, renewed, strict=True):
-            if ok:
-                self.fences.renewed(partition, self._until(sent))
-        lost = {p for p, ok in zip(held, renewed, strict=True) if not ok} & self.held
-        if lost:
-            log.warning("bus: lost the lease on partitions %s (another worker has them now)", sorted(lost))
-            await self._lost(lost)
-
-    async def _lost(self, partitions: set[int]) -> None:
-        """``partitions`` are no longer ours: nothing more is handled or acknowledged for them here."""
-        for partition in partitions:
-            self.fences.drop(partition)
-        self.lost_count += len(partitions & self.held)
-        self.owned -= partitions
-        self.readable -= partitions
-        self.held -= partitions
-        self._changed.set()
-        if self.on_release is not None:
-            await self.on_release(partitions)
-
-    async def _balance(self) -> None:
-        if self._stopping:
-            return
-        target = math.ceil(self.partitions / await self._live_workers())
-        if len(self.owned) < target:
-            # Only partitions nobody holds (one MGET): trying random ones that others hold left the last free
-            # partitions of a dead worker waiting for a lucky draw (seen: 30 s and more).
-            keys = [partition_lease(p) for p in range(self.partitions)]
-            holders = await self.redis.mget(keys)
-            free = [p for p, holder in enumerate(holders) if holder is None and p not in self.held]
-            random.shuffle(free)  # workers starting together do not all try the same ones first
-            want = free[: max(0, target - len(self.owned))]
-            sent = self.clock.monotonic()
-            got = {
-                p
-                for p, ok in zip(want, await self.leases.acquire_many([partition_lease(p) for p in want]), strict=True)
-                if ok
-            }
-            if got:
-                self.held |= got
-                await self._adopt(got, self._until(sent))
-        elif len(self.owned) > target:
-            surplus = sorted(self.owned)[: len(self.owned) - target]
-            await self._give_up(set(surplus))
-
-    async def _adopt(self, partitions: set[int], until: float) -> None:
-        """Fence ``partitions`` with new tokens, recover what their last owner left, claim its unacknowledged
-        entries, then read them."""
-        log.info("bus: %s takes partitions %s", self.name, sorted(partitions))
-        for partition in sorted(partitions):
-            token = await self.raise_fence(partition, self.name) if self.raise_fence is not None else 0
-            self.fences.hold(partition, token, until)
-        work = await self.on_acquire(partitions) if self.on_acquire is not None else {}
-        taken = partitions & self.held  # unless lost meanwhile
-        self.owned |= taken
-        # Beside reading, not before it: each chat's recovery goes first in its own lane, so a chat with nothing
-        # to recover is answered at once, and one with something is answered right after it, in order.
-        for chat_key, job in work.items():
-            partition = partition_of(chat_key, self.partitions)
-            if partition in taken:
-                self._outstanding[partition] = self._outstanding.get(partition, 0) + 1
-                self._lanes.push(chat_key, _Entry(partition, None, None, self.fences.token(partition), work=job))
-        for partition in sorted(taken):
-            await self._claim(partition)
-        self.readable |= taken & self.held
-        self._changed.set()
-
-    async def _claim(self, partition: int) -> None:
-        """Take over the entries an earlier owner read and did not acknowledge, oldest first."""
-        stream = inbound_stream(partition)
-        start: Any = "0-0"
-        for _ in range(1000):
-            reply = await self.redis.xautoclaim(stream, GROUP, self.name, min_idle_time=0, start_id=start, count=500)
-            start, entries = reply[0], reply[1]
-            for entry_id, fields in entries:
-                if fields is None:
-                    continue  # trimmed away
-                self.claimed += 1
-                self._enqueue(partition, entry_id, fields)
-            if start in (b"0-0", "0-0") or not entries:
-                return
-
-    async def _rescue(self) -> None:
-        """Entries of our partitions left pending with another consumer for longer than a lease (it lost the
-        lease while it still ran, and read after the hand-over): handled here, once (the inbox guard)."""
-        for partition in sorted(self.readable):
-            stream = inbound_stream(partition)
-            stale = await self.redis.xpending_range(stream, GROUP, "-", "+", 100, idle=self.lease_ms)
-            ids = [e["message_id"] for e in stale if text_of(e["consumer"]) != self.name]
-            if not ids or partition not in self.readable:
-                continue
-            claimed = await self.redis.xclaim(stream, GROUP, self.name, self.lease_ms, ids)
-            log.warning(
-                "bus: %d entries of partition %d left with another worker are handled here", len(claimed), partition
-            )
-            for entry_id, fields in claimed:
-                if fields:
-                    self.claimed += 1
-                    self._enqueue(partition, entry_id, fields)
-
-    async def _give_up(self, partitions: set[int]) -> None:
-        """Stop reading ``partitions``, finish what was read from them, then release their leases."""
-        self.readable -= partitions
-        self.owned -= partitions
-        self._changed.set()
-        deadline = self.clock.monotonic() + self.lease_ms / 1000
+    async def drain(self, partitions: set[int], deadline: float) -> None:
+        """Return once what was read from ``partitions`` is finished and acknowledged (or at ``deadline``)."""
         await self._not_reading.wait()
         while any(self._outstanding.get(p) for p in partitions) and self.clock.monotonic() < deadline:
             self._partition_done.clear()
             if not await self.clock.wait(self._partition_done, max(0.0, deadline - self.clock.monotonic())):
                 break
         await self._acks.flushed()
-        if self.on_release is not None:
-            await self.on_release(partitions)
-        self.held -= partitions
-        for partition in partitions:
-            self.fences.drop(partition)
-            await self.leases.release(partition_lease(partition))
-        log.info("bus: %s gave partitions %s up", self.name, sorted(partitions))
 
     # -- reading and handling --------------------------------------------------------------------
 
@@ -378,8 +191,9 @@ class PartitionConsumer:
         while True:
             owned = sorted(self.readable)
             if not owned or sum(self._outstanding.values()) >= self.max_pending:
-                self._changed.clear()
-                await self.clock.wait(self._changed, block / 1000)
+                changed = self.holder.changed
+                changed.clear()
+                await self.clock.wait(changed, block / 1000)
                 continue
             self._not_reading.clear()
             try:
@@ -389,7 +203,7 @@ class PartitionConsumer:
                 for stream, entries in replies or []:
                     partition = int(text_of(stream).rsplit(":", 1)[1])
                     for entry_id, fields in entries:
-                        self._enqueue(partition, entry_id, fields)
+                        self.enqueue(partition, entry_id, fields)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -398,7 +212,7 @@ class PartitionConsumer:
             finally:
                 self._not_reading.set()
 
-    def _enqueue(self, partition: int, entry_id: bytes | str, fields: dict[Any, Any]) -> None:
+    def enqueue(self, partition: int, entry_id: bytes | str, fields: dict[Any, Any]) -> None:
         try:
             event = decode(fields)
         except ValueError as exc:
@@ -465,9 +279,9 @@ class PartitionConsumer:
         takes over what was left."""
         if self.fences.token(partition) != token or partition not in self.held:
             return
-        await self._lost({partition})
+        await self.holder.lost({partition})
         try:
-            await self.leases.release(partition_lease(partition))
+            await self.holder.leases.release(partition_lease(partition))
         except Exception as exc:
             log.warning("bus: could not release partition %d (it lapses by itself): %s", partition, exc)
 

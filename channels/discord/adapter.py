@@ -1,4 +1,5 @@
-"""The Discord adapter: gateway events → bus events, outbound messages → REST calls (see the package docstring)."""
+"""The Discord adapter: the client's log-in and gateway connection, and gateway events → bus events (see the
+package docstring); outbound messages → REST calls are :mod:`channels.discord.outbound`'s."""
 
 from __future__ import annotations
 
@@ -6,13 +7,10 @@ import asyncio
 import hashlib
 import logging
 import re
-import secrets
-import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
-import aiohttp
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
@@ -23,23 +21,19 @@ from bot.errors import ConfigError
 from bot.events import Action, Attachment, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.base import BuildContext
-from channels.discord.buttons import PayloadButton, is_ours, make_view
-from channels.discord.calls import DiscordError, Retrying, endpoints, parse_ref
-from channels.discord.media import with_file
+from channels.discord.buttons import PayloadButton, is_ours
+from channels.discord.calls import DiscordError, Retrying, endpoints
+from channels.discord.outbound import MESSAGE_LIMIT, DiscordOutbound
 from channels.discord.settings import DiscordSettings
-from channels.formatting import rendered, split_markdown, to_discord_markdown
 from channels.retry_logs import quiet_retries
 
 log = logging.getLogger(__name__)
 
-MESSAGE_LIMIT = 2000
 MESSAGE_CONTENT_INTENT = (
     "channels.discord: Discord refused the connection because the bot lacks the Message Content intent. "
     "Turn it on in the Discord Developer Portal: your application → Bot → Privileged Gateway Intents → "
     "MESSAGE CONTENT INTENT, save, then start the bot again."
 )
-INTERACTION_TTL_S = 14 * 60
-"""Interaction tokens live 15 minutes; past this, edits go through the channel."""
 INACTIVE_BUTTON = "This button is no longer active."
 
 
@@ -100,11 +94,8 @@ class DiscordChannel:
         ``clock``: what retries and the typing refresh wait on, and a press's interaction ages by."""
         self.cfg = cfg
         self.clock = clock
-        self.typing_interval_s = typing_interval_s
-        self.typing_max_s = typing_max_s
         self.retry = Retrying(retry_attempts, retry_budget_s, on_rate_limit, clock)
         self.connect_timeout_s = connect_timeout_s
-        self.interaction_ttl_s = INTERACTION_TTL_S
         self._allowed = {str(c) for c in cfg.allowed_channels}
         self._inbox: Inbox | None = None
         self._client: _Client | None = None
@@ -112,9 +103,15 @@ class DiscordChannel:
         self._login = asyncio.Lock()
         self._inbound = asyncio.Lock()
         self._gateway: asyncio.Task[None] | None = None
-        self._typing: dict[int, asyncio.Task[None]] = {}
-        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._interactions: dict[int, tuple[discord.Interaction[Any], float]] = {}
+        self._out = DiscordOutbound(
+            retry=self.retry,
+            clock=clock,
+            logged_in=self._logged_in,
+            rest=self._rest,
+            stopped=lambda: self._stopped,
+            typing_interval_s=typing_interval_s,
+            typing_max_s=typing_max_s,
+        )
         self._parents: dict[int, int | None] = {}
 
     @property
@@ -151,11 +148,7 @@ class DiscordChannel:
     async def stop(self) -> None:
         self._stopped = True
         self._inbox = None
-        for task in self._typing.values():
-            task.cancel()
-        await asyncio.gather(*self._typing.values(), return_exceptions=True)
-        self._typing.clear()
-        self._interactions.clear()
+        await self._out.stop()
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -271,7 +264,7 @@ class DiscordChannel:
                 except DiscordError as exc:
                     log.warning("discord: could not tell %s why their press was refused: %s", user.id, exc)
                 return
-        self._remember(interaction)
+        self._out.remember(interaction)
         await self._submit(action)
 
     async def on_foreign_press(self, interaction: discord.Interaction[Any]) -> None:
@@ -337,134 +330,12 @@ class DiscordChannel:
             self._parents[channel_id] = channel.parent_id if isinstance(channel, discord.Thread) else None
         return self._parents[channel_id]
 
-    def _remember(self, interaction: discord.Interaction[Any]) -> None:
-        now = self.clock.monotonic()
-        for key in [k for k, (_, at) in self._interactions.items() if now - at > self.interaction_ttl_s]:
-            del self._interactions[key]
-        if interaction.message is not None:
-            self._interactions[interaction.message.id] = (interaction, now)
-
     # -- outbound -----------------------------------------------------------------------
 
-    async def send(self, message: OutboundMessage) -> str | None:
-        where = message.chat.thread_id or message.chat.chat_id
-        if not where.isdigit():
-            raise DiscordError(f"not a Discord channel: {message.chat}")
-        target = int(where)
-        if message.kind == "typing":
-            if not self._stopped:
-                client = await self._logged_in()
-                await self._type(client, target)
-                self._start_typing(client, target)
-            return None
-        if message.edit_of is not None:
-            return await self._edit(message.edit_of, message)
-        self._stop_typing(target)
-        lock = self._locks.get(target)
-        if lock is None:
-            lock = self._locks[target] = asyncio.Lock()
-        # One channel's messages go out one at a time, in order (chunks of a long text stay together).
-        async with lock, self._rest() as client:
-            return await self._post(client, target, message)
-
-    async def _post(self, client: _Client, target: int, message: OutboundMessage) -> str | None:
-        chunks = await rendered(_chunks, message.text)
-        view = make_view(message.buttons)
-        if not chunks:
-            if view is None and message.file is None:
-                return None
-            chunks = [""]
-        channel = client.get_partial_messageable(target)
-        upload = message.file
-        reference = None
-        if message.reply_to and message.reply_to.isdigit():
-            reference = discord.MessageReference(
-                message_id=int(message.reply_to), channel_id=target, fail_if_not_exists=False
-            )
-        nonce = part_nonces(message.key)
-        ref = None
-        for index, chunk in enumerate(chunks):
-            last = index == len(chunks) - 1
-            kwargs: dict[str, Any] = {"content": chunk or None, "nonce": nonce(index)}
-            if last and view is not None:
-                kwargs["view"] = view
-            if index == 0 and reference is not None:
-                kwargs["reference"] = reference
-                kwargs["mention_author"] = False
-            if last and upload is not None:  # a fresh file object per attempt: a retry reads it again
-                kwargs["file_path"] = (upload.path, upload.name)
-            sent = await self.retry("send a message", lambda kw=kwargs: channel.send(**with_file(kw)))  # type: ignore[misc]
-            ref = f"{target}:{sent.id}"
-        return ref
-
-    async def _edit(self, edit_of: str, message: OutboundMessage) -> str:
-        channel_id, message_id = parse_ref(edit_of)
-        chunks = await rendered(_chunks, message.text)
-        # The reference is a prompt's last message; an edit that outgrew it keeps its end (the outcome).
-        content = chunks[-1] if chunks else "\u200b"
-        view = make_view(message.buttons)
-        fresh = self._interactions.get(message_id)
-        if fresh is not None and self.clock.monotonic() - fresh[1] < self.interaction_ttl_s:
-            interaction = fresh[0]
-            try:
-                await self.retry(
-                    "edit a message", lambda: interaction.edit_original_response(content=content, view=view)
-                )
-                return edit_of
-            except DiscordError as exc:
-                log.info("discord: editing through the interaction failed (%s); using the channel", exc)
-        self._interactions.pop(message_id, None)
-        async with self._rest() as client:
-            target = client.get_partial_messageable(channel_id).get_partial_message(message_id)
-            await self.retry("edit a message", lambda: target.edit(content=content, view=view))
-        return edit_of
-
-    # -- typing -------------------------------------------------------------------------
-
-    async def _type(self, client: _Client, channel_id: int) -> None:
-        """Show "typing…" once (best effort: a lost indicator is no reason to fail a run)."""
-        try:
-            await client.http.send_typing(channel_id)
-        except (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            log.debug("discord: typing in %s failed: %s", channel_id, exc)
-
-    def _start_typing(self, client: _Client, channel_id: int) -> None:
-        self._stop_typing(channel_id)
-        self._typing[channel_id] = asyncio.create_task(
-            self._keep_typing(client, channel_id), name=f"discord-typing-{channel_id}"
-        )
-
-    def _stop_typing(self, channel_id: int) -> None:
-        task = self._typing.pop(channel_id, None)
-        if task is not None:
-            task.cancel()
-
-    async def _keep_typing(self, client: _Client, channel_id: int) -> None:
-        deadline = self.clock.monotonic() + self.typing_max_s
-        try:
-            while self.clock.monotonic() + self.typing_interval_s < deadline:
-                await self.clock.sleep(self.typing_interval_s)
-                await self._type(client, channel_id)
-        finally:
-            if self._typing.get(channel_id) is asyncio.current_task():
-                del self._typing[channel_id]
-
-
-def part_nonces(key: str | None) -> Callable[[int], str]:
-    """The nonce of each part of a message (at most 25 characters, Discord's limit).
-
-    From the message's idempotency key, so the same committed message sent again after a crash (by this process
-    or another) has the same nonces, and Discord, which discord.py asks to enforce them, answers each with the
-    message it already made instead of posting it again.  Not from the outbox row's id: SQLite gives a new row
-    the id of a deleted one (sent rows are deleted), so two different replies a minute apart would share it and
-    Discord would drop the second.  Without a key: random, still one per part (a retry never doubles a part).
-    """
-    base = hashlib.sha256(key.encode()).hexdigest()[:20] if key else secrets.token_hex(10)
-    return lambda index: f"{base}{index}"
-
-
-def _chunks(text: str) -> list[str]:
-    return split_markdown(to_discord_markdown(text), MESSAGE_LIMIT) if text.strip() else []
+    def send(self, message: OutboundMessage) -> Coroutine[Any, Any, str | None]:
+        """Post, edit or show typing (:class:`~channels.discord.outbound.DiscordOutbound`; its coroutine itself,
+        no wrapper)."""
+        return self._out.send(message)
 
 
 def _strip_mention(message: discord.Message, bot_id: int) -> tuple[str, bool]:

@@ -13,10 +13,10 @@ is handed on as an :class:`~bot.events.Action`.  ``/bot <command>`` runs ``/<com
 request passes :mod:`channels.slack.gate` before bolt sees it: size (413), signature (401), then a body Slack
 would send (400), each refusal one sparse log line.
 
-Outbound (:mod:`channels.slack.delivery`): mrkdwn, long texts split, buttons as Block Kit with the
-payload in ``value``, ``chat.update`` for edits, 429 ``Retry-After`` honoured.  Slack has no typing
-indicator for bots on the Web API: ``kind="typing"`` puts the ``typing_reaction`` (:eyes:) on the
-message being answered, and the next message to that chat takes it off.
+Outbound (:mod:`channels.slack.outbound`, on :mod:`channels.slack.delivery`): mrkdwn, long texts split,
+buttons as Block Kit with the payload in ``value``, ``chat.update`` for edits, 429 ``Retry-After`` honoured.
+Slack has no typing indicator for bots on the Web API: ``kind="typing"`` puts the ``typing_reaction`` (:eyes:)
+on the message being answered, and the next message to that chat takes it off.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""The Slack adapter (slack-bolt): see the package docstring."""
+"""The Slack adapter (slack-bolt): its start-up, Socket Mode or HTTP wiring, and inbound events handled and
+committed (see the package docstring); sending is :mod:`channels.slack.outbound`'s."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
@@ -20,12 +20,11 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.errors import ConfigError
-from bot.events import Action, ChatKey, InboundMessage, OutboundMessage
+from bot.events import Action, InboundMessage, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
 from channels.base import BuildContext
-from channels.formatting import rendered
 from channels.retry_logs import quiet_retries, without_query
-from channels.slack.delivery import TEXT_LIMIT, SlackDeliveryError, WebApi, api_url, blocks, render
+from channels.slack.delivery import SlackDeliveryError, WebApi, api_url
 from channels.slack.gate import Refused, RequestGate
 from channels.slack.inbound import (
     CHANNEL,
@@ -34,11 +33,9 @@ from channels.slack.inbound import (
     action_from_payload,
     command_message,
     inbound_message,
-    message_ref,
-    parse_ref,
     post_from_event,
 )
-from channels.slack.media import upload
+from channels.slack.outbound import Recent, SlackOutbound
 from channels.slack.settings import SlackSettings
 
 if TYPE_CHECKING:
@@ -46,42 +43,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-K = TypeVar("K")
-V = TypeVar("V")
-
 SOCKET_CONNECT_TIMEOUT_S = 30.0
 STOP_GRACE_S = 2.0
 SECTION_LIMIT = 3000
 """Characters a Block Kit section (a prompt with buttons) holds."""
 LOOKUP_BUDGET_S = 1.0
 """At most this long for a name or thread look-up before an event is committed (defaults otherwise)."""
-RESPONSE_URL_TTL_S = 25 * 60
-"""A slash command's ``response_url`` works for 30 minutes."""
 _AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
-_NOT_A_MEMBER = frozenset({"not_in_channel", "channel_not_found"})
-
-
-class Recent(Generic[K, V]):
-    """A bounded map that forgets the least recently written keys first."""
-
-    def __init__(self, limit: int = 10_000) -> None:
-        self.limit = limit
-        self._items: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        return self._items.get(key)
-
-    def put(self, key: K, value: V) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.limit:
-            self._items.popitem(last=False)
-
-    def pop(self, key: K) -> V | None:
-        return self._items.pop(key, None)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
 
 
 class SlackChannel:
@@ -124,14 +92,10 @@ class SlackChannel:
         self._receiving = False
         self._socket: AsyncSocketModeHandler | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._threads: Recent[tuple[str, str], bool] = Recent()
-        """Threads (channel, thread_ts) and whether the bot takes part in them."""
+        self._out = SlackOutbound(self.api, clock, reaction=cfg.typing_reaction.strip(":"))
+        self._threads = self._out.threads
+        """Threads (channel, thread_ts) and whether the bot takes part in them (the outbound side's)."""
         self._names: Recent[str, str] = Recent()
-        self._last_post: Recent[str, tuple[str, str]] = Recent()
-        """The newest post per chat key: where a typing reaction goes."""
-        self._reacted: Recent[str, tuple[str, str]] = Recent()
-        self._reaction = cfg.typing_reaction.strip(":")
-        self._response_urls: Recent[str, tuple[str, float]] = Recent(1000)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -271,7 +235,7 @@ class SlackChannel:
         )
         if message.mentions_bot and message.chat.thread_id:
             self._threads.put((post.channel, message.chat.thread_id), True)
-        self._last_post.put(str(message.chat), (post.channel, post.ts))
+        self._out.last_post.put(str(message.chat), (post.channel, post.ts))
         return message
 
     async def _bot_in_thread(self, channel: str, thread_ts: str, parent_user: str | None) -> bool:
@@ -336,7 +300,7 @@ class SlackChannel:
     async def _on_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         message = command_message(body)
         if body.get("response_url"):
-            self._response_urls.put(message.chat.chat_id, (body["response_url"], self.clock.monotonic()))
+            self._out.response_urls.put(message.chat.chat_id, (body["response_url"], self.clock.monotonic()))
         await self._submit(message)
         # in_channel with no text: the channel sees the command, and the reply follows as a message.
         await ack({"response_type": "in_channel"})
@@ -362,91 +326,10 @@ class SlackChannel:
 
     # -- outbound -------------------------------------------------------------------------------
 
-    async def send(self, message: OutboundMessage) -> str | None:
-        if message.kind == "typing":
-            await self._typing(message.chat)
-            return None
-        try:
-            if message.edit_of is not None:
-                return await self._edit(message)
-            return await self._post(message)
-        finally:
-            await self._typing_done(message.chat)
-
-    async def _post(self, message: OutboundMessage) -> str | None:
-        channel, thread = message.chat.chat_id, message.chat.thread_id
-        parts = await rendered(render, message.text)
-        if message.file is not None:
-            comment = parts.pop() if parts else ""
-            for part in parts:
-                await self.api.post(channel=channel, text=part, thread_ts=thread)
-            return message_ref(channel, await upload(self.api, channel, thread, message.file, comment))
-        if not parts and not message.buttons:
-            return None
-        parts = parts or [""]
-        ref = None
-        try:
-            for i, part in enumerate(parts):
-                kwargs: dict[str, Any] = {"channel": channel, "text": part or " ", "thread_ts": thread}
-                if i == len(parts) - 1 and message.buttons:
-                    kwargs["blocks"] = blocks(part, message.buttons)
-                posted = await self.api.post(**kwargs)
-                ref = message_ref(posted["channel"], posted["ts"])
-        except SlackDeliveryError as exc:
-            url = self._response_url(channel) if thread is None and exc.error in _NOT_A_MEMBER else None
-            if url is None:
-                raise
-            # A slash command in a channel the bot is not in: answer the person who ran it.
-            await AsyncWebhookClient(url).send(text="\n".join(parts), response_type="ephemeral")
-            return None
-        if thread is not None:
-            self._threads.put((channel, thread), True)
-        return ref
-
-    async def _edit(self, message: OutboundMessage) -> str:
-        assert message.edit_of is not None
-        channel, ts = parse_ref(message.edit_of)
-        parts = await rendered(lambda text: render(text, TEXT_LIMIT - 2), message.text)
-        text = (parts[0] + " …" if len(parts) > 1 else parts[0]) if parts else " "
-        await self.api.call(
-            "chat.update",
-            channel=channel,
-            ts=ts,
-            text=text,
-            blocks=blocks(text, message.buttons) if message.buttons else [],
-        )
-        return message.edit_of
-
-    def _response_url(self, channel: str) -> str | None:
-        found = self._response_urls.get(channel)
-        if found is None or self.clock.monotonic() - found[1] > RESPONSE_URL_TTL_S:
-            return None
-        return found[0]
-
-    async def _typing(self, chat: ChatKey) -> None:
-        """Slack has no typing indicator for bots: mark the post being answered with a reaction."""
-        target = self._last_post.pop(str(chat)) if self._reaction else None
-        if target is None or str(chat) in self._reacted:
-            return
-        if await self._react("reactions.add", target):
-            self._reacted.put(str(chat), target)
-
-    async def _typing_done(self, chat: ChatKey) -> None:
-        target = self._reacted.pop(str(chat))
-        if target is not None:
-            await self._react("reactions.remove", target)
-
-    async def _react(self, method: str, target: tuple[str, str]) -> bool:
-        try:
-            await self.api.call_once(method, channel=target[0], timestamp=target[1], name=self._reaction)
-            return True
-        except SlackDeliveryError as exc:
-            if exc.error in ("missing_scope", "not_allowed_token_type", "invalid_name"):
-                log.warning("slack: typing reactions are off (%s; the bot token needs reactions:write)", exc.error)
-                self._reaction = ""
-            elif exc.error not in ("already_reacted", "no_reaction", "message_not_found"):
-                log.debug("slack: %s", exc)
-            return False
+    def send(self, message: OutboundMessage) -> Coroutine[Any, Any, str | None]:
+        """Post, edit or react (:class:`~channels.slack.outbound.SlackOutbound`; its coroutine itself, no
+        wrapper)."""
+        return self._out.send(message)
 
 
 class _BoltNoise(logging.Filter):

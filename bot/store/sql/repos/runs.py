@@ -1,4 +1,5 @@
-"""Runs, checkpoints, interrupts, the tool ledger, the outbox and the audit log.
+"""Runs, checkpoints and interrupts; with the tool ledger (:mod:`~bot.store.sql.repos.ledger`), the outbox
+(:mod:`~bot.store.sql.repos.outbox`) and the audit log (:mod:`~bot.store.sql.repos.audit`), the run tables.
 
 Built on the group-commit writer of :class:`~bot.store.sql.store.SqlStore`: every
 method is one write (one transaction) so the orders the design relies on hold:
@@ -11,7 +12,6 @@ cached, so the per-message path does not read the database.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -20,8 +20,7 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
-from agents.messages import Message, ToolCall, ToolResult
-from agents.tools.ledger import LedgerEntry, LedgerStatus, args_key
+from agents.messages import Message
 from bot.redaction import redact_json, redact_text, redact_value
 from bot.store.rows import (
     INTERRUPT_COLUMNS,
@@ -34,8 +33,11 @@ from bot.store.rows import (
 )
 from bot.store.sql.cache import KnownLedger, PendingSlot
 from bot.store.sql.messages import add_rows, insert_messages
-from bot.store.sql.ops import MARK_HANDLED, Step, WriteResult, outbox_step, redact
-from bot.store.sql.sent_journal import SentJournal, SentMarks, mark_steps, open_journal
+from bot.store.sql.ops import MARK_HANDLED, Step, WriteResult, outbox_step
+from bot.store.sql.repos.audit import PRUNE_AUDIT, AuditTable
+from bot.store.sql.repos.ledger import LedgerTable
+from bot.store.sql.repos.outbox import OutboxTable
+from bot.store.sql.sent_journal import SentMarks
 from bot.store.sql.store import SqlStore
 from bot.store.values import to_json, utcnow
 
@@ -49,7 +51,6 @@ PRUNE_RUNS = (
     f"DELETE FROM tool_ledger WHERE run_id IN ({_FINISHED_BEFORE})",
     f"DELETE FROM runs WHERE status NOT IN {_OPEN} AND updated_at < ?",
 )
-PRUNE_AUDIT = "DELETE FROM audit_log WHERE at < ?"
 _INSERT_RUN = (
     f"INSERT INTO runs ({RUN_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {{cutoff}}, NULL, ?, ?, ?)"
 )
@@ -63,8 +64,8 @@ RETENTION_EVERY_S = 3600.0
 """Runs and the audit log are pruned at most this often (their limits are days)."""
 
 
-class RunStore:
-    """The durable side of runs and interrupts."""
+class RunStore(OutboxTable, LedgerTable, AuditTable):
+    """The durable side of runs and interrupts, and (from its bases) of their outbox, tool ledger and audit log."""
 
     def __init__(self, store: SqlStore, *, runs_days: float = 30, audit_days: float = 365) -> None:
         self.store = store
@@ -284,160 +285,6 @@ class RunStore:
         rows = await self.store.read("SELECT data FROM session_messages WHERE id = ?", (row_id,))
         return Message.model_validate_json(rows[0][0]) if rows else None
 
-    # -- outbox -----------------------------------------------------------------------
-
-    async def sent(
-        self, outbox_id: int, ref: str | None, interrupt: InterruptRow | str | None = None, *, wait: bool = False
-    ) -> None:
-        """An outbox entry was sent: it is removed; a prompt's message reference is kept on its interrupt.
-
-        The outbox holds only what is committed and not yet sent, so it stays a few
-        rows long however long the bot runs (marking rows sent grew it forever).
-        ``interrupt``: the prompt's interrupt row (its cached copy learns the reference at
-        once, for a press that comes right after) or only its id (after a restart).
-
-        Returns once a crash of this process would not send the entry again: once the SQLite database's sent
-        journal lists it (:mod:`bot.store.sql.sent_journal`; the mark follows in the next group commit), else once
-        the mark is committed.  ``wait``: committed in any case (a gateway marking for a worker, whose next
-        owner asks the database).  A mark waited for goes ahead of the queue, alone or with other marks: the
-        rows it touches are committed already, so it may pass writes queued before it.
-        """
-        interrupt_id = interrupt if interrupt is None or isinstance(interrupt, str) else interrupt.id
-        steps = mark_steps(outbox_id, ref, interrupt_id)
-        if isinstance(interrupt, InterruptRow):
-            # The cache holds this very row: the database follows in write order.
-            interrupt.prompt_ref = ref
-        journal = None if wait else await self._journal()
-        if journal is not None and journal.record(outbox_id, ref, interrupt_id):
-            if interrupt_id is None:
-                self._marks.add(outbox_id)
-            else:
-                self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}")
-            journal.settle(self._marks.flush)
-            return
-        await self.store.write(steps, first=True)
-
-    async def is_unsent(self, outbox_id: int) -> bool:
-        """Whether the outbox entry is still waiting to be sent (not sent and marked by anyone yet)."""
-        return bool(await self.store.read("SELECT 1 FROM outbox WHERE id = ?", (outbox_id,)))
-
-    async def unsent(self) -> list[OutboxRow]:
-        """Entries committed and not sent, oldest first (what the sent journal lists was sent: it is marked now)."""
-        rows = await self.store.read(
-            "SELECT id, chat_key, message, interrupt_id FROM outbox WHERE status = 'pending' ORDER BY id"
-        )
-        unsent = [OutboxRow(*r) for r in rows]
-        journal = await self._journal()
-        return unsent if journal is None else await journal.mark_listed(self.store, unsent)
-
-    async def _journal(self) -> SentJournal | None:
-        opening = getattr(self, "_opening_journal", None)
-        if opening is None:
-            opening = self._opening_journal = asyncio.ensure_future(open_journal(self.store))
-        return await opening
-
-    # -- tool ledger ------------------------------------------------------------------
-
-    async def ledger_get(self, run_id: str, call_id: str) -> LedgerEntry | None:
-        known = self._ledgers.get(run_id)
-        if known is not None:
-            row = known.rows.get(call_id)
-            return None if row is None else _ledger_entry(run_id, (call_id, *row))
-        rows = await self.store.read(
-            "SELECT call_id, name, status, result, args FROM tool_ledger WHERE run_id = ? AND call_id = ?",
-            (run_id, call_id),
-        )
-        return _ledger_entry(run_id, rows[0]) if rows else None
-
-    async def ledger_entries(self, run_id: str) -> list[LedgerEntry]:
-        """Every call the run recorded, in the order they were recorded."""
-        rows = await self.store.read(
-            "SELECT call_id, name, status, result, args FROM tool_ledger WHERE run_id = ? ORDER BY updated_at, call_id",
-            (run_id,),
-        )
-        return [_ledger_entry(run_id, row) for row in rows]
-
-    async def ledger_started(self, run_id: str, call: ToolCall) -> None:
-        args = args_key(redact_value(call.args))
-
-        def committed(result: WriteResult) -> None:
-            known = self._ledgers.peek(run_id)
-            if known is not None and result.counts[-1]:  # DO NOTHING: a row there stays (a fence check may go first)
-                known.rows[call.id] = (call.name, "started", None, args)
-
-        await self.store.write(
-            [
-                Step(
-                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, args, updated_at) "
-                    "VALUES (?, ?, ?, 'started', NULL, ?, ?) ON CONFLICT DO NOTHING",
-                    (run_id, call.id, call.name, args, utcnow()),
-                )
-            ],
-            on_commit=committed,
-        )
-
-    async def ledger_finished(self, run_id: str, call: ToolCall, result: ToolResult) -> None:
-        status: LedgerStatus = "failed" if result.is_error else "succeeded"
-        saved = redact(redact_json(result.model_dump_json()), self.store.secrets)  # as the row will hold it
-        args = args_key(redact_value(call.args))
-        # Not awaited: whatever the run writes next commits after it.  Lost in a crash, a call with side effects
-        # reads as started, which is reported as interrupted and never re-run (a safe one simply runs again).
-        self.store.write_later(
-            [
-                Step(
-                    "INSERT INTO tool_ledger (run_id, call_id, name, status, result, args, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET "
-                    "status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
-                    (run_id, result.call_id, result.name, status, saved, args, utcnow()),
-                )
-            ],
-            what=f"recording the result of tool call {result.call_id}",
-        )
-        known = self._ledgers.peek(run_id)
-        if known is not None:  # queued: every later read or write of this process comes after it
-            kept = known.rows.get(result.call_id)
-            known.rows[result.call_id] = (result.name, status, saved, args if kept is None else kept[3])
-
-    # -- audit --------------------------------------------------------------------------
-
-    async def change_setting(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
-        """Set (``new=None`` deletes) a chat or global setting and audit it, atomically."""
-        await self.store.set_chat_setting(scope, name, new, extra=[self.audit_step(actor, scope, name, old, new)])
-
-    async def audit(self, actor: str, scope: str, name: str, old: Any, new: Any) -> None:
-        """Audit a change made elsewhere (not a setting of :meth:`change_setting`)."""
-        await self.store.write([self.audit_step(actor, scope, name, old, new)])
-
-    @staticmethod
-    def audit_step(actor: str, scope: str, name: str, old: Any, new: Any) -> Step:
-        return Step(
-            "INSERT INTO audit_log (at, actor, scope, name, old, new) VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                utcnow(),
-                actor,
-                scope,
-                name,
-                None if old is None else json.dumps(redact_value(old), ensure_ascii=False),
-                None if new is None else json.dumps(redact_value(new), ensure_ascii=False),
-            ),
-        )
-
-    async def audit_log(self, limit: int = 50) -> list[dict[str, Any]]:
-        rows = await self.store.read(
-            "SELECT at, actor, scope, name, old, new FROM audit_log ORDER BY id DESC LIMIT ?", (limit,)
-        )
-        return [
-            {
-                "at": at,
-                "actor": actor,
-                "scope": scope,
-                "name": name,
-                "old": json.loads(old) if old else None,
-                "new": json.loads(new) if new else None,
-            }
-            for at, actor, scope, name, old, new in rows
-        ]
-
 
 def _age_rule(runs_days: float, audit_days: float) -> Callable[[], list[Step]]:
     """The retention statements for finished runs (interrupts and ledger first) and the audit log, hourly."""
@@ -480,15 +327,3 @@ def _clear(slot: PendingSlot, interrupt_id: str) -> None:
 
 def _bump(row: InterruptRow) -> None:
     row.reprompted += 1
-
-
-def _ledger_entry(run_id: str, row: Any) -> LedgerEntry:
-    call_id, name, status, result, args = row
-    return LedgerEntry(
-        run_id=run_id,
-        call_id=call_id,
-        name=name,
-        status=status,
-        result=ToolResult.model_validate_json(result) if result else None,
-        args=json.loads(args) if args else None,
-    )
