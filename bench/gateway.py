@@ -16,10 +16,19 @@ zero-latency model and a recording channel, then prints ONE JSON line:
 ``--history N`` gives every chat N earlier messages before the run (a long-running bot's chats: the summary
 folds in, the window is cut), measured apart from fresh chats, whose history grows during the run.
 
+``--agents N`` writes N file agents (the four example agents and generated ones, bench/agent_files.py: a
+description, triggers and examples each) to a temporary agents directory, waits until routing by meaning is ready
+(the sentence encoder loaded, the agents placed) and sends the agents' examples as the messages, so the router
+chooses among them (``routed``: how many messages each agent got, from the "Auto-routing to" notices, which the
+gateway sends as messages of their own); ``--no-meaning`` measures the same without routing by meaning.
+``--busy-loops N`` runs N CPU hogs beside the run (a busy host); ``cpu_ms_per_msg`` is this process's CPU time
+over the closed loop's messages, which excludes theirs.
+
 ``--usage`` makes every answer report tokens (counted per person and chat, unawaited); ``--budget N`` sets
 a daily token limit per person (a read before and an awaited write after each model call).
 
     python bench/gateway.py [--chats 200] [--seconds 10] [--synchronous FULL]
+    python bench/gateway.py --agents 40 --history 160 [--busy-loops 2]
 
 Targets: >= 1,000 msg/s and p99 < 25 ms (goal: 2,000 msg/s and p99 < 15 ms).
 """
@@ -43,6 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 
 from agents.messages import Message
 from agents.models.base import Model, ModelResponse, ToolDeclaration, Usage
+from bench.agent_files import write_agents
+from bench.busy import busy_loops
 from bot.config.settings import load_settings
 from bot.events import ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.gateway.app import Gateway
@@ -81,6 +92,8 @@ class ReplyChannel:
         self._refs = itertools.count(1)
         self.errors = 0
         self.refusals = 0
+        self.routed: dict[str, int] | None = None
+        """``--agents``: messages per agent, from the routing notices (else such a notice counts as an error)."""
 
     async def start(self, inbox: Inbox) -> None:
         return None
@@ -116,6 +129,10 @@ class ReplyChannel:
         if message.kind == "notice" and reply_to is None and waiting:
             self.refusals += 1  # a budget's refusal ends the chat's oldest request
             reply_to = waiting[0]
+        elif message.kind == "notice" and self.routed is not None and message.text.startswith(ROUTED):
+            agent = message.text[len(ROUTED) :].split(" ", 1)[0]
+            self.routed[agent] = self.routed.get(agent, 0) + 1
+            return f"ref-{next(self._refs)}"
         elif message.kind == "notice":
             self.errors += 1  # the gateway reports a failure (e.g. the store did not commit)
         if waiting is not None and reply_to in waiting:
@@ -126,6 +143,11 @@ class ReplyChannel:
         return f"ref-{next(self._refs)}"
 
 
+ROUTED = "🤖 Auto-routing to: "
+TEXTS: list[str] = []
+"""``--agents``: the messages to send in turn (the agents' examples); empty: a plain numbered message."""
+_turn = itertools.count()
+
 CPU: dict[str, float] = {}
 """CPU seconds of the closed loop: the whole process, and the event loop's thread alone."""
 
@@ -135,7 +157,7 @@ def _message(chat: int, seq: str) -> InboundMessage:
         id=seq,
         chat=ChatKey(channel="console", chat_id=f"chat{chat}"),
         sender=Sender(id=f"user{chat}", name=f"user{chat}"),
-        text=f"message {seq} from chat {chat}",
+        text=TEXTS[next(_turn) % len(TEXTS)] if TEXTS else f"message {seq} from chat {chat}",
         is_direct=True,
     )
 
@@ -223,20 +245,24 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "synchronous": args.synchronous,
                     "cache_chats": args.cache_chats,
                 },
-                "agents": {"dirs": []},
+                "agents": {"dirs": [str(Path(tmp) / "agents")] if args.agents else []},
                 "http": {"enabled": False},
                 "log": {"level": "WARNING"},
                 "tracing": {"enabled": not args.no_tracing},
-                "routing": {"strategy": args.strategy},
+                "routing": {"strategy": args.strategy, "rule": {"meaning": not args.no_meaning}},
                 "budgets": {"user": {"daily_tokens": args.budget}},
             },
         )
         channel = ReplyChannel(by_chat=bool(args.budget))
+        if args.agents:
+            TEXTS[:] = write_agents(Path(tmp) / "agents", args.agents)
+            channel.routed = {}
         model = InstantModel()
         if args.usage or args.budget:
             model.usage = Usage(input_tokens=100, output_tokens=20)
         gateway = Gateway(settings, model=model, channels=[channel])
         await gateway.start()
+        meaning = args.agents > 0 and await asyncio.to_thread(gateway.router.prepare, 300)
         await _prefill(gateway, args.chats, args.history)
         tune_process(settings.runtime)  # as `bot run` does
         watchdog = asyncio.create_task(channel.watchdog())
@@ -258,6 +284,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "loop_busy": round(CPU["loop_s"] / elapsed, 2),
         "tracing": not args.no_tracing,
         "routing": args.strategy,
+        "agents": args.agents,
+        "routing_by_meaning": meaning,
+        "routed": dict(sorted((channel.routed or {}).items(), key=lambda item: -item[1])),
+        "busy_loops": args.busy_loops,
         "usage_counted": bool(args.usage or args.budget),
         "budget_tokens": args.budget,
         "p50_ms": round(_quantile(latencies, 0.50), 2),
@@ -293,11 +323,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--cache-chats", type=int, default=1000, help="store.cache_chats (1: measure without the per-chat cache)"
     )
+    parser.add_argument("--agents", type=int, default=0, help="file agents (routing by meaning among them)")
+    parser.add_argument("--no-meaning", action="store_true", help="routing.rule.meaning false (triggers only)")
+    parser.add_argument("--busy-loops", type=int, default=0, help="CPU hogs beside the run (a busy host)")
     parser.add_argument("--history", type=int, default=0, help="earlier messages in each chat before the run")
     parser.add_argument("--usage", action="store_true", help="Answers report tokens: usage is counted per call.")
     parser.add_argument("--budget", type=int, default=0, help="budgets.user.daily_tokens: checked before each call")
     args = parser.parse_args(argv)
-    print(json.dumps(asyncio.run(run(args))))
+    with busy_loops(args.busy_loops):
+        print(json.dumps(asyncio.run(run(args))))
 
 
 if __name__ == "__main__":

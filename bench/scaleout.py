@@ -16,6 +16,12 @@ from the webhook request to the answer reaching the (fake) Telegram API, p50 / p
   the kill to the chat's next answer (p50 / p99 / max), the worst chat beyond readiness, lost and doubled answers
   (``tests/scale/gateway_kill.py``, which ``tests/scale/test_gateway_kill.py`` runs too).
 
+Each throughput run prints ``cpu_ms_per_msg``: the CPU milliseconds per message of every part of the path, the
+gateway, each worker, PostgreSQL (the postmaster and its backends), Redis, the fake platform (the fake Telegram
+Bot API, on a thread of its own with its own event loop: that thread's CPU) and the bench client (the webhook
+posts: the rest of this process), and ``whole_path_ms``: the gateway, the workers, PostgreSQL and Redis (ours,
+the bench client and the fake platform apart), and ``with_platform_ms``: with the fake platform too.
+
 On a 2-core machine expect the mechanism, not linear gains: the gateway, the workers, PostgreSQL,
 Redis and the fake platform share the cores.  Prints ONE JSON line.
 
@@ -31,6 +37,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -40,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 
 import redis.asyncio as aioredis
 
+from bench.busy import busy_loops, cpu_seconds, tree_cpu_seconds
 from bot.bus import InMemoryBus
 from bot.events import ChatKey, InboundEvent, InboundMessage, Sender
 from bot.gateway.scaled import connect_redis
@@ -63,8 +71,8 @@ class TimedTelegram(FakeTelegram):
         text, now = str(params.get("text", "")), time.monotonic()
         self.arrived[text] = now
         waiter = self._waiting.pop(text, None)
-        if waiter is not None and not waiter.done():
-            waiter.set_result(now)
+        if waiter is not None:  # the fake may serve on a thread of its own (FakeThread): wake the waiter's loop
+            waiter.get_loop().call_soon_threadsafe(_resolve, waiter, now)
         return await super()._api_sendMessage(params)
 
     async def answer(self, text: str, timeout: float = 60) -> float:
@@ -72,14 +80,45 @@ class TimedTelegram(FakeTelegram):
         if text in self.arrived:
             return self.arrived[text]
         waiter = self._waiting.setdefault(text, asyncio.get_running_loop().create_future())
+        if text in self.arrived:  # it came on the fake's thread between the look and the waiter
+            return self.arrived[text]
         async with asyncio.timeout(timeout):
             return await waiter
 
 
+def _resolve(waiter: asyncio.Future[float], when: float) -> None:
+    if not waiter.done():
+        waiter.set_result(when)
+
+
+class FakeThread:
+    """A fake platform serving on a thread of its own (its own event loop), so that its CPU is that thread's."""
+
+    def __init__(self, fake: TimedTelegram) -> None:
+        self.fake = fake
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="fake-platform", daemon=True)
+
+    async def start(self) -> None:
+        self.thread.start()
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.fake.start(), self.loop))
+
+    async def stop(self) -> None:
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.fake.stop(), self.loop))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        await asyncio.to_thread(self.thread.join)
+        self.loop.close()
+
+    def cpu_seconds(self) -> float:
+        assert self.thread.ident is not None
+        return time.clock_gettime(time.pthread_getcpuclockid(self.thread.ident))
+
+
 async def closed_loop(
-    cluster: Cluster, fake: TimedTelegram, chats: int, seconds: float, servers: dict[str, int]
+    cluster: Cluster, fake: TimedTelegram, chats: int, seconds: float, servers: dict[str, int], platform: FakeThread
 ) -> dict[str, Any]:
-    """``servers``: name → pid of Redis and PostgreSQL (whose CPU is counted with their children's)."""
+    """``servers``: name → pid of Redis and PostgreSQL (whose CPU is counted with their children's); ``platform``:
+    the fake platform's thread (its CPU is taken out of this process's, the rest is the bench client's)."""
     latencies: list[float] = []
     done = 0
     stop = time.monotonic() + seconds
@@ -100,52 +139,27 @@ async def closed_loop(
     pids = {name: proc.pid for name, proc in cluster.procs.items()} | {"bench": os.getpid()}
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     cpu_before |= {name: tree_cpu_seconds(pid) for name, pid in servers.items()}
+    cpu_before["fake_platform"] = platform.cpu_seconds()
     began = time.monotonic()
     await asyncio.gather(*(chat(n) for n in range(chats)))
     elapsed = time.monotonic() - began
+    used = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+    used |= {name: tree_cpu_seconds(pid) - cpu_before[name] for name, pid in servers.items()}
+    used["fake_platform"] = platform.cpu_seconds() - cpu_before["fake_platform"]
+    used["bench_client"] = used.pop("bench") - used["fake_platform"]
+    per_msg = {name: round(seconds * 1000 / max(done, 1), 3) for name, seconds in used.items()}
+    ours = sum(ms for name, ms in per_msg.items() if name not in ("fake_platform", "bench_client"))
     latencies.sort()
     return {
         "msgs_per_s": round(done / elapsed, 1),
         "p50_ms": round(statistics.median(latencies), 1),
         "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 1),
         "messages": done,
-        # Where the two cores go: CPU milliseconds per message of each process (the bench: the fake Telegram
-        # server and the webhook client).
-        "cpu_ms_per_msg": {
-            name: round((cpu_seconds(pid) - cpu_before[name]) * 1000 / max(done, 1), 2) for name, pid in pids.items()
-        }
-        | {
-            name: round((tree_cpu_seconds(pid) - cpu_before[name]) * 1000 / max(done, 1), 2)
-            for name, pid in servers.items()
-        },
+        # Where the two cores go: CPU milliseconds per message of each part of the path.
+        "cpu_ms_per_msg": per_msg,
+        "whole_path_ms": round(ours, 3),
+        "with_platform_ms": round(ours + per_msg["fake_platform"], 3),
     }
-
-
-def _stat(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return []
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux ``/proc``; 0 elsewhere)."""
-    fields = _stat(pid)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if fields else 0.0
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU time of a server and its children, live or ended (PostgreSQL: the postmaster and its backends)."""
-    fields = _stat(pid)
-    if not fields:
-        return 0.0
-    total = sum(int(f) for f in fields[11:15])  # utime, stime, and those of ended children
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            child = _stat(int(entry.name))
-            if child and child[1] == str(pid):
-                total += sum(int(f) for f in child[11:15])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 async def redis_hop(url: str, n: int = 5000) -> float:
@@ -301,15 +315,8 @@ async def failover(cluster: Cluster, fake: TimedTelegram, url: str, partitions: 
 
 
 async def main(args: argparse.Namespace) -> None:
-    hogs = [
-        await asyncio.create_subprocess_exec(sys.executable, "-c", "while True: pass") for _ in range(args.busy_loops)
-    ]
-    try:
+    with busy_loops(args.busy_loops):
         await measure(args)
-    finally:
-        for hog in hogs:
-            hog.kill()
-            await hog.wait()
 
 
 async def measure(args: argparse.Namespace) -> None:
@@ -331,10 +338,13 @@ async def measure(args: argparse.Namespace) -> None:
     if rd.process is not None:
         server_pids["redis"] = rd.process.pid
 
-    async def on_cluster(name: str, run: Callable[[Cluster, TimedTelegram], Awaitable[Any]]) -> Any:
+    async def on_cluster(
+        name: str, run: Callable[[Cluster, TimedTelegram], Awaitable[Any]], platform: FakeThread | None = None
+    ) -> Any:
+        """``platform``: the fake serves on that thread (its CPU measured apart), else on this loop."""
         rd.flush()
-        fake = TimedTelegram()
-        await fake.start()
+        fake = platform.fake if platform is not None else TimedTelegram()
+        await (platform.start() if platform is not None else fake.start())
         tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-scaleout-{os.getpid()}-{name}"
         tmp.mkdir(parents=True, exist_ok=True)
         cluster = Cluster(tmp, fake, pg.url(pg.create_database()), rd.url(), **env)
@@ -342,14 +352,14 @@ async def measure(args: argparse.Namespace) -> None:
             return await run(cluster, fake)
         finally:
             await cluster.stop_all()
-            await fake.stop()
+            await (platform.stop() if platform is not None else fake.stop())
 
-    def throughput(workers: int) -> Callable[[Cluster, TimedTelegram], Awaitable[Any]]:
+    def throughput(workers: int, platform: FakeThread) -> Callable[[Cluster, TimedTelegram], Awaitable[Any]]:
         async def run(cluster: Cluster, fake: TimedTelegram) -> Any:
             await cluster.start("gateway", "gateway")
             await asyncio.gather(*(cluster.start(f"worker-{n}", "worker") for n in range(workers)))
             await asyncio.sleep(args.lease_ms / 1000)  # let the partitions settle
-            return await closed_loop(cluster, fake, args.chats, args.seconds, server_pids)
+            return await closed_loop(cluster, fake, args.chats, args.seconds, server_pids, platform)
 
         return run
 
@@ -362,7 +372,8 @@ async def measure(args: argparse.Namespace) -> None:
             results["lease_ms"] = args.lease_ms
         elif not args.only_failover:
             for workers in [int(w) for w in args.workers.split(",")]:
-                results[f"workers_{workers}"] = await on_cluster(str(workers), throughput(workers))
+                platform = FakeThread(TimedTelegram())
+                results[f"workers_{workers}"] = await on_cluster(str(workers), throughput(workers, platform), platform)
             rd.flush()
             results["redis_hop_us"] = await redis_hop(rd.url())
             results["partition_move_s"] = await on_cluster(
