@@ -77,7 +77,9 @@ def compare_command(settings: Settings, first: str, second: str | None, as_json:
 
     folder = evals_folder(settings)
     saved = saved_runs(folder)
-    redaction = Redaction([*settings.secrets(), *Redaction.from_settings(settings).secrets])
+    redaction = Redaction(
+        [*settings.secrets(), *Redaction.configured(settings.model, settings.channels, settings.mcp).secrets]
+    )
 
     def load(s: Saved) -> RunResult:
         try:

@@ -136,7 +136,9 @@ def eval_command(
     _logging(settings)
     from bot.redaction import Redaction
 
-    redaction = Redaction([*settings.secrets(), *Redaction.from_settings(settings).secrets])
+    redaction = Redaction(
+        [*settings.secrets(), *Redaction.configured(settings.model, settings.channels, settings.mcp).secrets]
+    )
     if clear_cache:
         eval_cache.clear(settings)
         if suite_file is None and not from_traces:
@@ -303,7 +305,7 @@ async def _from_traces(
         typer.echo(f"cannot read the traces: {exc}", err=True)
         raise typer.Exit(2) from None
     try:
-        redactor = Redactor.from_settings(settings)
+        redactor = Redactor.configured(settings.model, settings.channels, settings.mcp)
         maker = TraceCases(SqlTraces(store), SqlReplaySource(store), redactor, gap=seconds_of(gap))
         suite = await maker.suite(start, agent, limit)
     finally:

@@ -32,7 +32,11 @@ async def with_traces(settings: Settings, read: Callable[[Tracing], Awaitable[T]
         return None
     try:
         # Read through the redaction step with the configured secrets too (rows kept before it knew a kind).
-        return await read(Tracing(SqlTraces(store), settings.tracing, Redactor.from_settings(settings)))
+        return await read(
+            Tracing(
+                SqlTraces(store), settings.tracing, Redactor.configured(settings.model, settings.channels, settings.mcp)
+            )
+        )
     finally:
         await store.close()
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from bot.commands.registry import CommandRegistry
-from bot.config.settings import Settings
+from bot.config.jobs import JobsSection
+from bot.config.memory import MemorySection
+from bot.config.model import ModelSection
+from bot.config.settings import BotSection, ChannelsSection, RoutingSection, StoreSection
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from bot.interrupts.service import InterruptService
@@ -18,9 +21,37 @@ from bot.store.ports import Runs
 from bot.tracing.recorder import Tracing
 
 
+class CommandSettings(Protocol):
+    """The sections of the settings commands read (:class:`~bot.config.settings.Settings` has them; a command
+    that needs another section adds it here)."""
+
+    @property
+    def bot(self) -> BotSection: ...
+
+    @property
+    def channels(self) -> ChannelsSection: ...
+
+    @property
+    def jobs(self) -> JobsSection: ...
+
+    @property
+    def store(self) -> StoreSection: ...
+
+    @property
+    def model(self) -> ModelSection: ...
+
+    @property
+    def routing(self) -> RoutingSection: ...
+
+    @property
+    def memory(self) -> MemorySection: ...
+
+
 @dataclass(frozen=True)
 class CommandContext:
-    settings: Settings
+    settings: CommandSettings
+    """Commands are an open set (built-in, admin, jobs, memory, pairing, session…): they share this narrow view
+    of the settings rather than each taking its own sections."""
     commands: CommandRegistry
     """For ``/help``."""
     store: Store

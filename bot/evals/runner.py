@@ -135,7 +135,7 @@ class Runner:
 
     async def run(self) -> RunResult:
         base = self.settings({})
-        self._secrets = {*base.secrets(), *Redaction.from_settings(base).secrets}
+        self._secrets = {*base.secrets(), *Redaction.configured(base.model, base.channels, base.mcp).secrets}
         models = self.options.models or [choose(m) for m in self.suite.models] or [configured(base.model)]
         self.check(len(models))
         self._channels = [name for name in type(base.channels).model_fields if name != "console"]

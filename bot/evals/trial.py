@@ -123,7 +123,10 @@ class TrialPlayer:
         except ConfigError as exc:
             trial.error = str(exc)
             return trial
-        self.secrets |= {*settings.secrets(), *Redaction.from_settings(settings).secrets}
+        self.secrets |= {
+            *settings.secrets(),
+            *Redaction.configured(settings.model, settings.channels, settings.mcp).secrets,
+        }
         if model.make is None:
             model = replace(model, label=answering(model, settings.model))
             trial.model = model.label

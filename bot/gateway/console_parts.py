@@ -8,7 +8,8 @@ from typing import Any, Protocol, cast
 
 from agents.tools.base import Tool
 from bot.clock import Clock
-from bot.config.settings import Settings
+from bot.config.media import MediaSection
+from bot.config.settings import ChannelsSection, StoreSection
 from bot.config.web import WebSection
 from bot.delivery import Delivery
 from bot.gateway.ops import OpsEndpoints
@@ -35,10 +36,28 @@ from channels.web.settings import WebChatSettings
 log = logging.getLogger(__name__)
 
 
+class ConsoleSettings(Protocol):
+    """The sections of the settings the console reads (:class:`~bot.config.settings.Settings` has them)."""
+
+    @property
+    def web(self) -> WebSection: ...
+
+    @property
+    def channels(self) -> ChannelsSection: ...
+
+    @property
+    def store(self) -> StoreSection: ...
+
+    @property
+    def media(self) -> MediaSection: ...
+
+
 class ConsoleHost(Protocol):
     """What the console uses of the gateway it is built in (every part is built before it)."""
 
-    settings: Settings
+    @property
+    def settings(self) -> ConsoleSettings: ...
+
     clock: Clock
     tracing: Tracing
     routes: RoutePolicy

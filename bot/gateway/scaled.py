@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from bot.aio import cancel_and_wait
 from bot.clock import Clock
-from bot.config.settings import ConfigError, Settings
+from bot.config.settings import BusSection, ConfigError, Settings
 from bot.delivery import Delivery
 from bot.fencing import Fences
 from bot.gateway.intake import DurableInbox
@@ -44,7 +44,7 @@ class ScaleParts:
     """The finished parts of the gateway the scaled-out parts work with (the composition root builds them last,
     once every one of these exists)."""
 
-    settings: Settings
+    bus: BusSection
     store: PartitionedStore
     runs: Runs
     manager: RunManager
@@ -101,7 +101,7 @@ class ScaleOut:
         self.parts = parts
         self.role = role
         self.redis = redis
-        bus = parts.settings.bus
+        bus = parts.bus
         self.partitions = bus.partitions
         self.name = process_name(role)
         self.consumer: PartitionConsumer | None = None
@@ -122,7 +122,7 @@ class ScaleOut:
 
     def remote_channels(self, enabled: Sequence[str]) -> list[RemoteChannel]:
         """A worker's way out: each enabled channel through the gateways."""
-        return [RemoteChannel(name, self.redis, maxlen=self.parts.settings.bus.stream_maxlen) for name in enabled]
+        return [RemoteChannel(name, self.redis, maxlen=self.parts.bus.stream_maxlen) for name in enabled]
 
     def exclusive_channels(self, channels: Sequence[Any]) -> list[Any]:
         return [c for c in channels if isinstance(c, Exclusive) and c.exclusive_key is not None]
@@ -175,8 +175,8 @@ class ScaleOut:
             on_urgent=g.supervisor.handle_urgent,
             on_acquire=self._take,
             on_release=self._drop,
-            max_concurrent=g.settings.bus.max_concurrent_chats,
-            max_pending=g.settings.bus.max_pending,
+            max_concurrent=g.bus.max_concurrent_chats,
+            max_pending=g.bus.max_pending,
             fences=g.fences,
             raise_fence=g.store.raise_fence,
             clock=g.clock,
@@ -193,7 +193,7 @@ class ScaleOut:
             g.runs,
             [c.name for c in channels],
             name=self.name,
-            max_concurrent=g.settings.bus.max_concurrent_chats,
+            max_concurrent=g.bus.max_concurrent_chats,
             clock=g.clock,
         )
         await self.relay.start()

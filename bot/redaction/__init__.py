@@ -31,7 +31,9 @@ from bot.redaction.detector import asks_for_secret, find_secret, found, keep_out
 from bot.redaction.words import label_kind
 
 if TYPE_CHECKING:
-    from bot.config.settings import Settings
+    from agents.tools.mcp.config import McpConfig
+    from bot.config.model import ModelSection
+    from bot.config.settings import ChannelsSection
 
 __all__ = [
     "Redaction",
@@ -103,16 +105,17 @@ class Redaction:
         self._generation = detector.generation
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Self:
-        """The configured secrets: model keys, channel tokens and secrets, MCP servers' environment and headers."""
-        values = [*settings.model.keys()]
-        for name in type(settings.channels).model_fields:
-            section = getattr(settings.channels, name)
+    def configured(cls, model: ModelSection, channels: ChannelsSection, mcp: McpConfig) -> Self:
+        """The configured secrets: model keys, channel tokens and secrets, MCP servers' environment and headers
+        (the ``model``, ``channels`` and ``mcp`` sections)."""
+        values = [*model.keys()]
+        for name in type(channels).model_fields:
+            section = getattr(channels, name)
             for key in ("token", "bot_token", "app_token", "signing_secret"):
                 values.append(str(getattr(section, key, "") or ""))
             webhook = getattr(section, "webhook", None)
             values.append(str(getattr(webhook, "secret_token", "") or ""))
-        for server in settings.mcp.servers.values():
+        for server in mcp.servers.values():
             values += [str(v) for v in server.env.values()] + [str(v) for v in server.headers.values()]
         return cls(values)
 

@@ -19,7 +19,10 @@ from agents.models.base import Generation, Model
 from agents.tools.base import Tool
 from agents.tools.ledger import LedgerEntry
 from bot.access import is_admin
-from bot.config.settings import Settings
+from bot.config.media import MediaSection
+from bot.config.memory import MemorySection
+from bot.config.model import ModelSection
+from bot.config.settings import ChannelsSection, HandoffsSection, InterruptsSection, StoreSection
 from bot.events import ChatKey
 from bot.memory.service import Briefing, MemoryService
 from bot.ops.budgets import Budgets
@@ -85,11 +88,32 @@ _Held = tuple[tuple[Tool, ...], Tool | None]
 """What a kept toolset's key names by id: the offered tools and the session tool."""
 
 
+@dataclass(frozen=True)
+class RunConfig:
+    """The configuration runs read: these sections of the settings and no other (the sections themselves, so a
+    change to one, as tests make, is seen by the next run)."""
+
+    handoffs: HandoffsSection
+    """The handoff notice, the context a target sees, the deepest chain."""
+    interrupts: InterruptsSection
+    """How long each kind of question waits."""
+    channels: ChannelsSection
+    """Who is an admin (budgets), which channels stream."""
+    store: StoreSection
+    """``context_chars``: the history a run sees."""
+    media: MediaSection
+    """``history_items``: the files of the history a run sees."""
+    model: ModelSection
+    """``repair``: the model that repairs a guardrail's output."""
+    memory: MemorySection
+    """``budget_tokens``: the recalled memories' share (traced)."""
+
+
 @dataclass
 class RunContexts:
     """Builds the :class:`RunContext` of each leg of a run."""
 
-    settings: Settings
+    config: RunConfig
     store: ChatReads
     runs: Runs
     model: Model
@@ -130,14 +154,14 @@ class RunContexts:
             chat_settings.get("model"),
         )
         brief = await self._brief(run, chat, agent, query, override, state) if self.memory is not None else Briefing()
-        budget = self.settings.store.context_chars - len(brief.summary)
+        budget = self.config.store.context_chars - len(brief.summary)
         if agent.context_mode == "isolated":
             before = [m for i, m in zip(state.ids, state.messages, strict=True) if i < run.history_cutoff]
             history = fit_context(own_turns(before, agent.name), budget)
         else:
             history = state.window(run.history_cutoff, budget, brief.upto_id)
-        if state.media > self.settings.media.history_items:
-            history = recent_media(history, self.settings.media.history_items)
+        if state.media > self.config.media.history_items:
+            history = recent_media(history, self.config.media.history_items)
 
         async def emit(text: str) -> None:
             await self.emit(chat, text)
@@ -150,7 +174,7 @@ class RunContexts:
         if handoff is not None or graph is not None:
             parts = (extra, handoff.render() if handoff is not None else "", graph.brief() if graph is not None else "")
             extra = "\n\n".join(part for part in parts if part)
-        repair = self.settings.model.repair
+        repair = self.config.model.repair
         ctx = RunContext(
             chat_key=run.chat_key,
             model=self._budgeted(run, chat, self.model_for(agent, chat_model)),
@@ -168,12 +192,12 @@ class RunContexts:
             # Handoffs are tools of ReAct agents; chat agents have no tools and plans run their own steps.
             handoffs=tuple(agent.handoffs) if runs_as.hands_off else (),
             handoff_chain=tuple(chain or [agent.name]),
-            max_handoff_depth=self.settings.handoffs.max_depth,
+            max_handoff_depth=self.config.handoffs.max_depth,
             tracer=self._tracer(run, agent),
             state=graph.state if graph is not None else {},
         )
         if brief.memories or brief.summary or brief.session_keys:
-            ctx.tracer.event("memory", agent=agent.name, **brief.trace_fields(self.settings.memory.budget_tokens))
+            ctx.tracer.event("memory", agent=agent.name, **brief.trace_fields(self.config.memory.budget_tokens))
         return ctx
 
     def _toolset(
@@ -248,7 +272,7 @@ class RunContexts:
         kept = self._budgeted_models.get(key)
         if kept is not None and kept.inner is model:
             return kept
-        admin = is_admin(self.settings.channels, chat.channel, run.user_id)
+        admin = is_admin(self.config.channels, chat.channel, run.user_id)
         budgeted = BudgetedModel(model, self.budgets, self.budgets.payer(chat, run.user_id, admin))
         if len(self._budgeted_models) >= BUDGETED_KEPT:
             self._budgeted_models.clear()

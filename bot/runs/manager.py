@@ -33,7 +33,6 @@ from agents.results import InterruptRequest, RunResult
 from agents.state import RunState, RunStateError
 from agents.tools.ledger import LedgerEntry
 from bot.clock import SYSTEM_CLOCK, Clock, SameDelay
-from bot.config.settings import Settings
 from bot.delivery import Delivery
 from bot.events import ChatKey, OutboundMessage
 from bot.ids import new_id, new_nonce
@@ -43,7 +42,7 @@ from bot.memory.service import MemoryService
 from bot.ops.budgets import BudgetExceeded, Budgets
 from bot.ops.metrics import Metrics
 from bot.runs.catalog import AgentCatalog, AgentDef
-from bot.runs.context import ModelSource, RunContexts, ToolPool, ToolSource
+from bot.runs.context import ModelSource, RunConfig, RunContexts, ToolPool, ToolSource
 from bot.runs.streaming import ReplyStream
 from bot.store.ports import ChatReads, Runs
 from bot.store.retry import DELAYED, until_stored
@@ -53,14 +52,15 @@ from bot.tracing.recorder import Tracing
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TYPING_AFTER_S", "RunManager", "ToolPool"]
+__all__ = ["TYPING_AFTER_S", "RunConfig", "RunManager", "ToolPool"]
 
 TYPING_AFTER_S = 1.0  # a run still working after this long shows the typing indicator (a quick answer needs none)
 
 
 @dataclass
 class RunManager:
-    settings: Settings
+    config: RunConfig
+    """The sections of the settings runs read."""
     store: ChatReads
     runs: Runs
     catalog: AgentCatalog
@@ -90,7 +90,7 @@ class RunManager:
 
     def __post_init__(self) -> None:
         self.contexts = RunContexts(
-            settings=self.settings,
+            config=self.config,
             store=self.store,
             runs=self.runs,
             model=self.model,
@@ -101,7 +101,7 @@ class RunManager:
             budgets=self.budgets,
             tracing=self.tracing,
         )
-        handoffs = self.settings.handoffs
+        handoffs = self.config.handoffs
         self.loop_settings = LoopSettings(notify=handoffs.notify or "", context_messages=handoffs.context_messages)
         self.typing_timers = SameDelay(self.clock, TYPING_AFTER_S)
 
@@ -163,7 +163,7 @@ class RunManager:
 
     def _stream(self, run: RunRow) -> ReplyStream | None:
         """The answer shown as it is written, where the channel streams (``channels.<name>.streaming``)."""
-        section = getattr(self.settings.channels, run.chat.channel, None)
+        section = getattr(self.config.channels, run.chat.channel, None)
         if section is None or not section.streaming:
             return None
         limit, terminal = self.text_limits.get(run.chat.channel), run.chat.channel in self.prints_as_written
@@ -240,7 +240,7 @@ class RunManager:
         interrupt_id, nonce = new_id(), new_nonce()
         choices = prompt_choices(request, group=not run.direct)
         own = agent.confirm_timeout_s if request.kind == "tool_confirm" and isinstance(agent, AgentDef) else None
-        timeout = own or self.settings.interrupts.timeout_for(request.kind)
+        timeout = own or self.config.interrupts.timeout_for(request.kind)
         shown, payload = request.prompt, request.payload
         if not run.direct and request.kind == "tool_confirm":
             payload = {**payload, "group": True}  # "always allow" is then an admin's (InterruptService._check)

@@ -39,7 +39,7 @@ async def test_a_change_in_one_process_is_seen_by_the_other_at_once_and_reads_ar
     for store in stores:
         await store.start()
         out = ScaleOut(
-            SimpleNamespace(settings=settings, store=store, clock=clock), "worker", connect_redis(redis.url())
+            SimpleNamespace(bus=settings.bus, store=store, clock=clock), "worker", connect_redis(redis.url())
         )  # type: ignore[arg-type]
         out._share_settings()
         outs.append(out)
