@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from agents.models.base import Model, ModelError
 from agents.tools.base import Tool, ToolContext, ToolError, tool
-from bot.config.settings import Settings
+from bot.config.memory import MemorySection
 from bot.events import ChatKey
 from bot.memory.forgetting import Forgotten, Scrubber
 from bot.memory.summary import Summariser, to_fold
@@ -106,20 +106,24 @@ def identity_of(chat_key: str, user_id: str) -> str:
 class MemoryService:
     def __init__(
         self,
-        settings: Settings,
+        config: MemorySection,
         store: ChatReads,
         *,
+        history_limit: int,
+        context_chars: int,
         memories: MemoryRepo,
         scrub: ScrubRepo,
         summary_model: Model | None = None,
         embedder: Model | None = None,
         flush_traces: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
-        """``store``: chats' settings and state; ``scrub``: rewrites stored rows without forgotten facts;
-        ``flush_traces``: writes the buffered trace events (a forget scrubs them from the stored ones)."""
-        self.config = settings.memory
-        self.history_limit = settings.store.history_limit
-        self.context_chars = settings.store.context_chars
+        """``config``: the ``memory`` section; ``store``: chats' settings and state; ``history_limit`` and
+        ``context_chars``: the ``store`` section's (how much history is kept, and shown to a run); ``scrub``:
+        rewrites stored rows without forgotten facts; ``flush_traces``: writes the buffered trace events (a forget
+        scrubs them from the stored ones)."""
+        self.config = config
+        self.history_limit = history_limit
+        self.context_chars = context_chars
         self.store = store
         self.memories = memories
         self.summariser = Summariser(summary_model, self.config.summary.max_chars)
