@@ -151,7 +151,7 @@ class Gateway:
         self.tracing = Tracing(
             self.repos.traces,
             self.settings.tracing,
-            Redactor.from_settings(self.settings),
+            Redactor.configured(self.settings.model, self.settings.channels, self.settings.mcp),
             trace_sinks,
             self.metrics.observe,
             self.clock,
@@ -217,8 +217,10 @@ class Gateway:
             *(job_tools(self.jobs, self.access.is_admin_account) if self.jobs is not None else []),
         ]
         self.memory = MemoryService(
-            self.settings,
+            self.settings.memory,
             self.store,
+            history_limit=self.settings.store.history_limit,
+            context_chars=self.settings.store.context_chars,
             memories=self.repos.memories,
             scrub=self.repos.scrub,
             summary_model=self.models.summariser(self.settings.memory.summary.model),

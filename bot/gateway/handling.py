@@ -156,7 +156,7 @@ def build_handling(g: HandlingHost, progress: Progress | None) -> Handling:
     scale = None
     if g.redis is not None:
         parts = ScaleParts(
-            settings=g.settings,
+            bus=g.settings.bus,
             store=g.store,
             runs=g.runs,
             manager=g.manager,
