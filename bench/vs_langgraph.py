@@ -3,7 +3,8 @@
 Each round runs, for each SQLite ``synchronous`` level (NORMAL, then FULL), ``bench/interrupts.py
 --synchronous LEVEL`` (ours) and each of LangGraph's six configurations at that level
 (``bench/langgraph_interrupts.py --config <saver>-LEVEL-<durability>``: sync ``SqliteSaver`` + ``invoke`` and
-``AsyncSqliteSaver`` + ``ainvoke``, durability sync / async / exit), one process each, so every pair runs in
+``AsyncSqliteSaver`` + ``ainvoke``, durability sync / async / exit; the sync saver also with each thread count
+of ``--lg-threads``, named ``...@Nt``: threads sharing the saver), one process each, so every pair runs in
 the same minutes; odd rounds run ours after the peers, even rounds before (the machine's drift falls on both).
 Then prints one JSON line: per level the median cycles/s of ours and of each peer config over ``--rounds``,
 the best peer config (highest median), the ratio ours / best peer (and its range over the rounds, each
@@ -12,7 +13,7 @@ round's ours against that round's figure of the same config), the ratio against 
 
 LangGraph runs from its own venv (``--lg-python``, default /tmp/lg/bin/python; see bench/langgraph_interrupts.py).
 
-    python bench/vs_langgraph.py [--rounds 5] [--chats 50] [--cycles 20] [--lg-python /tmp/lg/bin/python]
+    python bench/vs_langgraph.py [--rounds 5] [--chats 50] [--cycles 20] [--lg-threads 1,4] [--lg-python PATH]
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=50)
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--lg-python", default="/tmp/lg/bin/python", help="the python of LangGraph's venv")
+    parser.add_argument("--lg-threads", default="1,4", help="thread counts of the sync saver's configs (1: turns)")
     parser.add_argument("--verbose", action="store_true", help="print every run's JSON line too")
     args = parser.parse_args()
     size = ["--chats", str(args.chats), "--cycles", str(args.cycles)]
@@ -56,14 +58,17 @@ def main() -> None:
         for level in LEVELS:
             ours_cmd = [sys.executable, str(BENCH / "interrupts.py"), "--synchronous", level, *size]
             peer_cmds = {
-                name.format(level=level): [
+                name.format(level=level) + ("" if threads == 1 else f"@{threads}t"): [
                     args.lg_python,
                     str(BENCH / "langgraph_interrupts.py"),
                     "--config",
                     name.format(level=level),
+                    "--threads",
+                    str(threads),
                     *size,
                 ]
                 for name in PEERS
+                for threads in ([int(t) for t in args.lg_threads.split(",")] if name.startswith("sync") else [1])
             }
             if round_ % 2 == 0:
                 ours[level].append(measure(ours_cmd, args.verbose)["cycles_per_s"])
