@@ -1,7 +1,7 @@
 """The store as ports: one repository Protocol per concept, what the services depend on.
 
 The ports and their values (:mod:`bot.store.values`, :mod:`bot.store.rows`, :mod:`bot.store.chat_state`) import no
-implementation; the SQL implementations live beside them in :mod:`bot.store` (the only place with SQL:
+implementation; the SQL implementations live in :mod:`bot.store.sql` (the only place with SQL:
 ``tests/test_no_raw_sql.py`` checks it) and only the composition root builds them (``tests/test_layering.py``);
 ``tests/fakes/`` has an in-memory one of every port for unit tests (``tests/fakes/all_repos.py``: all of
 :class:`Repos`; ``tests/test_every_port_has_a_fake.py`` fails for a port without one), held to the SQL one by the
