@@ -210,7 +210,7 @@ class Gateway:
             else None
         )
         self.tools: list[Tool] = [
-            *(tools if tools is not None else builtin_tools(self.settings)),
+            *(tools if tools is not None else builtin_tools(self.settings, self.clock)),
             ASK_USER_TOOL,
             *self.scheduled.tools(),
             *self.media.tools(),

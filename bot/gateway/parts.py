@@ -31,9 +31,10 @@ def build_model(settings: Settings) -> Model:
     ).main
 
 
-def builtin_tools(settings: Settings) -> list[Tool]:
+def builtin_tools(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> list[Tool]:
     """The built-in toolset, configured by the ``tools`` section: the file tools refuse the bot's own files and
-    ``run_command``'s sandbox masks them.  A workspace that holds them is refused (:class:`ConfigError`)."""
+    ``run_command``'s sandbox masks them.  A workspace that holds them is refused (:class:`ConfigError`).
+    ``clock``: the gateway's (``get_current_time`` tells its time)."""
     from agents.tools import builtin_toolset
     from agents.tools.sandbox import SandboxUnavailable
 
@@ -41,7 +42,7 @@ def builtin_tools(settings: Settings) -> list[Tool]:
     if problem is not None:
         raise ConfigError(f"{problem}; {WORKSPACE_FIX}")
     try:
-        return list(builtin_toolset(settings.tools, hidden=own_files(settings)).tools)
+        return list(builtin_toolset(settings.tools, hidden=own_files(settings), clock=clock).tools)
     except SandboxUnavailable as exc:
         raise ConfigError(f"tools.run_command.sandbox is bwrap, but {exc}") from None
 
