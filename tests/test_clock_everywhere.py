@@ -41,7 +41,6 @@ STILL_REAL = {
     "bot/cli/startup.py": "how long each plugin took to load",
     "bot/memory/service.py": "how long a fold took (a report)",
     # Not yet on the clock (left of issue 64 point 4): an in-memory cache's freshness.
-    "bot/store/sql/repos/runs.py": "a cache's freshness",
     # A real child process is waited for on real time (a fake clock would not make it exit sooner).
     "agents/tools/command.py": "run_command polls its subprocess against its time limit, on the event loop's time",
     "agents/tools/mcp/launcher.py": "reaping a child process (synchronous, no event loop: at shutdown)",

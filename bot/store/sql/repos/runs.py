@@ -13,7 +13,6 @@ cached, so the per-message path does not read the database.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -59,7 +58,8 @@ _INSERT_RUN_AFTER_MESSAGE = _INSERT_RUN.format(
 )
 _INSERT_RUN_WITH_CUTOFF = _INSERT_RUN.format(cutoff="?")
 _FINISH_RUN = "UPDATE runs SET status = ?, checkpoint = NULL, updated_at = ? WHERE id = ?"
-"""A run ends (its checkpoint goes): what ``_update_run`` would make, without its keywords (1 µs a message)."""
+"""A run ends (its checkpoint goes): what ``_update_run`` would make, without its keywords (measured: see
+bench/README.md, "Per-message micro-optimisations", ``runs.py`` ``_FINISH_RUN``)."""
 RETENTION_EVERY_S = 3600.0
 """Runs and the audit log are pruned at most this often (their limits are days)."""
 
@@ -69,7 +69,7 @@ class RunStore(OutboxTable, LedgerTable, AuditTable):
 
     def __init__(self, store: SqlStore, *, runs_days: float = 30, audit_days: float = 365) -> None:
         self.store = store
-        store.add_retention(_age_rule(runs_days, audit_days))
+        store.add_retention(_age_rule(runs_days, audit_days, store.clock.monotonic))
         self._pending = store.chats.pending
         self._paused = store.chats.paused
         """Runs paused by this process: the row and its checkpoint's JSON, as committed (no read to resume)."""
@@ -286,12 +286,13 @@ class RunStore(OutboxTable, LedgerTable, AuditTable):
         return Message.model_validate_json(rows[0][0]) if rows else None
 
 
-def _age_rule(runs_days: float, audit_days: float) -> Callable[[], list[Step]]:
-    """The retention statements for finished runs (interrupts and ledger first) and the audit log, hourly."""
+def _age_rule(runs_days: float, audit_days: float, monotonic: Callable[[], float]) -> Callable[[], list[Step]]:
+    """The retention statements for finished runs (interrupts and ledger first) and the audit log, hourly
+    (``monotonic``: the store's clock)."""
     last = [-RETENTION_EVERY_S]
 
     def rule() -> list[Step]:
-        now = time.monotonic()
+        now = monotonic()
         if now - last[0] < RETENTION_EVERY_S:
             return []
         last[0] = now
