@@ -12,10 +12,8 @@ with exponential backoff and jitter, honouring ``Retry-After`` or Google's
 ``RetryInfo.retryDelay``.  A timeout is not retried: the caller already waited
 ``timeout_s`` and gets a :class:`ModelTimeout` at once.
 
-Thought signatures (opaque bytes Gemini needs back on the next request) are kept
-base64-encoded in ``provider_meta["gemini"]["thought_signature"]`` of the
-:class:`ToolCall` (function-call parts) or the message (text parts), so a history
-that went through JSON is accepted again.
+Our messages become Gemini's, and its answers ours, in :mod:`agents.models.gemini_convert` (thought signatures
+included); this module is the transport: calls, streaming, retries and the wording of failures.
 
 Structured output (``response_schema``) asks for JSON with the sanitised schema;
 it cannot be combined with tools.  An answer that is not valid JSON raises
@@ -25,12 +23,9 @@ it cannot be combined with tools.  An answer that is not valid JSON raises
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 import logging
 import re
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -41,7 +36,7 @@ from google.genai.client import DebugConfig
 from pydantic import ValidationError
 
 from agents.clock import SYSTEM_CLOCK, Clock
-from agents.messages import Message, ToolCall, ToolResult
+from agents.messages import Message
 from agents.models.base import (
     Generation,
     Model,
@@ -50,18 +45,16 @@ from agents.models.base import (
     ModelTimeout,
     ModelUnavailable,
     ToolDeclaration,
-    Usage,
     retry_delay,
 )
-from agents.models.gemini_media import INLINE_MAX_BYTES, media_parts, with_media
-from agents.models.gemini_schema import SchemaError, ToolNames, sanitize_schema
+from agents.models.gemini_convert import build_request, finish_reason, parse_response
+from agents.models.gemini_media import INLINE_MAX_BYTES, media_parts
+from agents.models.gemini_schema import SchemaError, ToolNames
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
-META_KEY = "gemini"
 _GRACE_S = 5.0  # our own bound on a call, on top of the SDK's timeout, in case a transport ignores it
-_BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "LANGUAGE"}
 
 
 class GeminiModel(Model):
@@ -151,10 +144,10 @@ class GeminiModel(Model):
         media = await media_parts(self._client, messages, self._inline_max) if _has_media(messages) else None
         names, config, contents = self._prepare(messages, tools, system, response_schema, media)
         response = await self._generate(contents, config)
-        if _finish(response) == "MALFORMED_FUNCTION_CALL":
+        if finish_reason(response) == "MALFORMED_FUNCTION_CALL":
             log.info("gemini: malformed function call; asking once more")
             response = await self._generate(contents, config)
-        return self._parse(response, names, structured=response_schema is not None)
+        return parse_response(response, names, structured=response_schema is not None, model=self.model)
 
     async def stream(
         self,
@@ -193,7 +186,7 @@ class GeminiModel(Model):
             model_version=last.model_version,
             prompt_feedback=last.prompt_feedback,
         )
-        yield self._parse(whole, names, structured=False)
+        yield parse_response(whole, names, structured=False, model=self.model)
 
     def _prepare(
         self,
@@ -203,24 +196,10 @@ class GeminiModel(Model):
         response_schema: dict[str, Any] | None,
         media: dict[str, types.Part] | None = None,
     ) -> tuple[ToolNames, types.GenerateContentConfig, list[types.Content]]:
-        if tools and response_schema is not None:
-            raise ModelError("Gemini cannot combine tools with a structured (JSON) answer in one call")
         try:
-            names = ToolNames(t.name for t in tools)
-            config = types.GenerateContentConfig(
-                system_instruction=system or None,
-                tools=[types.Tool(function_declarations=[_declaration(t, names) for t in tools])] if tools else None,
-                automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-                **self.generation.gemini(),
-            )
-            if response_schema is not None:
-                config.response_mime_type = "application/json"
-                config.response_schema = types.Schema.model_validate(sanitize_schema(response_schema))
-            contents = to_contents(messages, names, media)
+            names, config, contents = build_request(messages, tools, system, response_schema, media, self.generation)
         except (SchemaError, ValidationError) as exc:
             raise ModelError(f"Gemini cannot accept this request: {self._redact(str(exc))[:300]}") from exc
-        if not contents:
-            raise ModelError("Nothing to send to Gemini: the conversation is empty")
         log.debug("gemini request: model=%s contents=%d tools=%d", self.model, len(contents), len(tools))
         return names, config, contents
 
@@ -289,82 +268,6 @@ class GeminiModel(Model):
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "***")
 
-    # -- response --------------------------------------------------------
-
-    def _parse(self, response: Any, names: ToolNames, *, structured: bool) -> ModelResponse:
-        candidate = response.candidates[0] if response.candidates else None
-        parts = (candidate.content.parts or []) if candidate is not None and candidate.content is not None else []
-        finish = _finish(response)
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        text_signature: bytes | None = None
-        for part in parts:
-            if part.function_call is not None:
-                fc = part.function_call
-                calls.append(
-                    ToolCall(
-                        # Older models send no ids; ours must be unique to pair the results.
-                        id=fc.id or f"gemini-{uuid.uuid4().hex[:12]}",
-                        name=names.back(fc.name or ""),
-                        args=dict(fc.args or {}),
-                        provider_meta=_meta(part.thought_signature),
-                    )
-                )
-                continue
-            if part.thought_signature:
-                text_signature = part.thought_signature
-            if part.text and not part.thought:  # thought summaries are not part of the answer
-                texts.append(part.text)
-        if not texts and not calls:
-            feedback = getattr(response, "prompt_feedback", None)
-            blocked = getattr(getattr(feedback, "block_reason", None), "value", None)
-            if blocked:
-                raise ModelError(f"Gemini refused to answer (blocked: {blocked})")
-            if finish in _BLOCKED:
-                raise ModelError(f"Gemini stopped without an answer (finish reason: {finish})")
-            raise ModelError(f"Gemini returned an empty answer (finish reason: {finish})")
-        text = "".join(texts) or None
-        parsed: Any = None
-        if structured:
-            try:
-                parsed = json.loads(text or "")
-            except ValueError as exc:
-                hint = " (cut off at the output limit)" if finish == "MAX_TOKENS" else ""
-                raise ModelError(f"Gemini returned invalid JSON for the requested schema{hint}") from exc
-        usage = _usage(response.usage_metadata)
-        if finish not in ("STOP", "unknown"):
-            log.info("gemini answer finished with %s", finish)
-        return ModelResponse(
-            text=text,
-            tool_calls=tuple(calls),
-            usage=usage,
-            model=response.model_version or self.model,
-            parsed=parsed,
-            provider_meta=_meta(text_signature),
-            truncated=finish == "MAX_TOKENS",
-        )
-
-
-def _usage(meta: Any) -> Usage:
-    if meta is None:
-        return Usage()
-    thinking = meta.thoughts_token_count or 0
-    tool_prompt = meta.tool_use_prompt_token_count or 0
-    return Usage(
-        # The prompt count leaves out the tool-use prompt; both are billed as input.
-        input_tokens=(meta.prompt_token_count or 0) + tool_prompt,
-        # Thinking tokens are billed as output, so they count as output here.
-        output_tokens=(meta.candidates_token_count or 0) + thinking,
-        cached_tokens=meta.cached_content_token_count or 0,
-        tool_prompt_tokens=tool_prompt,
-        thinking_tokens=thinking,
-    )
-
-
-def _finish(response: Any) -> str:
-    candidate = response.candidates[0] if response.candidates else None
-    return getattr(getattr(candidate, "finish_reason", None), "value", None) or "unknown"
-
 
 def _has_media(messages: Sequence[Message]) -> bool:
     return any(m.media for m in messages)
@@ -375,82 +278,6 @@ async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
         yield first
     async for item in rest:
         yield item
-
-
-# -- history conversion ---------------------------------------------------
-
-
-def to_contents(
-    messages: Sequence[Message], names: ToolNames, media: dict[str, types.Part] | None = None
-) -> list[types.Content]:
-    """Our history as Gemini ``contents`` (``media``: the parts of its files, by id); adjacent turns of one
-    role are merged."""
-    contents: list[types.Content] = []
-    call_order: dict[str, int] = {}
-    for message in messages:
-        parts: list[types.Part] = []
-        if message.role == "user":
-            role = "user"
-            parts.extend(with_media(message, media or {}))
-        elif message.role == "assistant":
-            role = "model"
-            if message.text:
-                parts.append(types.Part(text=message.text, thought_signature=_signature(message.provider_meta)))
-            for call in message.tool_calls:
-                fc = types.FunctionCall(id=call.id, name=names.to(call.name), args=dict(call.args))
-                parts.append(types.Part(function_call=fc, thought_signature=_signature(call.provider_meta)))
-            if message.tool_calls:
-                call_order = {c.id: i for i, c in enumerate(message.tool_calls)}
-        else:
-            role = "user"
-            # Gemini pairs responses with calls by position as well as id: keep the calls' order.
-            ordered = sorted(message.tool_results, key=lambda r: call_order.get(r.call_id, len(call_order)))
-            for result in ordered:
-                fr = types.FunctionResponse(id=result.call_id, name=names.to(result.name), response=_response(result))
-                parts.append(types.Part(function_response=fr))
-        if not parts:
-            continue
-        if contents and contents[-1].role == role and contents[-1].parts is not None:
-            contents[-1].parts.extend(parts)
-        else:
-            contents.append(types.Content(role=role, parts=parts))
-    return contents
-
-
-def _declaration(tool: ToolDeclaration, names: ToolNames) -> types.FunctionDeclaration:
-    try:
-        params = sanitize_schema(tool.parameters)
-    except SchemaError as exc:
-        raise SchemaError(f"tool {tool.name!r}: {exc}") from exc
-    # A function without parameters must omit them: Gemini rejects an OBJECT with no properties here.
-    schema = types.Schema.model_validate(params) if params.get("properties") else None
-    return types.FunctionDeclaration(name=names.to(tool.name), description=tool.description, parameters=schema)
-
-
-def _response(result: ToolResult) -> dict[str, Any]:
-    # The SDK serialises with pydantic; anything JSON cannot say becomes its string form.
-    content = json.loads(json.dumps(result.content, default=str))
-    if result.is_error:
-        return {"error": content}
-    return content if isinstance(content, dict) else {"result": content}
-
-
-def _meta(signature: bytes | None) -> dict[str, Any] | None:
-    if not signature:
-        return None
-    return {META_KEY: {"thought_signature": base64.b64encode(signature).decode("ascii")}}
-
-
-def _signature(meta: dict[str, Any] | None) -> bytes | None:
-    ours = meta.get(META_KEY) if isinstance(meta, dict) else None
-    encoded = ours.get("thought_signature") if isinstance(ours, dict) else None
-    if not isinstance(encoded, str):
-        return None
-    try:
-        return base64.b64decode(encoded, validate=True)
-    except (binascii.Error, ValueError):
-        log.warning("ignoring a malformed Gemini thought signature in the history")
-        return None
 
 
 def _server_delay(exc: errors.APIError) -> float | None:
