@@ -1,6 +1,7 @@
 """Telegram (aiogram 3): ``TelegramChannel`` and its parts.
 
-* :mod:`channels.telegram.adapter`: the channel (polling / webhook, send, edit, typing);
+* :mod:`channels.telegram.adapter`: the channel (its lifecycle, polling / webhook, button presses);
+* :mod:`channels.telegram.outbound`: its sending side (posts, edits, drafts, typing);
 * :mod:`channels.telegram.inbound`: updates → events (mentions, commands, topics, media);
 * :mod:`channels.telegram.delivery`: Bot API calls with flood control and retries.
 """

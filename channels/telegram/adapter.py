@@ -1,79 +1,43 @@
-"""The Telegram adapter on aiogram 3: updates in (polling or webhook), messages, edits and typing out."""
+"""The Telegram adapter on aiogram 3: its lifecycle and updates in (long polling or a webhook, each committed to the
+inbox before Telegram is told); messages, edits, drafts and typing out are :mod:`channels.telegram.outbound`'s."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import logging
-import secrets
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import PRODUCTION, TelegramAPIServer
-from aiogram.exceptions import (
-    TelegramAPIError,
-    TelegramBadRequest,
-    TelegramMigrateToChat,
-    TelegramRetryAfter,
-    TelegramUnauthorizedError,
-)
-from aiogram.methods import (
-    AnswerCallbackQuery,
-    DeleteWebhook,
-    EditMessageReplyMarkup,
-    EditMessageText,
-    GetMe,
-    GetUpdates,
-    SendChatAction,
-    SendMessageDraft,
-    SetWebhook,
-)
-from aiogram.types import (
-    InlineKeyboardMarkup,
-    Message,
-    Update,
-)
+from aiogram.exceptions import TelegramAPIError, TelegramRetryAfter, TelegramUnauthorizedError
+from aiogram.methods import AnswerCallbackQuery, DeleteWebhook, GetMe, GetUpdates, SetWebhook
+from aiogram.types import Update
 from aiogram.utils.token import TokenValidationError
 from aiohttp import web
 from pydantic import ValidationError
 
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.errors import ConfigError
-from bot.events import Action, ChatKey, InboundEvent, OutboundMessage
+from bot.events import Action, InboundEvent, OutboundMessage
 from bot.inbox import Inbox, InboxClosed, NotStored
 from bot.retry import Outage, retry
 from channels.base import BuildContext
-from channels.formatting import TelegramText, rendered
-from channels.telegram.delivery import Api, Sent, TelegramDeliveryError, keep_response_model, poll_delays
-from channels.telegram.inbound import (
-    UPDATE_TYPES,
-    BotIdentity,
-    action_event,
-    chat_id_of,
-    message_event,
-    message_ref,
-    parse_ref,
-)
-from channels.telegram.media import fits_caption, send_file
+from channels.telegram.delivery import Api, TelegramDeliveryError, keep_response_model, poll_delays
+from channels.telegram.inbound import UPDATE_TYPES, BotIdentity, action_event, message_event
 from channels.telegram.menu import sync_commands
-from channels.telegram.rendering import TEXT_LIMIT, chunks_of, entities_of, keyboard, text_message
+from channels.telegram.outbound import TelegramOutbound
+from channels.telegram.rendering import TEXT_LIMIT
 from channels.telegram.settings import TelegramSettings
 
 log = logging.getLogger(__name__)
 
-TYPING_REFRESH_S = 4.0
-"""Telegram shows "typing…" for 5 s; refresh a little earlier."""
-TYPING_MAX_S = 120.0
 NOT_STORED_PAUSE_S = 1.0
 """After the inbox could not store a batch: the pause before it is fetched again."""
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ACCEPTED_TOAST = "✓"
-_KEEP = 5000
-"""Recent update ids (and their message ids, for replies) remembered."""
 
 
 class TelegramChannel:
@@ -83,9 +47,10 @@ class TelegramChannel:
     bot is down) or a webhook on the shared HTTP server.  Every update becomes one event whose id is the
     ``update_id``, the gateway's de-duplication key.  "Accepted" means committed: the polling offset moves
     past a batch only after the inbox stored it, and a webhook request is answered 200 only then (503 while
-    starting or stopping, so Telegram sends it again).  Outbound: the model's Markdown as text + entities (no
-    ``parse_mode``), split at 4,096 UTF-16 units outside inline entities, buttons as an inline keyboard,
-    prompts edited in place.
+    starting or stopping, so Telegram sends it again).  Outbound
+    (:class:`~channels.telegram.outbound.TelegramOutbound`): the model's Markdown as text + entities (no
+    ``parse_mode``), split at 4,096 UTF-16 units outside inline entities, buttons as an inline keyboard, prompts
+    edited in place.
     """
 
     name = "telegram"
@@ -108,11 +73,7 @@ class TelegramChannel:
         self.me: BotIdentity | None = None
         self._inbox: Inbox | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._typing: dict[str, asyncio.Task[None]] = {}
-        self._chat_locks: dict[str, asyncio.Lock] = {}
-        self._replies: OrderedDict[str, int] = OrderedDict()
-        self._in_flight = 0
-        self._stopped = False
+        self._out = TelegramOutbound(self.bot, self.api, clock)
 
     @property
     def needs_http(self) -> bool:
@@ -129,7 +90,7 @@ class TelegramChannel:
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self, inbox: Inbox) -> None:
-        self._stopped = False
+        self._out.stopped = False
         try:
             me = await self.api.call(GetMe())
         except TelegramUnauthorizedError:
@@ -148,25 +109,13 @@ class TelegramChannel:
 
     async def stop(self) -> None:
         """Stop receiving and close the HTTP session (a later ``send`` reopens and closes it again)."""
-        self._stopped = True
+        self._out.stopped = True
         self._inbox = None
-        tasks = [*self._tasks, *self._typing.values()]
-        self._tasks, self._typing = [], {}
+        tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self._in_flight == 0:
-            await self.bot.session.close()
-
-    @contextlib.asynccontextmanager
-    async def _session(self) -> AsyncIterator[None]:
-        self._in_flight += 1
-        try:
-            yield
-        finally:
-            self._in_flight -= 1
-            if self._stopped and self._in_flight == 0:
-                await self.bot.session.close()
+        await self._out.stop()
 
     async def _register_webhook(self) -> None:
         if not self.cfg.webhook.url:
@@ -252,7 +201,7 @@ class TelegramChannel:
                 if update.message is not None:
                     event = message_event(update.update_id, update.message, self.me)
                     if event is not None:
-                        self._remember_reply_target(event.id, update.message)
+                        self._out.remember_reply_target(event.id, update.message)
                         events.append(event)
                 elif update.callback_query is not None:
                     action = await self._on_press(update)
@@ -284,190 +233,19 @@ class TelegramChannel:
         return action if refusal is None else None
 
     async def _answer(self, query_id: str, text: str | None) -> None:
-        async with self._session():
+        async with self._out.session():
             try:
                 await self.api.call(AnswerCallbackQuery(callback_query_id=query_id, text=text))
             except (TelegramAPIError, TelegramDeliveryError) as exc:
                 # "query is too old" after a long downtime: the press still counts.
                 log.info("telegram: could not answer a button press: %s", self.api.redact(str(exc)))
 
-    def _remember_reply_target(self, event_id: str, message: Message) -> None:
-        if message.chat.type == "private":
-            return  # a private chat needs no quote to know what is answered
-        self._replies[event_id] = message.message_id
-        while len(self._replies) > _KEEP:
-            self._replies.popitem(last=False)
-
     # -- outbound -------------------------------------------------------------------------
 
-    async def send(self, message: OutboundMessage) -> str | None:
-        if message.kind == "typing":
-            if not self._stopped:
-                self._start_typing(message.chat)
-            return None
-        self._stop_typing(message.chat)
-        async with self._session(), self._lock(message.chat.chat_id):
-            target = chat_id_of(message.chat.chat_id)
-            if message.kind == "draft" and isinstance(target, int) and target > 0:
-                return await self._draft(message, target)
-            if message.edit_of is not None:
-                return await self._edit(message, message.edit_of)
-            return await self._post(message)
-
-    def _lock(self, chat_id: str) -> asyncio.Lock:
-        """Messages to one chat go one at a time, so chunks stay in order and a flood wait holds the rest."""
-        lock = self._chat_locks.get(chat_id)
-        if lock is None:
-            if len(self._chat_locks) > _KEEP:
-                self._chat_locks = {k: v for k, v in self._chat_locks.items() if v.locked()}
-            lock = self._chat_locks[chat_id] = asyncio.Lock()
-        return lock
-
-    async def _post(self, message: OutboundMessage) -> str | None:
-        chunks: list[TelegramText] = await rendered(chunks_of, message.text)
-        caption = chunks.pop() if message.file and chunks and fits_caption(chunks[-1]) else None
-        if not chunks and not message.file:
-            if not message.buttons:
-                return None
-            chunks = [TelegramText("…")]
-        chat_id = chat_id_of(message.chat.chat_id)
-        thread = int(message.chat.thread_id) if message.chat.thread_id else None
-        reply = self._replies.get(message.reply_to) if message.reply_to else None
-        markup = keyboard(message.buttons) if message.buttons else None
-        sent: Sent | None = None
-        for i, chunk in enumerate(chunks):
-            last = i == len(chunks) - 1 and message.file is None
-            sent = await self._send_chunk(
-                chat_id,
-                thread,
-                chunk,
-                markup=markup if last else None,
-                reply=reply if i == 0 else None,
-                silent=message.kind == "notice",
-            )
-            chat_id = sent.chat_id  # a group upgraded to a supergroup has a new id
-        if message.file is not None:
-            posted = await send_file(
-                self.api, chat_id, thread, message.file, caption, markup, reply if not chunks else None
-            )
-            sent = Sent(posted.chat.id, posted.message_id)
-        assert sent is not None
-        return message_ref(sent.chat_id, sent.message_id)
-
-    async def _send_chunk(
-        self,
-        chat_id: int | str,
-        thread: int | None,
-        chunk: TelegramText,
-        *,
-        markup: InlineKeyboardMarkup | None,
-        reply: int | None,
-        silent: bool,
-    ) -> Sent:
-        for _ in range(5):
-            payload, method = text_message(chat_id, chunk, thread=thread, reply=reply, markup=markup, silent=silent)
-            try:
-                return await self.api.send_message(payload, method)
-            except TelegramMigrateToChat as exc:
-                chat_id = exc.migrate_to_chat_id
-            except TelegramBadRequest as exc:
-                problem = exc.message.lower()
-                if "thread not found" in problem and thread is not None:
-                    thread = None  # the topic was deleted: answer in the chat
-                elif "replied not found" in problem and reply is not None:
-                    reply = None
-                else:
-                    raise TelegramDeliveryError(f"telegram sendMessage to {chat_id}: {exc.message}") from None
-            except TelegramAPIError as exc:
-                raise TelegramDeliveryError(f"telegram sendMessage to {chat_id}: {exc.message}") from None
-        raise TelegramDeliveryError(f"telegram sendMessage to {chat_id}: gave up after repeated errors")
-
-    async def _draft(self, message: OutboundMessage, chat_id: int) -> str:
-        """A private chat's answer as it is written: a native draft (``sendMessageDraft``), replaced by the
-        message when it is sent.  Best effort: a refused draft is logged, and the answer still comes."""
-        draft_id = int(message.edit_of.rsplit(":", 1)[1]) if message.edit_of else secrets.randbelow(2**31 - 1) + 1
-        chunks = await rendered(chunks_of, message.text)
-        thread = int(message.chat.thread_id) if message.chat.thread_id else None
-        draft = chunks[0] if chunks else TelegramText("…")
-        method = SendMessageDraft(
-            chat_id=chat_id,
-            draft_id=draft_id,
-            text=draft.text,
-            entities=entities_of(draft),
-            parse_mode=None,
-            message_thread_id=thread,
-        )
-        try:
-            await self.api.call(method, chat=str(chat_id), paced=True)
-        except TelegramAPIError as exc:
-            log.info("telegram: draft for %s refused: %s", chat_id, self.api.redact(str(exc)))
-        return f"draft:{chat_id}:{draft_id}"
-
-    async def _edit(self, message: OutboundMessage, ref: str) -> str | None:
-        """Edit a message's text and replace its buttons (none: removed); a vanished message is sent anew."""
-        chat_id, message_id = parse_ref(ref)
-        markup = keyboard(message.buttons) or InlineKeyboardMarkup(inline_keyboard=[])
-        chunks = await rendered(chunks_of, message.text)
-        # A prompt longer than one message went out in chunks and ``ref`` is the last one: it gets the tail.
-        tail = chunks[-1] if chunks else None
-        method: EditMessageText | EditMessageReplyMarkup
-        if tail is not None:
-            method = EditMessageText(
-                chat_id=chat_id,
-                message_id=message_id,
-                text=tail.text,
-                entities=entities_of(tail),
-                parse_mode=None,
-                reply_markup=markup,
-            )
-        else:
-            method = EditMessageReplyMarkup(chat_id=chat_id, message_id=message_id, reply_markup=markup)
-        try:
-            await self.api.call(method, chat=str(chat_id), paced=True)
-            return ref
-        except TelegramBadRequest as exc:
-            problem = exc.message.lower()
-            if "message is not modified" in problem:
-                return ref
-            if "message to edit not found" in problem or "message can't be edited" in problem:
-                log.info("telegram: message %s cannot be edited (%s); sending it anew", ref, exc.message)
-                return await self._post(message.model_copy(update={"edit_of": None}))
-            raise TelegramDeliveryError(f"telegram edit of {ref}: {exc.message}") from None
-        except TelegramAPIError as exc:
-            raise TelegramDeliveryError(f"telegram edit of {ref}: {exc.message}") from None
-
-    # -- typing ---------------------------------------------------------------------------
-
-    def _start_typing(self, chat: ChatKey) -> None:
-        key = str(chat)
-        old = self._typing.pop(key, None)
-        if old is not None:
-            old.cancel()
-        self._typing[key] = asyncio.create_task(self._keep_typing(chat), name=f"telegram-typing:{key}")
-
-    def _stop_typing(self, chat: ChatKey) -> None:
-        task = self._typing.pop(str(chat), None)
-        if task is not None:
-            task.cancel()
-
-    async def _keep_typing(self, chat: ChatKey) -> None:
-        method = SendChatAction(
-            chat_id=chat_id_of(chat.chat_id),
-            action="typing",
-            message_thread_id=int(chat.thread_id) if chat.thread_id else None,
-        )
-        deadline = self.clock.monotonic() + TYPING_MAX_S
-        try:
-            while self.clock.monotonic() < deadline:
-                try:
-                    keep_response_model(method)
-                    await self.bot(method)
-                except TelegramAPIError as exc:
-                    log.debug("telegram: typing indicator failed: %s", self.api.redact(str(exc)))
-                await self.clock.sleep(TYPING_REFRESH_S)
-        finally:
-            if self._typing.get(str(chat)) is asyncio.current_task():
-                del self._typing[str(chat)]
+    def send(self, message: OutboundMessage) -> Coroutine[Any, Any, str | None]:
+        """Post, edit, draft or show typing (:class:`~channels.telegram.outbound.TelegramOutbound`; its coroutine
+        itself, no wrapper)."""
+        return self._out.send(message)
 
 
 def build(settings: TelegramSettings, context: BuildContext) -> TelegramChannel:

@@ -21,7 +21,7 @@ from bot.config.settings import Settings
 from bot.events import Button, ChatKey, OutboundMessage
 from channels import formatting
 from channels.telegram import TelegramChannel, delivery, menu
-from channels.telegram import adapter as adapter_module
+from channels.telegram import outbound as outbound_module
 from channels.telegram.delivery import Pacer
 from channels.telegram.inbound import BotIdentity, message_event
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
@@ -93,7 +93,7 @@ async def test_forum_topic_is_a_thread(env: Env) -> None:
 
 
 async def test_typing_is_refreshed_until_the_reply(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(adapter_module, "TYPING_REFRESH_S", 0.05)
+    monkeypatch.setattr(outbound_module, "TYPING_REFRESH_S", 0.05)
     release = asyncio.Event()
 
     async def slow(_request: Any) -> str:
@@ -105,7 +105,7 @@ async def test_typing_is_refreshed_until_the_reply(env: Env, monkeypatch: pytest
     await env.fake.wait_for(lambda: len(env.fake.of("sendChatAction")) >= 3)
     release.set()
     await env.reply("Done thinking.", FORUM)
-    assert not env.adapter(gateway)._typing, "the reply stopped the typing indicator"
+    assert not env.adapter(gateway)._out._typing, "the reply stopped the typing indicator"
     typing = env.fake.of("sendChatAction")
     assert {(c.params["chat_id"], c.params["action"], c.params["message_thread_id"]) for c in typing} == {
         (str(FORUM), "typing", "9")
