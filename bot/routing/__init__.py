@@ -144,9 +144,9 @@ class Router:
             return verdicts.corrected(text, strategy, started, correction, 1.0, state), rule
         if not (config.rule.learned and self.learned):  # the built-ins by their trigger keywords
             return (self._from_rule(text, strategy, rule, started) if rule.best else None), rule
-        return self._judge(text, config, strategy, started, rule), rule
+        return await self._judge(text, config, strategy, started, rule), rule
 
-    def _judge(
+    async def _judge(
         self, text: str, config: RoutingSection, strategy: str, started: float, rule: RuleResult
     ) -> RouteDecision | None:
         """The decision by meaning when the encoder is ready, else by triggers and the classifier."""
@@ -156,7 +156,9 @@ class Router:
         asked = verdicts.Asked(text, request, config, strategy, started, rule, shares)
         space = view.space() if view is not None else None
         if view is not None and space is not None and (view.agents or view.corrections or max(shares) < BUILTIN_SURE):
-            return verdicts.by_meaning(self, view, space, asked)
+            batch = view.meaning.batch
+            assert batch is not None, "a space is placed only once the encoder is loaded"
+            return verdicts.by_meaning(self, view, space, asked, await batch.vector(request))
         state = view.meaning.state if view is not None else ("off" if self.meaning is not None else "none")
         return verdicts.by_triggers(self, asked, index, state)
 

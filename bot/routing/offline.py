@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bot.routing.batch import EncodeBatch
 from bot.routing.encoder import Encoder, EncoderLoader
 from bot.routing.judge import Judge
 from bot.routing.meaning import AgentBank, BuiltinHead, Corpus, Space
@@ -70,6 +71,7 @@ class Meaning:
         judge: Judge | None = None,
     ) -> None:
         self.loader = loader
+        self._batch: EncodeBatch | None = None
         self.corpus = corpus or Corpus.load()
         self.head = head or BuiltinHead.load()
         self.judge = judge or Judge.load()
@@ -82,6 +84,16 @@ class Meaning:
     @property
     def encoder(self) -> Encoder | None:
         return self.loader.get()
+
+    @property
+    def batch(self) -> EncodeBatch | None:
+        """The messages' encoder, batching the requests of one loop turn (None while the encoder loads)."""
+        encoder = self.loader.get()
+        if encoder is None:
+            return None
+        if self._batch is None or self._batch.encoder is not encoder:
+            self._batch = EncodeBatch(encoder)
+        return self._batch
 
     @property
     def state(self) -> str:

@@ -87,12 +87,10 @@ def corrected(
     )
 
 
-def by_meaning(router: Router, view: MeaningView, space: Space, asked: Asked) -> RouteDecision | None:
+def by_meaning(router: Router, view: MeaningView, space: Space, asked: Asked, vector: Any) -> RouteDecision | None:
+    """The decision by ``vector``, the request's place in the encoder's space."""
     text, request, config, strategy, started = asked.text, asked.request, asked.config, asked.strategy, asked.started
     rule, shares = asked.rule, asked.shares
-    encoder = view.meaning.encoder
-    assert encoder is not None
-    vector = encoder.encode([request])[0]
     near = view.correction_near(vector)
     if near is not None:
         return corrected(text, strategy, started, near[0], near[1], view.meaning.state)
