@@ -207,7 +207,7 @@ async def test_a_lock_held_elsewhere_does_not_stall_the_event_loop(tmp_path: Pat
 
 
 async def test_wal_checkpoints_run_beside_the_writer(tmp_path: Path) -> None:
-    from bot.store.sql.sqlite import CHECKPOINT_EVERY
+    from bot.store.sql.sqlite_checkpoints import CHECKPOINT_EVERY
 
     store = SqlStore(f"sqlite:///{tmp_path / 'bot.db'}")
     await store.start()

@@ -14,7 +14,7 @@ from bot.config.settings import TracingSection
 from bot.store.sql.migrate import MIGRATIONS, async_url
 from bot.store.sql.ops import Step, utcnow
 from bot.store.sql.repos.traces import INSERT_HEAD, ROW, SqlTraces, sqlite_now
-from bot.store.sql.sqlite import _sqlite_datetime
+from bot.store.sql.sqlite_params import sqlite_datetime as _sqlite_datetime
 from bot.tracing.recorder import Tracing
 
 

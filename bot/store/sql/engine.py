@@ -130,7 +130,8 @@ class SqlEngine:
             )
             reader = PgReader(dsn_of(url))
         else:
-            from bot.store.sql.sqlite import SqliteReader, SqliteWriter
+            from bot.store.sql.sqlite_reader import SqliteReader
+            from bot.store.sql.sqlite_writer import SqliteWriter
 
             path = self._sqlite_path()
             url = f"sqlite:///{path}"
