@@ -4,7 +4,7 @@ stored once, history in order and within its limit, settings, pending events, th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -22,21 +22,17 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-async def make(url_or_fake: str | None) -> AsyncIterator[Callable[..., Any]]:
+def make(
+    url_or_fake: str | None, open_store: Callable[..., Awaitable[SqlStore]]
+) -> Callable[..., Awaitable[ChatStore]]:
     """``await make(history_limit=...)``: a chat store, SQL (on each database) or fake."""
-    opened: list[SqlStore] = []
 
     async def make(**options: Any) -> ChatStore:
         if url_or_fake is None:
             return FakeChatStore(**options)
-        store = SqlStore(url_or_fake, **options)
-        await store.start()
-        opened.append(store)
-        return store
+        return await open_store(url_or_fake, **options)
 
-    yield make
-    for store in opened:
-        await store.close()
+    return make
 
 
 def _typed() -> None:

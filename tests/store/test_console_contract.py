@@ -4,10 +4,9 @@ Each test puts the same rows in the database (one insert per row) and in the fak
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +18,10 @@ from bot.store.sql.repos.console import SqlConsoleReads
 from bot.store.sql.repos.evals import SqlReplaySource
 from bot.store.sql.repos.memory import SqlMemoryStore
 from bot.store.sql.repos.scrub import SqlScrub
+from bot.store.sql.store import SqlStore
 from bot.store.values import Rewrite
 from tests.fakes.console_repos import FakeConsoleReads, FakeReplay, FakeScrub, FakeTables
 from tests.fakes.memory_repos import FakeMemory
-from tests.helpers.stores import KINDS, started_store
 
 NOW = datetime(2026, 11, 26, 7, 0)
 
@@ -39,25 +38,25 @@ class Ports:
     memories: MemoryRepo
 
 
-@pytest.fixture(params=KINDS)
-async def ports(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Ports]:
-    if request.param == "fake":
+@pytest.fixture
+async def ports(url_or_fake: str | None, open_store: Callable[..., Awaitable[SqlStore]]) -> Ports:
+    if url_or_fake is None:
         tables, memories = FakeTables(), FakeMemory()
 
         async def put_fake(table: str, **row: Any) -> None:
             tables.insert(table, **row)
 
         console = FakeConsoleReads(tables)
-        yield Ports("fake", put_fake, console, console, FakeReplay(tables, memories), FakeScrub(tables), memories)
-        return
-    async with started_store(request.param, request, tmp_path) as store:
+        return Ports("fake", put_fake, console, console, FakeReplay(tables, memories), FakeScrub(tables), memories)
+    store = await open_store(url_or_fake)
 
-        async def put_sql(table: str, **row: Any) -> None:
-            marks = ", ".join("?" for _ in row)
-            await store.write([Step(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks})", tuple(row.values()))])
+    async def put_sql(table: str, **row: Any) -> None:
+        marks = ", ".join("?" for _ in row)
+        await store.write([Step(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks})", tuple(row.values()))])
 
-        sql = SqlConsoleReads(store)
-        yield Ports(request.param, put_sql, sql, sql, SqlReplaySource(store), SqlScrub(store), SqlMemoryStore(store))
+    sql = SqlConsoleReads(store)
+    kind = "sqlite" if url_or_fake.startswith("sqlite") else "postgres"
+    return Ports(kind, put_sql, sql, sql, SqlReplaySource(store), SqlScrub(store), SqlMemoryStore(store))
 
 
 async def _run(ports: Ports, run_id: str, chat: str, request: str, user: str, minutes: int, cutoff: int = 0) -> None:

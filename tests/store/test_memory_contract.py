@@ -4,17 +4,16 @@ and links accounts and uses codes as it does."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from bot.memory.text import query_terms
 from bot.store.ports import MemoryRepo
 from bot.store.sql.repos.memory import SqlMemoryStore
+from bot.store.sql.store import SqlStore
 from bot.store.values import MemoryFull
 from tests.fakes.memory_repos import FakeMemory
-from tests.helpers.stores import KINDS, started_store
 
 FACTS = [
     ("telegram:1", "My cat is called Pixel"),
@@ -26,13 +25,11 @@ FACTS = [
 ]
 
 
-@pytest.fixture(params=KINDS)
-async def memories(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryRepo]:
-    if request.param == "fake":
-        yield FakeMemory()
-        return
-    async with started_store(request.param, request, tmp_path) as store:
-        yield SqlMemoryStore(store)
+@pytest.fixture
+async def memories(url_or_fake: str | None, open_store: Callable[..., Awaitable[SqlStore]]) -> MemoryRepo:
+    if url_or_fake is None:
+        return FakeMemory()
+    return SqlMemoryStore(await open_store(url_or_fake))
 
 
 async def _filled(memories: MemoryRepo) -> MemoryRepo:

@@ -3,7 +3,7 @@ fake unit tests use (``tests/fakes/repos.py``), so the fake is held to what the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,6 +18,7 @@ from bot.store.sql.repos.scheduled import SqlScheduled
 from bot.store.sql.repos.traces import SqlTraces
 from bot.store.sql.repos.usage import UsageStore
 from bot.store.sql.repos.web_sessions import SqlWebSessions
+from bot.store.sql.store import SqlStore
 from bot.store.values import Spent
 from tests.fakes.more_repos import FakeEvalRuns, FakePairing, FakeUsage
 from tests.fakes.repos import FakeJobs, FakeScheduled, FakeTraces, FakeWebSessions
@@ -25,21 +26,16 @@ from tests.fakes.repos import FakeJobs, FakeScheduled, FakeTraces, FakeWebSessio
 NOW = datetime(2026, 11, 26, 7, 0)
 
 
-@pytest.fixture(params=["sql", "fake"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
-async def repos(kind: str, make_store: Callable[..., Any]) -> Callable[[str], Any]:
+async def repos(url_or_fake: str | None, open_store: Callable[..., Awaitable[SqlStore]]) -> Callable[[str], Any]:
     """``repos(name)``: the repository of that name, SQL (on each database) or fake."""
-    if kind == "fake":
+    if url_or_fake is None:
         fakes: dict[str, Callable[[], Any]] = {
             "sessions": FakeWebSessions, "traces": FakeTraces, "scheduled": FakeScheduled, "jobs": FakeJobs,
             "evals": FakeEvalRuns, "usage": FakeUsage, "pairing": FakePairing,
         }  # fmt: skip
         return lambda name: fakes[name]()
-    store = await make_store()
+    store = await open_store(url_or_fake)
     sql = {
         "sessions": lambda: SqlWebSessions(store),
         "traces": lambda: SqlTraces(store),

@@ -5,7 +5,7 @@ chat, resolved once, finished with its history and reply), the tool ledger, the 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -23,21 +23,15 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-async def make(url_or_fake: str | None) -> AsyncIterator[Callable[..., Any]]:
+def make(url_or_fake: str | None, open_store: Callable[..., Awaitable[SqlStore]]) -> Callable[..., Awaitable[Runs]]:
     """``await make()``: the run tables, SQL (on each database) or fake; their ``store`` is the chat store."""
-    opened: list[SqlStore] = []
 
     async def make() -> Runs:
         if url_or_fake is None:
             return FakeRuns(FakeChatStore())
-        store = SqlStore(url_or_fake)
-        await store.start()
-        opened.append(store)
-        return RunStore(store)
+        return RunStore(await open_store(url_or_fake))
 
-    yield make
-    for store in opened:
-        await store.close()
+    return make
 
 
 def _typed() -> None:
