@@ -10,6 +10,11 @@ Strings may use ``${VAR}`` or ``${VAR:-default}``; an unset variable without
 a default is an error naming the file and field (:mod:`bot.config.checks`), and
 an enabled section that lacks a required secret is reported by name.  Every leaf remembers the layer it came
 from (``Settings.origin``) so ``/routing`` and ``bot config show`` can say why a value is what it is.
+
+This module assembles :class:`Settings` and loads it; the sections are defined by area in their own modules
+(:mod:`bot.config.process`, :mod:`~bot.config.storage`, :mod:`~bot.config.limits`, :mod:`~bot.config.routing`,
+:mod:`~bot.config.runs`, :mod:`~bot.config.tracing`, :mod:`~bot.config.model`, :mod:`~bot.config.ops`, ...) and
+the ones the code imports from here stay importable from here.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agents.tools.config import ToolsConfig
 from agents.tools.mcp.config import McpConfig, McpServerConfig
@@ -32,13 +37,31 @@ from bot.config.envfiles import EnvFiles, with_env_files
 from bot.config.explain import explain
 from bot.config.jobs import JobsSection
 from bot.config.layers import env_layers, merge, read_yaml
+from bot.config.limits import LimitsSection as LimitsSection
 from bot.config.media import MediaSection
 from bot.config.memory import MemorySection
 from bot.config.model import ModelSection
 from bot.config.ops import BudgetsSection, HttpSection, MetricsSection
 from bot.config.pairing import PairingSection
 from bot.config.paths import anchor_paths, project_config, project_dir
+from bot.config.process import BotSection as BotSection
+from bot.config.process import LogSection as LogSection
+from bot.config.process import RuntimeSection as RuntimeSection
+from bot.config.routing import LlmRouting as LlmRouting
+from bot.config.routing import RoutingSection as RoutingSection
+from bot.config.routing import RuleRouting as RuleRouting
+from bot.config.routing import Share as Share
+from bot.config.runs import AgentsSection as AgentsSection
+from bot.config.runs import HandoffsSection as HandoffsSection
+from bot.config.runs import InterruptsSection as InterruptsSection
+from bot.config.runs import PlanSection as PlanSection
+from bot.config.runs import StepsOver as StepsOver
 from bot.config.secrets import SECRET_KEYS, redact, walk
+from bot.config.storage import BusSection as BusSection
+from bot.config.storage import StoreSection as StoreSection
+from bot.config.tracing import OtelSection as OtelSection
+from bot.config.tracing import TraceEventType as TraceEventType
+from bot.config.tracing import TracingSection as TracingSection
 from bot.config.web import WebSection
 from bot.errors import ConfigError
 
@@ -48,226 +71,6 @@ PROJECT_CONFIG = Path("config/bot.yaml")
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class BotSection(_Section):
-    name: str = "bot"
-    greeting: str = ""
-
-
-class LogSection(_Section):
-    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    format: Literal["text", "json"] = "text"  # json: one object per line, with the request's correlation id
-
-
-class StoreSection(_Section):
-    url: str | None = None
-    data_dir: Path = Path("data")
-    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
-    busy_timeout_ms: int = Field(5000, ge=0)
-    history_limit: int = Field(200, ge=1)
-    context_chars: int = Field(24000, ge=100)
-    processed_ids_limit: int = Field(100000, ge=100)
-    cache_chats: int = Field(1000, ge=1)
-    """Chats whose recent history and settings stay in memory (least recently used go first)."""
-    max_batch: int = Field(256, ge=1)
-    """Most writes committed in one transaction (group commit)."""
-    retention_interval_s: float = Field(5.0, gt=0)
-    """How often the writer prunes history and processed ids beyond their limits."""
-    runs_retention_days: float = Field(30, gt=0)
-    """Finished runs, with their interrupts and tool ledger, are deleted this many days after they ended."""
-    audit_retention_days: float = Field(365, gt=0)
-    """Admin changes (the audit log) are kept this many days."""
-
-    def database_url(self) -> str:
-        if self.url:
-            return self.url
-        return f"sqlite:///{self.data_dir.expanduser() / 'bot.db'}"
-
-
-class BusSection(_Section):
-    url: str | None = None
-    """``redis://host:port/db``: inbound events and outbound messages go through Redis Streams, so gateways and
-    workers may be separate processes (``bot run --role``); absent: the in-process bus (one process)."""
-    partitions: int = Field(64, ge=1, le=4096)
-    """Inbound partition streams (a chat's events all go to ``crc32(chat_key) % partitions``)."""
-    lease_ms: int = Field(10000, ge=500)
-    """How long a worker's claim on a partition (and a gateway's on an exclusive connection) lasts unrenewed:
-    the time for a dead worker's chats to move to another. Renewed every third of it."""
-    stream_maxlen: int = Field(100000, ge=1000)
-    """Entries kept per stream (approximately); handled entries are acknowledged long before."""
-    sweep_s: float = Field(60.0, gt=0)
-    """How often a gateway republishes events committed to the inbox but older than twice this and still
-    unhandled (Redis lost them); handling stays exactly once (the inbox row)."""
-    max_concurrent_chats: int = Field(64, ge=1)
-    max_pending: int = Field(10000, ge=1)
-
-
-class LimitsSection(_Section):
-    """What one chat, sender or message may cost (the intake and routing enforce them)."""
-
-    max_text_chars: int = Field(100_000, ge=100)
-    """Longer inbound texts are refused with a clear notice (nothing is stored)."""
-    route_chars: int = Field(16_384, ge=100)
-    """Routing reads this prefix of a long message (the agent still gets all of it)."""
-    chat_queue_notice: int = Field(20, ge=1)
-    """A chat with this many messages waiting gets one "slow down" notice."""
-    chat_queue_max: int = Field(100, ge=1)
-    """Past this many waiting, a chat's newest messages are refused (with a notice) instead of queued."""
-    sender_rate_per_min: float = Field(30, ge=0)
-    """Messages a sender may send per minute on average (token bucket; admins exempt; 0 = no limit)."""
-    sender_burst: int = Field(20, ge=1)
-    """Messages a sender may send at once before the rate applies."""
-    notice_interval_s: float = Field(60, gt=0)
-    """At most one "too many"/"too fast" notice per chat or sender in this many seconds."""
-    unknown_sender_reply_s: float = Field(3600, ge=0)
-    """At most one "you are not allowed" reply per unknown sender in this many seconds."""
-
-    @model_validator(mode="after")
-    def _bounds(self) -> LimitsSection:
-        if self.chat_queue_notice > self.chat_queue_max:
-            raise ValueError("chat_queue_notice must not exceed chat_queue_max")
-        return self
-
-
-class RuntimeSection(_Section):
-    """The Python process of ``bot run`` / ``bot chat`` (an embedded gateway, e.g. in tests, leaves it alone)."""
-
-    gc_threshold: int = Field(10_000, ge=0)
-    """Tracked allocations between young-generation collections; 0 keeps Python's default (700).
-
-    Every message allocates thousands of short-lived objects; at 700 the collector ran hundreds of times per second
-    and its full passes paused the loop (see bench/README.md, "The garbage collector")."""
-    gc_freeze: bool = True
-    """After start-up, move what is loaded (modules, schemas, agents, tools) out of the collector's scans."""
-    switch_interval_ms: float = Field(0.2, ge=0)
-    """How long a thread that wants the GIL waits before the running one must hand it over; 0 keeps Python's
-    (5 ms).  The store's committer thread needs the GIL after each fsync, while the event loop runs Python
-    without pause: at 5 ms the committed batch waited for it, and so did every message in that batch (see
-    :mod:`bot.gateway.runtime`, and bench/README.md, "The switch interval")."""
-
-
-class AgentsSection(_Section):
-    dirs: list[Path] = Field(default_factory=lambda: [Path("config/agents")])
-    user_dir: Path = Path("~/.config/bot/agents")
-
-
-def _share(value: Any) -> Any:
-    # A confidence is a share, 0-1; a percentage (80, as configurations before wave 4 wrote it) is read as one.
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 1:
-        return value / 100
-    return value
-
-
-Share = Annotated[float, BeforeValidator(_share), Field(ge=0, le=1)]
-
-
-class RuleRouting(_Section):
-    confidence_threshold: Share = 0.8
-    """hybrid: an offline decision at least this sure (0-1) stands; below it, the model is asked."""
-    meaning: bool = True
-    """Route by meaning too (a local sentence encoder, loaded on a thread at start: the agents' descriptions,
-    examples and corrections, in any language); false: triggers and the classifier only."""
-    encoder: str = "use"
-    """The sentence encoder: ``use`` (the multilingual Universal Sentence Encoder shipped in a wheel)."""
-    agent_min_score: float = Field(20, ge=0)
-    """Without the encoder: what a file agent's triggers must score (a pattern 20, a keyword 10, whatever the
-    priority) to beat the built-ins."""
-    agent_margin: float = Field(10, ge=0)
-    """...and this much more than the next file agent's."""
-    learned: bool = True
-    """chat / react / plan chosen by the shipped classifier (false: by their trigger keywords)."""
-    min_confidence: Share = 0.65
-    """Below this share the classifiers have not recognised the message (gibberish scores about 0.6): the rules
-    decide nothing, and ``routing.fallback`` (or, in hybrid, the model) takes over."""
-    strong_priority: int = Field(80, ge=0, le=100)  # without the encoder: a file agent at this priority wins on one
-    classifier_sure: Share = 0.99  # match unless the classifier is this sure (0-1); 0 turns it off
-
-
-class LlmRouting(_Section):
-    model: str = ""
-    """Model name for the router ('' = the main model)."""
-    timeout_ms: int = Field(5000, ge=1)
-
-
-class RoutingSection(_Section):
-    enabled: bool = True
-    strategy: Literal["rule", "llm", "hybrid"] = "hybrid"
-    rule: RuleRouting = Field(default_factory=RuleRouting)
-    llm: LlmRouting = Field(default_factory=LlmRouting)
-    fallback: Literal["none", "prompt_user", "default_agent"] = "default_agent"
-    default_agent: str = "chat"
-    notify: bool | Literal["agents"] = "agents"
-    """A "🤖 Auto-routing to: X (matched: bug)" line: ``agents`` (to a file agent), ``true`` (always), ``false``."""
-
-
-class InterruptsSection(_Section):
-    """How long a pause waits for a human before it expires (seconds, per kind)."""
-
-    tool_confirm_timeout_s: float = Field(3600, gt=0)
-    plan_approval_timeout_s: float = Field(86400, gt=0)
-    ask_user_timeout_s: float = Field(86400, gt=0)
-
-    def timeout_for(self, kind: str) -> float:
-        return float(getattr(self, f"{kind}_timeout_s", self.tool_confirm_timeout_s))
-
-
-class StepsOver(_Section):
-    if_steps_over: int = Field(ge=0)
-
-
-class PlanSection(_Section):
-    """The Plan-Execute-Replan runner."""
-
-    approval: Literal["always", "never"] | StepsOver = "always"
-    max_steps: int = Field(10, ge=1, le=50)
-    progress: bool = True
-    """Send a line per completed step."""
-
-    def approval_rule(self) -> Literal["always", "never"] | int:
-        return self.approval if isinstance(self.approval, str) else self.approval.if_steps_over
-
-
-class HandoffsSection(_Section):
-    """Agent-to-agent handoffs (``transfer_to_<agent>`` tools)."""
-
-    max_depth: int = Field(5, ge=1, le=20)
-    """Handoffs allowed in one run."""
-    notify: str = "🔀 {from} → {to}: {reason}"
-    """The line shown to the user at a handoff ({from}, {to}, {reason}); empty: say nothing."""
-    context_messages: int = Field(10, ge=0, le=100)
-    """How many recent messages a handoff with ``include_context`` passes on."""
-
-
-TraceEventType = Literal[
-    "route", "llm_call", "tool_call", "handoff", "guardrail", "interrupt", "error", "run", "memory", "summary"
-]
-
-
-class OtelSection(_Section):
-    enabled: bool = False
-    """Export trace events as OpenTelemetry spans (needs ``pip install opentelemetry-sdk``)."""
-    endpoint: str = ""
-    """OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces (needs the OTLP exporter package)."""
-    service_name: str = "supervisor-bot"
-
-
-class TracingSection(_Section):
-    """Trace events of every run (``/trace``, ``bot trace``)."""
-
-    enabled: bool = True
-    retention_days: float = Field(14, gt=0)
-    flush_interval_s: float = Field(0.5, gt=0)
-    """Buffered events are written at least this often (one group commit for all of them)."""
-    max_buffer: int = Field(64, ge=1)
-    """Write earlier when this many events are waiting (small writes keep each one from stalling the loop; see
-    bench/README.md, "Trace events written in small batches")."""
-    sample_rate: float = Field(1.0, ge=0, le=1)
-    """The share of requests traced (decided per request, so a request is traced whole or not at all);
-    errors are always kept."""
-    events: list[TraceEventType] = Field(default_factory=list)
-    """Only these kinds of event are kept (empty: all); errors are always kept."""
-    otel: OtelSection = Field(default_factory=OtelSection)
 
 
 McpServer = McpServerConfig
