@@ -11,6 +11,7 @@ import ast
 import re
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,6 +63,17 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+def _parsed(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once per test process while the file is unchanged (most checks here read
+    every module, some twice)."""
+    return _parse(path, path.stat().st_mtime_ns)
+
+
+@cache
+def _parse(path: Path, _mtime_ns: int) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path], *, top_level: bool = False) -> set[str]:
     """The project modules ``name`` imports anywhere in its file: top level, in functions, under TYPE_CHECKING;
     with ``top_level``, only those run when the module is imported (not in functions, not under TYPE_CHECKING).
@@ -77,7 +89,7 @@ def _imports(name: str, path: Path, modules: dict[str, Path], *, top_level: bool
         return dotted or None
 
     found: set[str] = set()
-    tree = ast.parse(path.read_text(), str(path))
+    tree = _parsed(path)
     nodes = _run_at_import(tree) if top_level else list(ast.walk(tree))
     for node in nodes:
         if isinstance(node, ast.Import):
@@ -237,7 +249,7 @@ def test_no_string_import_the_checks_cannot_follow() -> None:
     """A module named by a variable (``import_module(PLUGIN_MODULE)``) hides an edge from every check here."""
     unread = {}
     for name, path in _modules().items():
-        found = _string_imports(list(ast.walk(ast.parse(path.read_text(), str(path)))))[1]
+        found = _string_imports(list(ast.walk(_parsed(path))))[1]
         if found:
             unread[name] = found
     assert unread == {}
