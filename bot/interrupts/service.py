@@ -95,7 +95,18 @@ class InterruptService(Resolver):
 
     async def on_action(self, action: Action, event_key: str | None = None) -> None:
         """A button press, in the chat's turn.  ``event_key`` de-duplicates it (platforms redeliver):
-        recorded with the resolution in one write, or alone when the press is refused."""
+        recorded with the resolution in one write, or alone when the press is refused.
+
+        Exactly once across a crash: a press handled at once reaches here before its inbox row commits, and the
+        resolution's write (the press marked handled, the interrupt resolved on ``status = 'pending'``, the run
+        running) carries that row, so the two commit together or not at all (:mod:`bot.store.sql.writer`, held
+        inserts); the platform hears "received" only after that commit.  Killed before it: nothing of the press
+        is stored and nothing ran (a tool runs only after the commit); the platform delivers it again and it
+        resolves then.  Killed after it: the restart resumes the running run from its checkpoint (the tool ledger
+        keeps a tool from running twice), and a redelivery finds its row handled, so it changes and says
+        nothing.  A row that went alone (its handler came later) stays pending until this write marks it, and a
+        restart hands it on again; the conditional update still lets one resolution through
+        (tests/bot/test_press_crash.py kills a gateway at both points)."""
         refusal, row, choice = await self._check(action)
         web = action.console is not None
         if refusal is not None or row is None:

@@ -14,7 +14,12 @@ It runs the real gateway (store, supervisor, runs, interrupts) with:
   every message the gateway sends is printed as one JSON line.  With
   ``CRASH_ON`` set to ``prompt`` or ``edit`` the channel SIGKILLs its own
   process instead of sending the first such message (the network seam is
-  where a real crash would be noticed).
+  where a real crash would be noticed).  ``CRASH_ON=press-commit``: SIGKILL when
+  the writer runs a resolution's update, inside the transaction that carries the
+  press's inbox row (the press handed on, nothing of it committed);
+- a stdin line may name its event's ``id`` (a platform's redelivery uses the same
+  one); with ``ACKS=1`` each event the inbox accepted is printed as
+  ``{"acked": id, "receipt": ...}`` (what the platform would be told).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import itertools
 import json
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -37,10 +43,13 @@ from bot.config.settings import load_settings
 from bot.events import Action, ChatKey, InboundMessage, OutboundMessage, Sender
 from bot.gateway.app import Gateway
 from bot.inbox import Inbox
+from bot.store.sql import sqlite_writer
+from bot.store.sql.sqlite import writer_connection as _writer_connection
 
 COUNT_FILE = Path(os.environ["COUNT_FILE"])
 CRASH_ON = os.environ.get("CRASH_ON", "")
 TOOL_HANGS = os.environ.get("TOOL_HANGS") == "1"
+ACKS = os.environ.get("ACKS") == "1"
 """The tool starts, then never finishes (the test kills the process in it)."""
 GATEWAY: Gateway | None = None
 
@@ -127,14 +136,15 @@ class JsonChannel:
             n += 1
             data = json.loads(line)
             sender = Sender(id="u1", name="u1")
+            event_id = str(data.get("id") or f"{os.getpid()}-{n}")
             event: InboundMessage | Action
             if "press" in data:
-                event = Action(id=f"{os.getpid()}-{n}", chat=self.chat, sender=sender, payload=data["press"])
+                event = Action(id=event_id, chat=self.chat, sender=sender, payload=data["press"])
             else:
-                event = InboundMessage(
-                    id=f"{os.getpid()}-{n}", chat=self.chat, sender=sender, text=data["text"], is_direct=True
-                )
-            await inbox.submit(event)
+                event = InboundMessage(id=event_id, chat=self.chat, sender=sender, text=data["text"], is_direct=True)
+            receipt = await inbox.submit(event)
+            if ACKS:
+                print(json.dumps({"acked": event_id, "receipt": receipt.value}), flush=True)
 
     async def send(self, message: OutboundMessage) -> str | None:
         if message.kind == "typing":
@@ -156,7 +166,22 @@ class JsonChannel:
         return ref
 
 
+def _kill_at_resolution(statement: str) -> None:
+    """``CRASH_ON=press-commit``: the writer's trace callback; SIGKILL at a resolution's update (inside its
+    transaction, before the commit)."""
+    if statement.startswith("UPDATE interrupts SET status"):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _writer_connection_killing(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+    conn = _writer_connection(*args, **kwargs)
+    conn.set_trace_callback(_kill_at_resolution)
+    return conn
+
+
 async def main() -> None:
+    if CRASH_ON == "press-commit":  # the store's writer opens its connection through this name
+        sqlite_writer.writer_connection = _writer_connection_killing
     data_dir = os.environ["DATA_DIR"]
     settings = load_settings(
         None,
