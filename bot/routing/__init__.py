@@ -158,7 +158,8 @@ class Router:
         if view is not None and space is not None and (view.agents or view.corrections or max(shares) < BUILTIN_SURE):
             batch = view.meaning.batch
             assert batch is not None, "a space is placed only once the encoder is loaded"
-            return verdicts.by_meaning(self, view, space, asked, await batch.vector(request))
+            vector, evidence = await batch.placed(request, space)
+            return verdicts.by_meaning(self, view, asked, vector, evidence)
         state = view.meaning.state if view is not None else ("off" if self.meaning is not None else "none")
         return verdicts.by_triggers(self, asked, index, state)
 

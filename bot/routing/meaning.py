@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -67,6 +67,12 @@ class BuiltinHead:
         z = self._w @ vector + self._b
         e = np.exp(z - z.max())
         return tuple(float(v) for v in e / e.sum())
+
+    def probabilities_many(self, vectors: Any) -> list[list[float]]:
+        """:meth:`probabilities` of each row of ``vectors``."""
+        z = vectors @ self._w.T + self._b
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return (e / e.sum(axis=1, keepdims=True)).tolist()
 
 
 @dataclass(frozen=True)
@@ -135,7 +141,7 @@ class AgentBank:
         for index, target in enumerate(targets):
             for kind, text in utterances(target, (learned or {}).get(target.name, ())):
                 self.items.append(Utterance(index, text, kind))
-        self._vectors = encoder.encode([u.text for u in self.items])
+        self.vectors = self._vectors = encoder.encode([u.text for u in self.items])
         self._owner = np.asarray([u.agent for u in self.items], dtype=np.int64)
 
         self._starts = np.searchsorted(self._owner, np.arange(len(self.names))) if self.items else self._owner
@@ -144,6 +150,16 @@ class AgentBank:
         """``(len(vectors), agents)``: each vector's highest cosine with one of each agent's utterances."""
         cosines = vectors @ self._vectors.T
         return np.maximum.reduceat(cosines, self._starts, axis=1)
+
+    def closest(self, cosines: Any) -> tuple[Any, Any]:
+        """For ``cosines`` ``(m, len(items))`` (vectors against every utterance): per vector and agent the highest
+        cosine ``(m, agents)`` and the index of the utterance that gave it (the first such, as ``argmax``)."""
+        best = np.maximum.reduceat(cosines, self._starts, axis=1)
+        rows, cols = np.nonzero(cosines == best[:, self._owner])
+        first = np.ones(len(cols), dtype=bool)
+        np.not_equal(self._owner[cols[1:]], self._owner[cols[:-1]], out=first[1:])
+        first[1:] |= rows[1:] != rows[:-1]
+        return best, cols[first].reshape(best.shape)
 
     def closeness(self, vector: Any) -> list[tuple[float, Utterance | None]]:
         """Per agent (in order): the highest cosine of ``vector`` with one of its utterances, and that one."""
@@ -189,9 +205,9 @@ class Corpus:
             return cls(vectors.astype(np.float32), data["labels"].astype(np.int64))
 
 
-@dataclass(frozen=True)
-class AgentEvidence:
-    """How a message stands to one agent."""
+class AgentEvidence(NamedTuple):
+    """How a message stands to one agent (a named tuple: forty are made a message, a third of a frozen
+    dataclass's cost)."""
 
     name: str
     closeness: float
@@ -237,6 +253,38 @@ class Space:
         self._std = np.maximum(background.std(axis=0), 1e-3)
         self._p99 = np.percentile(background, 99, axis=0)
         self._neighbour_z = (bank.best_per_agent(self.corpus.neighbours) - self._mean) / self._std
+
+    def evidence_many(self, vectors: Any) -> list[Evidence]:
+        """:meth:`evidence` of each row of ``vectors`` ``(m, dim)``, in a few matrix products for all of them (the
+        corpus and the utterances are read once, not once a message: bench/README.md, "The sentence encoder")."""
+        corpus, bank, m = self.corpus, self.bank, len(vectors)
+        cosines = vectors @ corpus.neighbours.T
+        heads = self.head.probabilities_many(vectors)
+        nearest_all = cosines.max(axis=1).tolist()
+        builtin = np.empty((m, 3), dtype=np.float32)
+        for label, (lo, hi) in enumerate(corpus.slices):
+            builtin[:, label] = (cosines[:, lo:hi].max(axis=1) - corpus.builtin_mean[label]) / corpus.builtin_std[label]
+        builtin_z = builtin.tolist()
+        if not bank.names:
+            return [Evidence(tuple(heads[i]), tuple(builtin_z[i]), nearest_all[i], []) for i in range(m)]
+        nearest = np.argpartition(-cosines, NEIGHBOURS, axis=1)[:, :NEIGHBOURS]
+        weights = np.maximum(np.take_along_axis(cosines, nearest, axis=1), 0) + 1e-6
+        neighbour_z = np.einsum("mk,mka->ma", weights, self._neighbour_z[nearest]) / weights.sum(axis=1)[:, None]
+        if bank.items:
+            closeness, which = bank.closest(vectors @ bank.vectors.T)
+        else:
+            closeness, which = np.full((m, len(bank.names)), -1.0, dtype=np.float32), None
+        z = ((closeness - self._mean) / self._std).tolist()
+        p99, names, items = self._p99.tolist(), bank.names, bank.items
+        out: list[Evidence] = []
+        for i, (close, zs, nz) in enumerate(zip(closeness.tolist(), z, neighbour_z.tolist(), strict=True)):
+            said = [items[k] for k in which[i].tolist()] if which is not None else [None] * len(names)
+            agents = [
+                AgentEvidence(name, c, zz, q, n, u)
+                for name, c, zz, q, n, u in zip(names, close, zs, p99, nz, said, strict=True)
+            ]
+            out.append(Evidence(tuple(heads[i]), tuple(builtin_z[i]), nearest_all[i], agents))
+        return out
 
     def evidence(self, vector: Any) -> Evidence:
         corpus = self.corpus

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from bot.config.settings import RoutingSection
 from bot.routing.decision import RouteDecision
 from bot.routing.judge import BUILTINS, Verdict
-from bot.routing.meaning import Space
+from bot.routing.meaning import Evidence
 from bot.routing.offline import Correction, MeaningView
 from bot.routing.rule import RuleResult
 
@@ -87,14 +87,16 @@ def corrected(
     )
 
 
-def by_meaning(router: Router, view: MeaningView, space: Space, asked: Asked, vector: Any) -> RouteDecision | None:
-    """The decision by ``vector``, the request's place in the encoder's space."""
+def by_meaning(
+    router: Router, view: MeaningView, asked: Asked, vector: Any, evidence: Evidence
+) -> RouteDecision | None:
+    """The decision by ``vector``, the request's place in the encoder's space, and ``evidence``, where it stands
+    there (:meth:`bot.routing.meaning.Space.evidence`)."""
     text, request, config, strategy, started = asked.text, asked.request, asked.config, asked.strategy, asked.started
     rule, shares = asked.rule, asked.shares
     near = view.correction_near(vector)
     if near is not None:
         return corrected(text, strategy, started, near[0], near[1], view.meaning.state)
-    evidence = space.evidence(vector)
     verdict: Verdict = view.meaning.judge.decide(evidence, rule, shares, len(text))
     factors: dict[str, Any] = {
         "encoder": view.meaning.state,

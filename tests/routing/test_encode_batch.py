@@ -90,3 +90,70 @@ async def test_a_failure_reaches_every_message_of_the_batch_and_a_cancelled_one_
     gone, kept = batch.vector("a"), batch.vector("bb")
     gone.cancel()
     assert await kept == [2.0]
+
+
+def test_a_batch_of_vectors_stands_where_each_stands_alone(meaning: Meaning) -> None:
+    """:meth:`Space.evidence_many` (one matrix product for the batch) gives each message the evidence
+    :meth:`Space.evidence` gives it alone: the same agents, utterances and numbers (to float32 rounding)."""
+    for router in (_router(meaning), Router([], OfflineModel(), meaning=meaning)):
+        router.prepare(LOAD_S)
+        assert router.view is not None
+        space = router.view.space()
+        encoder = meaning.loader.get()
+        assert space is not None and encoder is not None
+        vectors = encoder.encode(MESSAGES)
+        for vector, many in zip(vectors, space.evidence_many(vectors), strict=True):
+            alone = space.evidence(vector)
+            assert many.head == pytest.approx(alone.head, abs=1e-5)
+            assert many.builtin_z == pytest.approx(alone.builtin_z, abs=1e-4)
+            assert many.nearest == pytest.approx(alone.nearest, abs=1e-5)
+            assert [(a.name, a.utterance) for a in many.agents] == [(a.name, a.utterance) for a in alone.agents]
+            for a, b in zip(many.agents, alone.agents, strict=True):
+                assert (a.closeness, a.z, a.p99, a.neighbours) == pytest.approx(
+                    (b.closeness, b.z, b.p99, b.neighbours), abs=1e-4
+                )
+
+
+class Rows:
+    """An encoder of numpy rows (each text's length), as :class:`Encoder` promises."""
+
+    name = "rows"
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        return np.asarray([[float(len(t))] for t in texts], dtype=np.float32)
+
+
+class Place:
+    """A space that records the batches it placed (and may fail)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.batches: list[list[float]] = []
+        self.fail = fail
+
+    def evidence_many(self, vectors: Any) -> list[str]:
+        self.batches.append([float(v[0]) for v in vectors])
+        if self.fail:
+            raise RuntimeError("space broke")
+        return [f"near {v[0]:g}" for v in vectors]
+
+
+async def test_each_space_places_its_requests_of_a_batch_at_once() -> None:
+    batch = EncodeBatch(Rows())
+    one, other, broken = Place(), Place(), Place(fail=True)
+    results = await asyncio.gather(
+        batch.placed("a", one),
+        batch.vector("bb"),
+        batch.placed("ccc", other),
+        batch.placed("dddd", one),
+        batch.placed("eeeee", broken),
+        return_exceptions=True,
+    )
+    assert one.batches == [[1.0, 4.0]] and other.batches == [[3.0]] and broken.batches == [[5.0]]
+    assert [(float(r[0][0]), r[1]) for r in (results[0], results[2], results[3])] == [
+        (1.0, "near 1"),
+        (3.0, "near 3"),
+        (4.0, "near 4"),
+    ]
+    assert float(results[1][0]) == 2.0 and str(results[4]) == "space broke"
