@@ -25,6 +25,7 @@ from agents.models.base import Model, ModelResponse, ToolDeclaration
 from agents.tools.base import tool
 from bot.config.settings import load_settings
 from bot.gateway.app import Gateway
+from bot.gateway.runtime import tune_process
 from tests.channels._intake_gateway import WEBHOOK_SECRET, unpaced
 from tests.fakes.telegram_server import TOKEN as TELEGRAM_TOKEN
 
@@ -110,6 +111,7 @@ async def main() -> None:
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     await gateway.start()
+    tune_process(settings.runtime)  # the collector and switch interval, as `bot run` does
     print(json.dumps({"ready": True, "pid": os.getpid(), "role": role}), flush=True)
     await stop.wait()
     await gateway.stop(timeout=10)
