@@ -14,7 +14,7 @@ from agents.approval import ApprovalRequiredToolset, approval_required, approval
 from agents.context import NullTracer, RunContext, Tracer
 from agents.graph import GraphPosition
 from agents.handoffs import HandoffContext
-from agents.messages import Message, fit_context, recent_media
+from agents.messages import Message, recent_media
 from agents.models.base import Generation, Model
 from agents.tools.base import Tool
 from agents.tools.ledger import LedgerEntry
@@ -70,7 +70,9 @@ class ToolPool:
 
 
 def own_turns(messages: list[Message], agent: str) -> list[Message]:
-    """The turns of ``messages`` an agent answered: each user message with the replies that followed it."""
+    """The turns of ``messages`` an agent answered: each user message with the replies that followed it (the plain
+    rule: a run cuts its window with :meth:`bot.store.chat_state.ChatState.own_window`, which walks no further
+    than the budget needs)."""
     out: list[Message] = []
     turn: list[Message] = []
     for message in [*messages, Message.user("")]:
@@ -156,8 +158,7 @@ class RunContexts:
         brief = await self._brief(run, chat, agent, query, override, state) if self.memory is not None else Briefing()
         budget = self.config.store.context_chars - len(brief.summary)
         if agent.context_mode == "isolated":
-            before = [m for i, m in zip(state.ids, state.messages, strict=True) if i < run.history_cutoff]
-            history = fit_context(own_turns(before, agent.name), budget)
+            history = state.own_window(run.history_cutoff, agent.name, budget)
         else:
             history = state.window(run.history_cutoff, budget, brief.upto_id)
         if state.media > self.config.media.history_items:

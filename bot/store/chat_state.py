@@ -87,6 +87,55 @@ class ChatState:
             start += 1
         return _between(messages, start, end)
 
+    def own_window(self, before_id: int, agent: str, max_chars: int) -> list[Message]:
+        """An isolated agent's window: of the messages with ids below ``before_id``, the turns ``agent`` answered
+        (each user message with the replies that followed it), the newest that fit in ``max_chars``, starting at
+        a user turn: ``fit_context(own_turns(...), max_chars)`` (:func:`bot.runs.context.own_turns`), in one walk
+        from the newest end on the cached sizes that stops once the budget is full (measured: see
+        bench/README.md, "Per-message micro-optimisations")."""
+        ids, sizes = self.ids, self.sizes
+        end = len(ids)
+        while end and ids[end - 1] >= before_id:
+            end -= 1
+        picked: list[Message] = []  # newest first
+        picked_sizes: list[int] = []
+        total = 0
+        replies = own = False  # the turn being walked: its replies seen, one of them by ``agent``
+        turn: list[Message] = []
+        turn_sizes: list[int] = []
+        newest = itertools.islice(zip(reversed(self.messages), reversed(sizes), strict=True), len(ids) - end, None)
+        for message, size in newest:
+            if message.role == "user":
+                replies = False
+            else:
+                if not replies:  # the replies of an earlier turn: the one walked so far is whole
+                    if own:
+                        picked += turn
+                        picked_sizes += turn_sizes
+                        total += sum(turn_sizes)
+                        if total > max_chars and len(picked) > 1:
+                            break
+                    turn, turn_sizes, replies, own = [], [], True, False
+                own = own or message.agent == agent
+            turn.append(message)
+            turn_sizes.append(size)
+        else:
+            if own:
+                picked += turn
+                picked_sizes += turn_sizes
+        # fit_context's cut, newest first, on the cached sizes
+        total, keep = 0, 0
+        for i, size in enumerate(picked_sizes):
+            total += size
+            if total > max_chars and keep:
+                break
+            keep = i + 1
+        while keep and picked[keep - 1].role != "user":
+            keep -= 1
+        out = picked[:keep]
+        out.reverse()
+        return out
+
     def add(self, row_id: int, message: Message) -> None:
         # Ids grow in commit order (one writer), so an id at or below the last one
         # is a row the load already saw.
