@@ -107,7 +107,12 @@ class Write:
     receipt: asyncio.Future[WriteResult] | None = None
     """A held inbound event's own waiter (:meth:`GroupCommit.hold <bot.store.sql.writer.GroupCommit.hold>`): the
     write's first step is that event's insert, and this future learns whether it made a new row (``ok``) once the
-    batch committed, or the batch's error; the write's own result then starts at its second step."""
+    batch committed, or the batch's error; the write's own result then starts at its second step (unless
+    ``merged``)."""
+    merged: bool = False
+    """With ``receipt``: the first step is :data:`RECEIVE_HANDLED`, the event's insert and its mark as handled in one
+    statement; its row (when it returned one) says whether the row is new, and the step's count stays the write's
+    own (the mark's)."""
 
 
 @lru_cache(maxsize=512)
@@ -134,6 +139,17 @@ MARK_HANDLED = (
 )
 """Handling: a pending event becomes done (an event that never passed the intake is recorded done);
 no row changed = handled before, so its handling is skipped (exactly once)."""
+RECEIVE_HANDLED = (
+    f"INSERT INTO {_E} (event_key, chat_key, kind, event, status, received_at) VALUES (?, ?, ?, '', 'done', ?) "
+    f"ON CONFLICT (event_key) DO UPDATE SET status = 'done', event = '' WHERE {_E}.status = 'pending' "
+    "RETURNING received_at = ?"
+)
+"""A held event's insert and :data:`MARK_HANDLED` in one statement (the SQLite writer, when the handler's write
+marks that very event first: :meth:`GroupCommit.submit_handling <bot.store.sql.writer.GroupCommit.submit_handling>`).
+The same rows as the two: a new event is stored handled (its JSON, which only a pending row needs, is not written);
+a pending one becomes handled; a handled one changes nothing and returns no row, which stops the write as the mark's
+guard did.  The row returned says whether the event is new (its ``received_at`` is this delivery's) or was pending
+from an earlier delivery (the intake's receipt: duplicate)."""
 INSERT_MESSAGE = f"INSERT INTO {_M} (chat_key, role, agent, data, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"
 INSERT_OUTBOX = (
     "INSERT INTO outbox (chat_key, message, interrupt_id, status, created_at) "

@@ -51,6 +51,7 @@ class SqliteWriter(GroupCommit):
         self, path: str, *, synchronous: str, busy_timeout_ms: int, retention: Retention, max_batch: int = 256
     ) -> None:
         super().__init__(retention, max_batch)
+        self.merges_receipt = True
         self.path = path
         self.synchronous = synchronous.upper()
         self.busy_timeout_ms = busy_timeout_ms

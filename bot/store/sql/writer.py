@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from bot.store.base import EventNotStored, StoreError, StoreUnavailable
-from bot.store.sql.ops import OnCommit, Step, Write, WriteResult
+from bot.store.sql.ops import MARK_HANDLED, RECEIVE_HANDLED, OnCommit, Step, Write, WriteResult
 from bot.store.sql.retention import Retention
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,9 @@ class GroupCommit(abc.ABC):
         self._released: dict[str, asyncio.Future[WriteResult]] = {}
         """Held inserts queued on their own (nobody claimed them) and not known to be committed: the handler's
         write waits for its event's insert first (see :meth:`submit_handling`)."""
+        self.merges_receipt = False
+        """A carried insert and the mark of its event as handled may be one statement (:data:`RECEIVE_HANDLED`;
+        the SQLite writer: a statement less for each event handled at once)."""
         self._age = 0
         """Turns of the loop counted while inserts are held (each held insert remembers the count it came at)."""
         self._aging = False
@@ -88,17 +91,19 @@ class GroupCommit(abc.ABC):
         prune: bool = False,
         first: bool = False,
         receipt: asyncio.Future[WriteResult] | None = None,
+        merged: bool = False,
     ) -> asyncio.Future[WriteResult]:
         """Queue a write; the future resolves after its batch committed.
 
         ``first``: ahead of everything queued, in a small batch of its own (see :meth:`submit_unwaited`).
         ``receipt``: a claimed insert's waiter (:attr:`Write.receipt <bot.store.sql.ops.Write.receipt>`); the insert
-        is the first of ``steps``.
+        is the first of ``steps`` (``merged``: that insert and the event's mark as handled, :data:`RECEIVE_HANDLED`).
         """
         if self._closed or self._loop is None:
             raise StoreError("the store is not open")
         future: asyncio.Future[WriteResult] = self._loop.create_future()
-        self._enqueue(Write(steps, future, on_commit, grows, events, prune, first=first, receipt=receipt), first=first)
+        write = Write(steps, future, on_commit, grows, events, prune, first=first, receipt=receipt, merged=merged)
+        self._enqueue(write, first=first)
         return future
 
     async def submit_handling(
@@ -123,6 +128,18 @@ class GroupCommit(abc.ABC):
                     raise EventNotStored(f"the event {key} was not stored: {exc}") from exc
             return await self.submit(steps, on_commit=on_commit, grows=grows, events=events)
         try:
+            if self.merges_receipt and steps and steps[0].sql == MARK_HANDLED and steps[0].params[0] == key:
+                # The write marks this very event first: the insert and the mark are one statement.
+                key_, chat_key, kind, _event, at = held.step.params
+                merged = Step(RECEIVE_HANDLED, (key_, chat_key, kind, at, at), guard=True, returning=True)
+                return await self.submit(
+                    (merged, *steps[1:]),
+                    on_commit=on_commit,
+                    grows=grows,
+                    events=events,
+                    receipt=held.future,
+                    merged=True,
+                )
             # Not a guard here: a row stored before (a redelivery) stops nothing; the steps' own guard decides.
             carried = Step(held.step.sql, held.step.params)
             return await self.submit(
@@ -250,8 +267,13 @@ class GroupCommit(abc.ABC):
                 continue
             if results is not None:
                 result = results[i]
-                new = bool(result.counts) and result.counts[0] == 1
-                del result.counts[:1]  # the write's own steps, as if the insert had not ridden along
+                if write.merged:  # the first step's row, when it returned one, says whether the row is new
+                    new = bool(result.counts) and result.counts[0] == 1 and bool(result.rows[0][0])
+                    if result.counts and result.counts[0]:
+                        del result.rows[:1]  # the mark's count stays; its row is not the write's own
+                else:
+                    new = bool(result.counts) and result.counts[0] == 1
+                    del result.counts[:1]  # the write's own steps, as if the insert had not ridden along
                 if not receipt.done():
                     receipt.set_result(WriteResult(ok=new))
             elif not receipt.done():

@@ -63,7 +63,10 @@ class LedgerTable:
     async def ledger_finished(self, run_id: str, call: ToolCall, result: ToolResult) -> None:
         status: LedgerStatus = "failed" if result.is_error else "succeeded"
         saved = redact(redact_json(result.model_dump_json()), self.store.secrets)  # as the row will hold it
-        args = args_key(redact_value(call.args))
+        known = self._ledgers.peek(run_id)
+        kept = None if known is None else known.rows.get(result.call_id)
+        # The started row's arguments, as written (the update keeps a row's own): redacted and encoded once a call.
+        args = args_key(redact_value(call.args)) if kept is None else kept[3]
         # Not awaited: whatever the run writes next commits after it.  Lost in a crash, a call with side effects
         # reads as started, which is reported as interrupted and never re-run (a safe one simply runs again).
         self.store.write_later(
@@ -77,10 +80,8 @@ class LedgerTable:
             ],
             what=f"recording the result of tool call {result.call_id}",
         )
-        known = self._ledgers.peek(run_id)
         if known is not None:  # queued: every later read or write of this process comes after it
-            kept = known.rows.get(result.call_id)
-            known.rows[result.call_id] = (result.name, status, saved, args if kept is None else kept[3])
+            known.rows[result.call_id] = (result.name, status, saved, args)
 
 
 def _ledger_entry(run_id: str, row: Any) -> LedgerEntry:
