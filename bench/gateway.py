@@ -21,6 +21,9 @@ description, triggers and examples each) to a temporary agents directory, waits 
 (the sentence encoder loaded, the agents placed) and sends the agents' examples as the messages, so the router
 chooses among them (``routed``: how many messages each agent got, from the "Auto-routing to" notices, which the
 gateway sends as messages of their own); ``--no-meaning`` measures the same without routing by meaning.
+Every run waits until the sentence encoder is loaded and the agents are placed before it measures (a gateway
+loads it on a thread at start: its second of CPU and the first placement would otherwise land in the first
+seconds of the closed loop or not, as the host's speed has it); ``routing_by_meaning`` says whether it is on.
 ``--busy-loops N`` runs N CPU hogs beside the run (a busy host); ``cpu_ms_per_msg`` is this process's CPU time
 over the closed loop's messages, which excludes theirs.
 
@@ -262,7 +265,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             model.usage = Usage(input_tokens=100, output_tokens=20)
         gateway = Gateway(settings, model=model, channels=[channel])
         await gateway.start()
-        meaning = args.agents > 0 and await asyncio.to_thread(gateway.router.prepare, 300)
+        meaning = await asyncio.to_thread(gateway.router.prepare, 300)
         await _prefill(gateway, args.chats, args.history)
         tune_process(settings.runtime)  # as `bot run` does
         watchdog = asyncio.create_task(channel.watchdog())
