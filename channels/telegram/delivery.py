@@ -8,12 +8,17 @@ group, 30 a second overall.  :class:`Pacer` keeps under them with token buckets;
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
+from functools import cache
 from typing import Any, NamedTuple, TypeVar
 
+import certifi
 from aiogram import Bot
+from aiogram import __version__ as aiogram_version
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.exceptions import (
     ClientDecodeError,
@@ -26,11 +31,13 @@ from aiogram.exceptions import (
 )
 from aiogram.methods.base import Response, TelegramMethod
 from aiohttp import ClientError, ClientTimeout
+from aiohttp.http import SERVER_SOFTWARE
 from yarl import URL
 
 from bot.clock import SYSTEM_CLOCK, Clock
 from bot.limits import TokenBuckets
 from bot.retry import Backoff, DelayAfter, retry
+from channels.telegram.http1 import JsonPoster
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +129,12 @@ class Sent(NamedTuple):
 _JSON = {"Content-Type": "application/json"}
 
 
+@cache
+def _ssl_context() -> ssl.SSLContext:
+    """The CA bundle aiogram's own connections trust (certifi's), loaded once."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 class Api:
     """One place that calls the Bot API: pacing, 429 waits and network retries, errors without the token."""
 
@@ -134,6 +147,8 @@ class Api:
         self._urls: dict[str, URL] = {}
         """Each method's URL, parsed once (it holds the token, and the token never changes)."""
         self._timeout = ClientTimeout()
+        self._posting: tuple[asyncio.AbstractEventLoop, JsonPoster] | None = None
+        """``sendMessage``'s kept-alive connections, for the loop they belong to."""
 
     def limited(self) -> None:
         """Telegram answered 429."""
@@ -179,18 +194,20 @@ class Api:
         """The ``result`` of a successful call; otherwise aiogram's exception for the answer."""
         session = self.bot.session
         assert isinstance(session, AiohttpSession)
-        client = await session.create_session()
         url = self._urls.get(api_method)
         if url is None:
             url = self._urls[api_method] = URL(session.api.api_url(token=self.bot.token, method=api_method))
-        if self._timeout.total != session.timeout:
-            self._timeout = ClientTimeout(total=session.timeout)
+        body = json.dumps(payload)
         try:
-            async with client.post(url, data=json.dumps(payload), headers=_JSON, timeout=self._timeout) as resp:
-                status, raw = resp.status, await resp.read()
+            poster = self._poster(session, url)
+            if poster is not None:
+                async with asyncio.timeout(session.timeout):
+                    status, raw = await poster.post(url, body.encode())
+            else:  # through a proxy: aiohttp's client, which knows them
+                status, raw = await self._post_aiohttp(session, url, body)
         except TimeoutError as exc:
             raise TelegramNetworkError(method=method(), message="Request timeout error") from exc
-        except ClientError as exc:
+        except (ClientError, OSError) as exc:
             raise TelegramNetworkError(method=method(), message=f"{type(exc).__name__}: {exc}") from exc
         if status == 200:
             try:
@@ -203,6 +220,29 @@ class Api:
         keep_response_model(aiogram_method)
         content = raw.decode(errors="replace")
         return session.check_response(self.bot, aiogram_method, status, content).result  # raises unless a success
+
+    def _poster(self, session: AiohttpSession, url: URL) -> JsonPoster | None:
+        """The kept-alive connections to the API's origin (this loop's), or None through a proxy."""
+        if session.proxy is not None:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._posting is None or self._posting[0] is not loop:
+            headers = {"User-Agent": f"{SERVER_SOFTWARE} aiogram/{aiogram_version}"}
+            poster = JsonPoster(url.origin(), headers=headers, ssl_context=_ssl_context())
+            self._posting = (loop, poster)
+        return self._posting[1]
+
+    def close_connections(self) -> None:
+        """Close the kept-alive connections (with the bot's session): a later call opens new ones."""
+        if self._posting is not None:
+            self._posting[1].close()
+
+    async def _post_aiohttp(self, session: AiohttpSession, url: URL, body: str) -> tuple[int, bytes]:
+        client = await session.create_session()
+        if self._timeout.total != session.timeout:
+            self._timeout = ClientTimeout(total=session.timeout)
+        async with client.post(url, data=body, headers=_JSON, timeout=self._timeout) as resp:
+            return resp.status, await resp.read()
 
     async def _retrying(self, name: str, send: Callable[[], Awaitable[T]], *, chat: str | None, paced: bool) -> T:
         flood_waited, floods, failures = 0.0, 0, 0

@@ -59,7 +59,7 @@ class TelegramOutbound:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._in_flight == 0:
-            await self.bot.session.close()
+            await self._close_session()
 
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[None]:
@@ -70,7 +70,11 @@ class TelegramOutbound:
         finally:
             self._in_flight -= 1
             if self.stopped and self._in_flight == 0:
-                await self.bot.session.close()
+                await self._close_session()
+
+    async def _close_session(self) -> None:
+        self.api.close_connections()
+        await self.bot.session.close()
 
     def remember_reply_target(self, event_id: str, message: Message) -> None:
         """A group message that became event ``event_id``: its answer quotes it."""
