@@ -11,6 +11,7 @@ sentence encoder".
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from itertools import chain
 from typing import Any
@@ -46,7 +47,10 @@ def usable(backend: Any) -> bool:
 
 
 class TokenStage:
-    """The backend's forward pass, each token's projected and normalised embedding kept by token id."""
+    """The backend's forward pass, each token's projected and normalised embedding kept by token id.
+
+    One pass at a time (:attr:`lock`): the agents are placed on a thread of their own while the event loop encodes
+    messages, and the kept rows are shared."""
 
     def __init__(self, backend: Any, slots: int = SLOTS) -> None:
         self.be = backend
@@ -57,6 +61,7 @@ class TokenStage:
         self.tokens = 0
         """Tokens looked up so far, and of them :attr:`computed` projected (for the hit rate)."""
         self.computed = 0
+        self.lock = threading.Lock()
 
     def _embed(self, ids: Any) -> Any:
         chunk = ids % self.chunks
@@ -95,6 +100,10 @@ class TokenStage:
 
     def encode(self, texts: Sequence[str]) -> Any:
         """L2-normalised ``(len(texts), 512)`` float32 vectors, as the backend's ``encode`` gives them."""
+        with self.lock:
+            return self._encode(texts)
+
+    def _encode(self, texts: Sequence[str]) -> Any:
         out = np.empty((len(texts), EMB_DIM), dtype=np.float32)
         tokenize = self.be.sp.encode
         group: list[list[int]] = []

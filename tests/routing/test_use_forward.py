@@ -4,6 +4,7 @@ starting over when they are full (or when one batch has more distinct tokens tha
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -53,3 +54,28 @@ def test_full_rows_start_over_and_a_batch_past_them_is_computed_whole(backend: A
     # 22 rows kept; the Russian message's tokens do not fit beside them: the rows start over with its own; four
     # messages with more distinct tokens than rows are computed whole and nothing is kept; then Russian again.
     assert used[0] == 22 and 0 < used[1] < 22 and used[2] == 0 and used[3] == used[1]
+
+
+def test_passes_on_several_threads_at_once_keep_their_vectors(backend: Any) -> None:
+    """The agents are placed on a thread of their own while the loop encodes messages: one pass at a time, so
+    rows starting over under one pass never reach another's."""
+    stage = TokenStage(backend, slots=24)
+    batches = [TEXTS[i : i + 2] for i in range(0, 6, 2)]
+    expected = [_reference(backend, texts) for texts in batches]
+    failures: list[object] = []
+
+    def work(offset: int) -> None:
+        for round_ in range(8):
+            k = (offset + round_) % len(batches)
+            try:
+                if not np.allclose(stage.encode(batches[k]), expected[k], rtol=0, atol=1e-6):
+                    failures.append(k)
+            except Exception as exc:  # a row index gone stale under another pass
+                failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads) and failures == []
