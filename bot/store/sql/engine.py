@@ -93,6 +93,9 @@ class SqlEngine:
         self.retention_interval_s = retention_interval_s
         self.dialect = "postgresql" if url.split(":", 1)[0].startswith("postgres") else "sqlite"
         self._rules: list[RetentionRule] = []
+        self.before_flush: list[Callable[[], None]] = []
+        """Called by :meth:`flush` first: writes kept back for a turn of the loop are queued now (the sent marks,
+        :class:`~bot.store.sql.sent_journal.SentMarks`)."""
         self._writer: GroupCommit | None = None
         self._reader: Reader | None = None
         self._tempdir: str | None = None
@@ -298,7 +301,10 @@ class SqlEngine:
         return await self._reader.fetch(sql, params)
 
     async def flush(self) -> None:
-        """Wait until every write submitted before this call is committed (held inserts too)."""
+        """Wait until every write submitted before this call is committed (held inserts too, and what
+        :attr:`before_flush` queues)."""
+        for queue in self.before_flush:
+            queue()
         if self._writer is not None:
             self._writer.release_held()
         await self.write(())

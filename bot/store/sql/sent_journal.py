@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DELETE_SENT = "DELETE FROM outbox WHERE id = ?"
+SET_PROMPT_REF = "UPDATE interrupts SET prompt_ref = ? WHERE id = ?"
 COMPACT_BYTES = 64 * 1024
 """Past this size the journal is rewritten with only the lines whose marks may not be committed."""
 
@@ -174,29 +175,43 @@ class SentJournal:
 
 
 class SentMarks:
-    """The "sent" marks of plain replies the journal lists, queued as ONE write per turn of the event loop.
+    """The "sent" marks the journal lists (replies, and prompts with their references), queued as ONE write per turn
+    of the event loop.
 
     The replies of one group commit are sent in the same turn of the loop; their marks go as one ``executemany`` delete
-    (a write and a statement per reply each cost the event loop time: see bench/README.md, "Sent marks").  The journal
-    lists them meanwhile, so a crash before the write commits does not send them again.
+    (a write and a statement per reply each cost the event loop time: see bench/README.md, "Sent marks"), and the
+    prompts' references as one ``executemany`` update.  The journal lists them meanwhile (a prompt's line with its
+    reference and interrupt), so a crash before the write commits neither sends them again nor loses a reference
+    (:meth:`SentJournal.mark_listed` writes it).  A reference lands a turn later than the prompt's send: the
+    interrupt's cached row has it at once, and the only other write of it (a prompt sent again, ``set_prompt_ref``)
+    follows a press or a command, which come after that turn.
     """
 
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self._ids: list[int] = []
+        self._refs: list[tuple[str | None, str]] = []
+        store.before_flush.append(self.queue)  # a flush covers the marks made before it
 
-    def add(self, outbox_id: int) -> None:
+    def add(self, outbox_id: int, interrupt_id: str | None = None, ref: str | None = None) -> None:
+        """Mark ``outbox_id`` sent; a prompt's ``ref`` lands on ``interrupt_id``."""
         if not self._ids:
             asyncio.get_running_loop().call_soon(self.queue)
         self._ids.append(outbox_id)
+        if interrupt_id is not None:
+            self._refs.append((ref, interrupt_id))
 
     def queue(self) -> None:
         """Queue the marks added so far (before a flush that must cover them)."""
         ids, self._ids = self._ids, []
+        refs, self._refs = self._refs, []
         if not ids:
             return
+        steps = [Step(DELETE_SENT, tuple((i,) for i in ids), many=True)]
+        if refs:
+            steps.append(Step(SET_PROMPT_REF, tuple(refs), many=True))
         try:
-            self.store.write_later([Step(DELETE_SENT, tuple((i,) for i in ids), many=True)], what="sent marks")
+            self.store.write_later(steps, what="sent marks")
         except StoreError as exc:  # the store closed first: the journal still lists them for the next start
             log.debug("outbox: %d sent marks are left to the journal (%s)", len(ids), exc)
 
@@ -236,7 +251,7 @@ def mark_steps(outbox_id: int, ref: str | None, interrupt_id: str | None) -> lis
     """An outbox entry leaves the outbox once sent; a prompt's reference lands on its interrupt."""
     steps = [Step(DELETE_SENT, (outbox_id,))]
     if interrupt_id is not None:
-        steps.append(Step("UPDATE interrupts SET prompt_ref = ? WHERE id = ?", (ref, interrupt_id)))
+        steps.append(Step(SET_PROMPT_REF, (ref, interrupt_id)))
     return steps
 
 

@@ -34,19 +34,15 @@ class OutboxTable:
         rows it touches are committed already, so it may pass writes queued before it.
         """
         interrupt_id = interrupt if interrupt is None or isinstance(interrupt, str) else interrupt.id
-        steps = mark_steps(outbox_id, ref, interrupt_id)
         if isinstance(interrupt, InterruptRow):
             # The cache holds this very row: the database follows in write order.
             interrupt.prompt_ref = ref
         journal = None if wait else await self._journal()
         if journal is not None and journal.record(outbox_id, ref, interrupt_id):
-            if interrupt_id is None:
-                self._marks.add(outbox_id)
-            else:
-                self.store.write_later(steps, what=f"removing sent outbox entry {outbox_id}")
+            self._marks.add(outbox_id, interrupt_id, ref)
             journal.settle(self._marks.flush)
             return
-        await self.store.write(steps, first=True)
+        await self.store.write(mark_steps(outbox_id, ref, interrupt_id), first=True)
 
     async def is_unsent(self, outbox_id: int) -> bool:
         """Whether the outbox entry is still waiting to be sent (not sent and marked by anyone yet)."""
