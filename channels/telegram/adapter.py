@@ -26,7 +26,7 @@ from bot.inbox import Inbox, InboxClosed, NotStored
 from bot.retry import Outage, retry
 from channels.base import BuildContext
 from channels.telegram.delivery import Api, TelegramDeliveryError, keep_response_model, poll_delays
-from channels.telegram.inbound import UPDATE_TYPES, BotIdentity, action_event, message_event
+from channels.telegram.inbound import UPDATE_TYPES, BotIdentity, action_event, message_event, plain_private_event
 from channels.telegram.menu import sync_commands
 from channels.telegram.outbound import TelegramOutbound
 from channels.telegram.rendering import TEXT_LIMIT
@@ -174,18 +174,26 @@ class TelegramChannel:
         if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
             log.warning("telegram: webhook request with a wrong secret token from %s", request.remote)
             return web.Response(status=401, text="wrong secret token")
-        if self._inbox is None:
+        inbox = self._inbox
+        if inbox is None or self.me is None:
             return web.Response(status=503, text="not ready")  # Telegram retries later
+        body = await request.read()
+        plain = plain_private_event(body, self.me)
         try:
-            update = Update.model_validate_json(await request.read(), context={"bot": self.bot})
-        except (ValueError, ValidationError, RecursionError):
-            return web.Response(status=400, text="not an update")
-        try:
-            await self._take([update])
+            if plain is not None:  # the commonest update, without aiogram's models
+                update_id = plain.id
+                await inbox.submit_many((plain,))
+            else:
+                try:
+                    update = Update.model_validate_json(body, context={"bot": self.bot})
+                except (ValueError, ValidationError, RecursionError):
+                    return web.Response(status=400, text="not an update")
+                update_id = str(update.update_id)
+                await self._take([update])
         except InboxClosed:
             return web.Response(status=503, text="shutting down")
         except NotStored as exc:
-            log.error("telegram: could not store update %s; Telegram will retry: %s", update.update_id, exc)
+            log.error("telegram: could not store update %s; Telegram will retry: %s", update_id, exc)
             return web.Response(status=503, text="not stored")
         return web.Response(status=200)
 

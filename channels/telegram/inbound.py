@@ -6,8 +6,10 @@ UTF-16 code units (Telegram's unit), so text is sliced through UTF-16.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from aiogram.types import CallbackQuery, InaccessibleMessage, Message, MessageEntity, User
 
@@ -109,6 +111,77 @@ def message_event(update_id: int, message: Message, me: BotIdentity) -> InboundM
         attachments=attachments,
         received_at=message.date,
     )
+
+
+_PLAIN_MESSAGE = frozenset({"message_id", "date", "chat", "from", "text"})
+_PLAIN_USER = frozenset({"id", "is_bot", "first_name", "last_name", "username", "language_code", "is_premium"})
+_PLAIN_CHAT = frozenset({"id", "type", "first_name", "last_name", "username"})
+_SECONDS_BELOW = 20_000_000_000
+"""pydantic reads a larger number as milliseconds: such a date goes the long way."""
+
+
+def plain_private_event(body: bytes, me: BotIdentity) -> InboundMessage | None:
+    """The event for the commonest update, a plain text message in a private chat (no entities, reply, media or
+    topic), read from the webhook's JSON without aiogram's models: the same event :func:`message_event` makes of
+    it (measured: see bench/README.md, "Telegram's plain private messages").  None for anything else (or a field
+    of an unexpected type), which goes the long way and is validated there."""
+    try:
+        update = json.loads(body)
+    except (ValueError, RecursionError):  # not JSON, or nested too deep: refused the long way
+        return None
+    if not isinstance(update, dict) or update.keys() != {"update_id", "message"}:
+        return None
+    update_id, message = update["update_id"], update["message"]
+    if type(update_id) is not int or not isinstance(message, dict) or not message.keys() <= _PLAIN_MESSAGE:
+        return None
+    chat, user, text, date = message.get("chat"), message.get("from"), message.get("text"), message.get("date")
+    if not (
+        isinstance(chat, dict)
+        and chat.keys() <= _PLAIN_CHAT
+        and chat.get("type") == "private"
+        and type(chat.get("id")) is int
+        and isinstance(user, dict)
+        and user.keys() <= _PLAIN_USER
+        and type(user.get("id")) is int
+        and type(user.get("is_bot")) is bool
+        and type(message.get("message_id")) is int
+        and type(date) is int
+        and 0 <= date < _SECONDS_BELOW
+        and isinstance(text, str)
+        and isinstance(user.get("first_name"), str)
+        and all(isinstance(user.get(k, ""), str) for k in ("last_name", "username", "language_code"))
+        and type(user.get("is_premium", False)) is bool
+        and isinstance(chat.get("first_name", ""), str)
+        and isinstance(chat.get("last_name", ""), str)
+        and isinstance(chat.get("username", ""), str)
+    ):
+        return None
+    strings = (text, *(v for v in user.values() if type(v) is str), *(v for v in chat.values() if type(v) is str))
+    if not all(s.isascii() or _encodes(s) for s in strings):
+        return None  # a lone surrogate: refused the long way (pydantic's JSON reader takes none)
+    if not text.strip() or _COMMAND_TARGET.match(text) is not None:
+        return None  # nothing, or a command naming a bot: the long way decides
+    first, last = user.get("first_name", ""), user.get("last_name")
+    name = f"{first} {last}" if last else first
+    return InboundMessage(
+        id=str(update_id),
+        chat=ChatKey(channel=CHANNEL, chat_id=str(chat["id"]), thread_id=None),
+        sender=Sender(id=str(user["id"]), name=name or user.get("username") or str(user["id"]), is_bot=user["is_bot"]),
+        text=text,
+        is_direct=True,
+        mentions_bot=text.startswith("/"),
+        reply_to=None,
+        attachments=(),
+        received_at=datetime.fromtimestamp(date, UTC),
+    )
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def action_event(update_id: int, query: CallbackQuery) -> Action | None:
