@@ -228,7 +228,9 @@ class Api:
         loop = asyncio.get_running_loop()
         if self._posting is None or self._posting[0] is not loop:
             headers = {"User-Agent": f"{SERVER_SOFTWARE} aiogram/{aiogram_version}"}
-            poster = JsonPoster(url.origin(), headers=headers, ssl_context=_ssl_context())
+            poster = JsonPoster(
+                url.origin(), headers=headers, ssl_context=_ssl_context(), monotonic=self.clock.monotonic
+            )
             self._posting = (loop, poster)
         return self._posting[1]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from yarl import URL
@@ -181,8 +181,15 @@ class JsonPoster:
     """``POST``s of JSON bodies to the origin of ``base``, over at most ``limit`` kept-alive connections."""
 
     def __init__(
-        self, base: URL, *, headers: dict[str, str], ssl_context: ssl.SSLContext | None, limit: int = 100
+        self,
+        base: URL,
+        *,
+        headers: dict[str, str],
+        ssl_context: ssl.SSLContext | None,
+        monotonic: Callable[[], float],
+        limit: int = 100,
     ) -> None:
+        """``monotonic``: a :class:`~bot.clock.Clock`'s, what the keep-alive's idle time is read on."""
         if base.scheme not in ("http", "https") or not base.host:
             raise ValueError(f"not an http(s) URL: {base.scheme}://…")
         self.host = base.host
@@ -195,6 +202,7 @@ class JsonPoster:
         self._idle: deque[_Connection] = deque()
         self._room = asyncio.Semaphore(limit)
         self._generation = 0
+        self._monotonic = monotonic
 
     def _request(self, path: str, body: bytes) -> bytes:
         return b"".join(
@@ -223,14 +231,14 @@ class JsonPoster:
                 conn._close()
                 raise
             if conn.reusable and not conn.closed and generation == self._generation:
-                conn.idle_since = time.monotonic()
+                conn.idle_since = self._monotonic()
                 self._idle.append(conn)
             else:
                 conn._close()
             return answer
 
     async def _connection(self) -> _Connection:
-        now = time.monotonic()
+        now = self._monotonic()
         while self._idle:
             conn = self._idle.pop()  # the most recently used: the least likely to have been closed by the server
             if not conn.closed and now - conn.idle_since < KEEPALIVE_S:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import pytest
 from yarl import URL
 
-from channels.telegram.http1 import HttpFailure, JsonPoster
+from bot.clock import FakeClock
+from channels.telegram.http1 import KEEPALIVE_S, HttpFailure, JsonPoster
 from tests.waiting import eventually
 
 Script = Callable[[bytes], list[bytes]]
@@ -64,8 +65,13 @@ def ok(body: bytes, *headers: str) -> bytes:
     return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
 
 
-def poster_for(server: Server) -> JsonPoster:
-    return JsonPoster(URL(f"http://127.0.0.1:{server.port}"), headers={"User-Agent": "test"}, ssl_context=None)
+CLOCK = FakeClock()
+"""The keep-alive's idle time is read on it (moved only by the test about it)."""
+
+
+def poster_for(server: Server, clock: FakeClock = CLOCK) -> JsonPoster:
+    base = URL(f"http://127.0.0.1:{server.port}")
+    return JsonPoster(base, headers={"User-Agent": "test"}, ssl_context=None, monotonic=clock.monotonic)
 
 
 def url(server: Server, method: str = "sendMessage") -> URL:
@@ -180,7 +186,7 @@ async def test_a_refused_connection_is_an_os_error() -> None:
     port = tcp.sockets[0].getsockname()[1]
     tcp.close()
     await tcp.wait_closed()
-    poster = JsonPoster(URL(f"http://127.0.0.1:{port}"), headers={}, ssl_context=None)
+    poster = JsonPoster(URL(f"http://127.0.0.1:{port}"), headers={}, ssl_context=None, monotonic=CLOCK.monotonic)
     with pytest.raises(OSError):
         await poster.post(URL(f"http://127.0.0.1:{port}/x"), b"{}")
 
@@ -200,6 +206,19 @@ async def test_a_cancelled_call_closes_its_connection(server: Server) -> None:
     poster.close()
 
 
+async def test_a_connection_idle_for_the_keep_alive_is_not_used_again(server: Server) -> None:
+    clock = FakeClock()
+    poster = poster_for(server, clock)
+    await poster.post(url(server), b"{}")
+    await clock.advance(KEEPALIVE_S - 1)
+    await poster.post(url(server), b"{}")
+    assert server.connections == 1
+    await clock.advance(KEEPALIVE_S)
+    await poster.post(url(server), b"{}")
+    assert server.connections == 2
+    poster.close()
+
+
 async def test_closed_poster_is_usable_again(server: Server) -> None:
     poster = poster_for(server)
     await poster.post(url(server), b"{}")
@@ -212,6 +231,6 @@ async def test_closed_poster_is_usable_again(server: Server) -> None:
 
 def test_only_http_urls() -> None:
     with pytest.raises(ValueError):
-        JsonPoster(URL("ftp://example.org"), headers={}, ssl_context=None)
-    https = JsonPoster(URL("https://api.example.org"), headers={}, ssl_context=None)
+        JsonPoster(URL("ftp://example.org"), headers={}, ssl_context=None, monotonic=CLOCK.monotonic)
+    https = JsonPoster(URL("https://api.example.org"), headers={}, ssl_context=None, monotonic=CLOCK.monotonic)
     assert https.port == 443 and https.ssl is not None
