@@ -10,7 +10,6 @@ from agents.tools.base import StaticToolset
 from agents.tools.command import command_tools
 from agents.tools.config import ToolsConfig
 from agents.tools.files import file_tools
-from agents.tools.http import http_tools
 from agents.tools.time import time_tools
 
 BUILTIN = "builtin"
@@ -20,6 +19,8 @@ def builtin_toolset(config: ToolsConfig, *, hidden: Sequence[Path] = (), clock: 
     """The toolset named ``builtin``: every built-in tool the configuration enables (``run_command`` only when
     enabled and sandboxed), less the disabled ones.  ``hidden``: the bot's own files, which the file tools refuse
     and ``run_command``'s sandbox masks; ``clock``: the time ``get_current_time`` tells."""
+    from agents.tools.http import http_tools  # aiohttp loads with the first toolset, not with the settings
+
     tools = [
         *time_tools(clock.now),
         *http_tools(config.http),

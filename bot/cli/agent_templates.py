@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import yaml
 
-from agents.spec import AgentSpec
 from bot.cli.wizard import PLACEHOLDER_DESCRIPTION, title_of
-from bot.config.settings import RuleRouting
+
+if TYPE_CHECKING:
+    from agents.spec import AgentSpec
+    from bot.config.settings import RuleRouting
 
 
 @dataclass(frozen=True)

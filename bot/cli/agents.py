@@ -2,7 +2,8 @@
 
 ``bot/cli/main.py`` mounts :data:`agents_app` as ``bot agents``.  A user's mistake
 (a broken file, a bad name, a missing config) ends with a message and an exit
-code, never a traceback: 0 all good, 1 problems found, 2 wrong usage or config.
+code, never a traceback: 0 all good, 1 problems found, 2 wrong usage or config.  The agent files' parser and
+the catalog load inside the commands that use them: ``bot`` starts without them (tests/bot/test_cli_imports.py).
 """
 
 from __future__ import annotations
@@ -10,28 +11,19 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
 
-from agents.spec import (
-    AgentRegistry,
-    SpecError,
-    SpecFileError,
-    agent_json_schema,
-    check_references,
-    load_agents,
-    name_problem,
-    parse_agent_text,
-)
 from bot.cli.agent_templates import TemplateName, reach_warnings, render_template
 from bot.cli.settings import ConfigOpt, cli_settings
 from bot.cli.wizard import Answers
 from bot.config.settings import Settings
-from bot.runs.catalog import builtin_agents_dir
-from bot.runs.tool_names import known_tool_names
 from channels.terminal import terminal_safe
+
+if TYPE_CHECKING:
+    from agents.spec import AgentRegistry, SpecError
 
 agents_app = typer.Typer(
     help="File-defined agents: list, show, validate, create, schema.", add_completion=False, no_args_is_help=True
@@ -59,6 +51,10 @@ def _project_dirs(settings: Settings) -> list[Path]:
 
 
 def _load(settings: Settings, *, check: bool = False) -> AgentRegistry:
+    from agents.spec import load_agents
+    from bot.runs.catalog import builtin_agents_dir
+    from bot.runs.tool_names import known_tool_names
+
     return load_agents(
         builtin_agents_dir(),
         settings.agents.user_dir.expanduser(),
@@ -70,6 +66,8 @@ def _load(settings: Settings, *, check: bool = False) -> AgentRegistry:
 
 def _display(file: str) -> str:
     """A file as the operator would type it: relative to here, ``~/…``, or ``<builtin>/…``."""
+    from bot.runs.catalog import builtin_agents_dir
+
     path = Path(file)
     if not path.is_absolute():
         return file
@@ -231,6 +229,8 @@ def create(
     config: ConfigOpt = None,
 ) -> None:
     """Write a new agent file from a template, or (--extended) from questions or flags."""
+    from agents.spec import SpecFileError, check_references, load_agents, name_problem, parse_agent_text
+
     problem = name_problem(name)
     if problem is not None:
         typer.echo(f"bad agent name {name!r}: {problem}", err=True)
@@ -305,6 +305,8 @@ def create(
 @agents_app.command("schema")
 def schema() -> None:
     """The JSON schema of an agent file's front matter, for editors."""
+    from agents.spec import agent_json_schema
+
     typer.echo(json.dumps(agent_json_schema(), indent=2, ensure_ascii=False))
 
 
@@ -324,6 +326,8 @@ def graph_show(
     config: ConfigOpt = None,
 ) -> None:
     """A graph's nodes (and the agent each runs), its edges in the order they are tried, with their conditions."""
+    from agents.spec import check_references
+
     registry = _load(_settings(config))
     spec = registry.get(name)
     if spec is None:

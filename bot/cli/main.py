@@ -10,8 +10,6 @@ import signal
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,7 +24,6 @@ from bot.cli.pair import NO_ADMIN, pair_app
 from bot.cli.service import service_app
 from bot.cli.settings import ConfigOpt, DirectoryOpt, announce_project, cli_settings, pass_config_down
 from bot.cli.startup import load_platform_libraries
-from bot.cli.traces import print_trace
 from bot.cli.web import web_app
 from bot.config.secrets import scrub_environment
 from bot.config.settings import ConfigError, Settings
@@ -263,6 +260,9 @@ def health(
     url: Annotated[str | None, typer.Option(help="Health URL (default: from the http section).")] = None,
 ) -> None:
     """Check a running gateway's health endpoint; exit 0 when healthy."""
+    import urllib.error
+    import urllib.request
+
     if url is None:
         settings = _settings(config)
         host = settings.http.host if settings.http.host not in ("0.0.0.0", "::") else "127.0.0.1"
@@ -331,6 +331,8 @@ def trace(
 ) -> None:
     """Show how a chat's last requests were handled (default: the chat traced last): route, model and tool calls,
     handoffs, interrupts."""
+    from bot.cli.traces import print_trace
+
     settings = _settings(config)
     raise typer.Exit(asyncio.run(print_trace(settings, chat_key, last, as_json)))
 

@@ -14,16 +14,16 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agents.spec import AgentSpec, SpecError
-from agents.specs.registry import is_pattern
-from agents.tools.mcp.manager import McpManager, ServerStatus
-from agents.tools.mcp.toolset import split_tool_name
 from bot.cli.settings import ConfigOpt, cli_settings
 from bot.config.settings import Settings
+
+if TYPE_CHECKING:  # loaded by the commands that use them: ``bot`` starts without them
+    from agents.spec import AgentSpec, SpecError
+    from agents.tools.mcp.manager import McpManager, ServerStatus
 
 mcp_app = typer.Typer(help="MCP servers: status and tools.", add_completion=False, no_args_is_help=True)
 
@@ -40,6 +40,8 @@ def list_servers(
     connect: Annotated[bool, typer.Option(help="Start/connect each server to list its tools.")] = True,
 ) -> None:
     """Servers, their status and tools (risk, confirmation)."""
+    from agents.tools.mcp.manager import McpManager
+
     settings = cli_settings(config)
     logging.getLogger("agents.tools.mcp").setLevel(logging.ERROR)  # the listing says it better
     statuses = asyncio.run(_statuses(McpManager(settings.mcp.servers), connect))
@@ -87,6 +89,10 @@ def mcp_problems(settings: Settings, specs: Iterable[AgentSpec], *, connect: boo
     server the agent does not list (it would never be offered).  With ``connect``: the servers are
     started and every ``mcp.<server>.<tool>`` name (not a pattern) is checked against their tools.
     """
+    from agents.spec import SpecError
+    from agents.specs.registry import is_pattern
+    from agents.tools.mcp.toolset import split_tool_name
+
     specs = list(specs)
     configured = settings.mcp.servers
     problems: list[SpecError] = []
@@ -116,6 +122,9 @@ def mcp_problems(settings: Settings, specs: Iterable[AgentSpec], *, connect: boo
 
 
 async def _check_tool_names(settings: Settings, refs: list[tuple[AgentSpec, str, str, str]]) -> list[SpecError]:
+    from agents.spec import SpecError
+    from agents.tools.mcp.manager import McpManager
+
     servers = {server for _, _, server, _ in refs if settings.mcp.servers[server].enabled}
     manager = McpManager({name: settings.mcp.servers[name] for name in servers})
     try:

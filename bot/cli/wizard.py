@@ -16,10 +16,6 @@ import typer
 import yaml
 from pydantic import ValidationError
 
-from agents.conditions import as_condition
-from agents.specs.graph import GraphSpec
-from agents.specs.model import Guardrail, Handoff
-
 ACRONYMS = frozenset("SQL API CI CD PR UI UX DB AWS GCP K8S HTTP JSON YAML CSV PDF SEO QA DNS SSH".split())
 """Words an agent's title keeps upper-case (``sql-helper``: "SQL helper")."""
 PLACEHOLDER_DESCRIPTION = "An assistant."
@@ -186,6 +182,8 @@ class Answers:
                     "  When (a condition over the payload, e.g. task.status == 'need-review'; or words; empty: any)",
                     default="",
                 ).strip()
+                from agents.conditions import as_condition
+
                 needed = as_condition(when) is not None
                 hint = "a JSON schema, an example object or field names" + ("" if needed else "; empty: none")
                 payload = typer.prompt(f"  Payload ({hint})", default="" if not needed else None)
@@ -239,6 +237,8 @@ class Answers:
         entry: dict[str, Any] = {"to": to.strip(), **({"when": when.strip()} if when.strip() else {})}
         if payload.strip():
             entry["payload"] = {"schema": schema_of(payload)}
+        from agents.specs.model import Handoff
+
         Handoff.model_validate(entry)
         return entry
 
@@ -249,6 +249,8 @@ class Answers:
         if self.guardrail_fields:
             schema = {**schema, "required": [*schema.get("required", []), *self.guardrail_fields]}
         rule = {"name": "valid-json-output", "policy": self.guardrail_policy, "max_repairs": 1, "output_schema": schema}
+        from agents.specs.model import Guardrail
+
         Guardrail.model_validate(rule)
         return rule
 
@@ -261,6 +263,8 @@ class Answers:
             **({"outputs": {k.strip(): v.strip() for k, v in outputs.items()}} if outputs else {}),
             "edges": [_edge(e) for e in edges],
         }
+        from agents.specs.graph import GraphSpec
+
         GraphSpec.model_validate(graph)
         return graph
 

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from agents.spec import parse_agent_text
 from bot.cli.agent_templates import TEMPLATES, TemplateName
-from bot.cli.agents import agents_app, known_tool_names
+from bot.cli.agents import agents_app
+from bot.runs.tool_names import known_tool_names
 
 runner = CliRunner()
 
